@@ -1,0 +1,1 @@
+//! Destinations: where a target's lines are written.

@@ -1,0 +1,1 @@
+//! Examples, cross-crate tests and benchmarks of tracing-trace2.
