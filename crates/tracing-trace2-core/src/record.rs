@@ -326,9 +326,13 @@ impl Event<'_> {
             Event::ExecResult { .. } => "exec_result",
             Event::ThreadStart => "thread_start",
             Event::ThreadExit { .. } => "thread_exit",
-            Event::Timer { per_thread: true, .. } => "th_timer",
+            Event::Timer {
+                per_thread: true, ..
+            } => "th_timer",
             Event::Timer { .. } => "timer",
-            Event::Counter { per_thread: true, .. } => "th_counter",
+            Event::Counter {
+                per_thread: true, ..
+            } => "th_counter",
             Event::Counter { .. } => "counter",
             Event::Exit { .. } => "exit",
             Event::Atexit { .. } => "atexit",

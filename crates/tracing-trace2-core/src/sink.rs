@@ -54,7 +54,10 @@ impl MemorySink {
 
     /// Everything written so far.
     pub fn contents(&self) -> Vec<u8> {
-        self.lines.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.lines
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Everything written so far, as text (invalid UTF-8 replaced).

@@ -64,7 +64,10 @@ pub fn push_timer_seconds(out: &mut Vec<u8>, nanos: u64) {
 #[inline]
 fn is_plain(byte: u8) -> bool {
     byte.is_ascii_alphanumeric()
-        || matches!(byte, b'+' | b',' | b'-' | b'.' | b'/' | b':' | b'=' | b'@' | b'_' | b'^')
+        || matches!(
+            byte,
+            b'+' | b',' | b'-' | b'.' | b'/' | b':' | b'=' | b'@' | b'_' | b'^'
+        )
 }
 
 /// Appends `arg` with git's shell-style quoting: verbatim when every byte is plain, else
@@ -285,10 +288,19 @@ mod tests {
     #[test]
     fn quoting() {
         assert_eq!(s(|o| push_quoted(o, "")), "''");
-        assert_eq!(s(|o| push_quoted(o, "a-b_c.d/e:f=g@h+i,j^k")), "a-b_c.d/e:f=g@h+i,j^k");
+        assert_eq!(
+            s(|o| push_quoted(o, "a-b_c.d/e:f=g@h+i,j^k")),
+            "a-b_c.d/e:f=g@h+i,j^k"
+        );
         assert_eq!(s(|o| push_quoted(o, "arg two")), "'arg two'");
-        assert_eq!(s(|o| push_quoted(o, "alias.x=!echo hi")), "'alias.x='\\!'echo hi'");
-        assert_eq!(s(|o| push_quoted(o, "my proc (x)'q")), "'my proc (x)'\\''q'");
+        assert_eq!(
+            s(|o| push_quoted(o, "alias.x=!echo hi")),
+            "'alias.x='\\!'echo hi'"
+        );
+        assert_eq!(
+            s(|o| push_quoted(o, "my proc (x)'q")),
+            "'my proc (x)'\\''q'"
+        );
         assert_eq!(s(|o| push_quoted(o, "é")), "'é'");
         assert_eq!(
             s(|o| push_quoted_list(o, &["git", "-c", "a b", ""])),
@@ -300,7 +312,10 @@ mod tests {
     fn padding() {
         assert_eq!(s(|o| push_padded(o, "data", 12)), "data        ");
         assert_eq!(s(|o| push_padded(o, "region_enter!", 12)), "region_enter!");
-        assert_eq!(s(|o| push_cut_padded(o, "traverse_trees", 12)), "traverse_tre");
+        assert_eq!(
+            s(|o| push_cut_padded(o, "traverse_trees", 12)),
+            "traverse_tre"
+        );
         assert_eq!(s(|o| push_cut_padded(o, "", 3)), "   ");
     }
 
@@ -310,17 +325,26 @@ mod tests {
             s(|o| push_json_str(o, "bad\"na\\me\tx\u{1}\u{7f}é/")),
             "\"bad\\\"na\\\\me\\tx\\u0001\u{7f}é/\""
         );
-        assert_eq!(s(|o| push_json_str(o, "\u{1b}\u{8}\u{c}\r\n")), "\"\\u001b\\b\\f\\r\\n\"");
+        assert_eq!(
+            s(|o| push_json_str(o, "\u{1b}\u{8}\u{c}\r\n")),
+            "\"\\u001b\\b\\f\\r\\n\""
+        );
     }
 
     #[test]
     fn dates() {
         // 2026-11-21T23:21:37.816991Z
         let wall = 1_795_303_297_816_991;
-        assert_eq!(s(|o| push_utc_datetime(o, wall)), "2026-11-21T23:21:37.816991Z");
+        assert_eq!(
+            s(|o| push_utc_datetime(o, wall)),
+            "2026-11-21T23:21:37.816991Z"
+        );
         assert_eq!(s(|o| push_sid_datetime(o, wall)), "20261121T232137.816991Z");
         assert_eq!(s(|o| push_time_of_day(o, wall, 0)), "23:21:37.816991");
         assert_eq!(s(|o| push_time_of_day(o, wall, 3600)), "00:21:37.816991");
-        assert_eq!(s(|o| push_utc_datetime(o, 951_782_400_000_000)), "2000-02-29T00:00:00.000000Z");
+        assert_eq!(
+            s(|o| push_utc_datetime(o, 951_782_400_000_000)),
+            "2000-02-29T00:00:00.000000Z"
+        );
     }
 }

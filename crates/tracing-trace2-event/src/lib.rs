@@ -1,1 +1,53 @@
-//! placeholder
+//! The Trace2 Event target of `tracing-trace2`: one JSON object per line.
+//!
+//! [`EventFormat`] turns each [`Record`](tracing_trace2_core::Record) handed over by the
+//! core layer into the line git 2.47's event target (`GIT_TRACE2_EVENT`) would write
+//! for the same call: the same keys, in the same order, with the same number formats
+//! (`"t_abs":0.000410`, `"evt":"4"`, integers unquoted, `data` values always strings).
+//! Brief mode and the region nesting filter behave as git's `GIT_TRACE2_EVENT_BRIEF`
+//! and `GIT_TRACE2_EVENT_NESTING` settings do.
+//!
+//! # Text encoding
+//!
+//! git escapes JSON strings byte by byte and copies bytes that are not valid UTF-8 into
+//! the line unchanged, so a path or an argument holding such bytes yields a line that
+//! is not valid UTF-8. Readers of the stream, Git's own `parse_events.perl` among them,
+//! then refuse the line (or the whole file). Every string in a record here is a Rust
+//! `&str`: where git would have written raw invalid bytes, our caller has already
+//! replaced each invalid sequence with U+FFFD, and every line this crate writes is valid
+//! UTF-8.
+//!
+//! # Example
+//!
+//! ```
+//! use tracing_trace2_core::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_event::EventFormat;
+//!
+//! let format = EventFormat::new().with_max_nesting(3);
+//! let record = Record {
+//!     event: Event::Exit { code: 0 },
+//!     time: Timestamp { wall_us: 1_795_303_297_817_165, t_abs_us: 563 },
+//!     sid: "20261121T232137.816920Z-H0a7c9cdf-P00002a1e",
+//!     depth: 0,
+//!     thread: "main",
+//!     callsite: Callsite { file: Some("src/main.rs"), line: 42 },
+//!     open_regions: 0,
+//! };
+//! let mut line = Vec::new();
+//! format.format(&record, &mut line);
+//! assert_eq!(
+//!     String::from_utf8(line).unwrap(),
+//!     "{\"event\":\"exit\",\"sid\":\"20261121T232137.816920Z-H0a7c9cdf-P00002a1e\",\
+//!      \"thread\":\"main\",\"time\":\"2026-11-21T23:21:37.817165Z\",\
+//!      \"file\":\"src/main.rs\",\"line\":42,\"t_abs\":0.000563,\"code\":0}\n"
+//! );
+//! ```
+
+mod format;
+mod layer;
+
+pub use format::EventFormat;
+pub use layer::{ENV_NAME, layer, target};
+
+#[cfg(test)]
+mod tests;

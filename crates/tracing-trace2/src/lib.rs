@@ -1,1 +1,52 @@
-//! placeholder
+//! Git's Trace2 telemetry for Rust programs that use `tracing`.
+//!
+//! Add one layer to `tracing_subscriber::registry()`, keep your `#[instrument]` functions
+//! and `tracing::info!` call sites, and get the Normal, Perf and Event streams that
+//! `git` itself writes when `GIT_TRACE2`, `GIT_TRACE2_PERF` or `GIT_TRACE2_EVENT` is
+//! set, readable by every tool built for Git's Trace2.
+//!
+//! ```no_run
+//! use tracing_subscriber::prelude::*;
+//!
+//! // None when no GIT_TRACE2* variable or trace2.* config key enables a target.
+//! let trace2 = tracing_trace2::Trace2::from_env().with_exe_version(env!("CARGO_PKG_VERSION"));
+//! tracing_subscriber::registry().with(trace2.layer()).init();
+//!
+//! #[tracing::instrument(fields(category = "index"))]
+//! fn read_index(path: &str) {
+//!     tracing::info!(key = "entries", value = 1500);
+//! }
+//! read_index(".git/index");
+//! ```
+//!
+//! What becomes what:
+//!
+//! | tracing | Trace2 |
+//! |---|---|
+//! | entering / leaving a span | `region_enter` / `region_leave`; label = span name, category = `category` field or the target, message = `msg` field then the other fields, repo = `repo` field |
+//! | `info!(key = "k", value = v)`, `info!(k = v)` | `data` (one per field), category = `category` field or the target |
+//! | `info!(key = "k", json = "{…}")` | `data_json` |
+//! | `info!("text")` (message only) | `printf` |
+//! | `error!`, `warn!` | `error` (`msg` = message and fields, `fmt` = message) |
+//! | [`api`] functions | every other Trace2 event (`cmd_name`, `child_start`, `exit`, …) |
+//!
+//! Crates: [`core`] holds the model and the layer, [`normal`], [`perf`] and [`event`] the
+//! three formats; this facade reads git's settings ([`config`]) and builds the layer.
+
+mod builder;
+pub mod config;
+pub mod params;
+pub use builder::Trace2;
+pub use config::Settings;
+pub use tracing_trace2_core as core;
+pub use tracing_trace2_core::{Trace2Layer, api};
+pub use tracing_trace2_event as event;
+pub use tracing_trace2_normal as normal;
+pub use tracing_trace2_perf as perf;
+
+/// The Trace2 layer configured from the environment and git config, or `None` when no
+/// target is enabled. The `version` line names this crate's version; use [`Trace2`] to
+/// name the program's.
+pub fn layer() -> Option<Trace2Layer> {
+    Trace2::from_env().layer()
+}

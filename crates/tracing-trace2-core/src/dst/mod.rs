@@ -1,1 +1,206 @@
-//! Destinations: where a target's lines are written.
+//! Destinations: where a target's lines are written, opened exactly as git opens them.
+//!
+//! A target value (spec 7.1) is parsed by [`parse_target`] and opened by [`open`], which
+//! prints git's warnings (spec 7.5) to fd 2. The result is a [`Sink`] that hands each
+//! line to the kernel in one system call and reports errors instead of retrying; the
+//! caller disables the target on the first error and may print [`warn_write_failed`].
+//!
+//! | module | job |
+//! |---|---|
+//! | `target_value` | parse a value, no I/O |
+//! | `fd` | one-call writes that never raise SIGPIPE; the descriptor sink |
+//! | `file` | append to a file given by path |
+//! | `dir` | one file per process in a directory; the `maxFiles` cap |
+//! | `socket` | `af_unix:` stream and datagram sockets |
+//! | `warn` | git's warning texts and `strerror` |
+
+mod dir;
+mod fd;
+mod file;
+mod socket;
+mod target_value;
+mod warn;
+
+#[cfg(test)]
+mod test_support;
+
+pub use dir::DISCARD_SENTINEL;
+pub use socket::SOCKET_TIMEOUT;
+pub use target_value::{SocketKind, TargetValue, parse_target};
+pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
+
+use crate::sink::Sink;
+use warn::Reporter;
+
+/// What [`open`] needs besides the value.
+#[derive(Clone, Debug)]
+pub struct OpenSettings {
+    /// The environment variable naming this target (`GIT_TRACE2`, `GIT_TRACE2_PERF`,
+    /// `GIT_TRACE2_EVENT`); git uses it in every message, even for config values.
+    pub env_name: &'static str,
+    /// `GIT_TRACE2_DST_DEBUG` / `trace2.destinationDebug`: print the open warnings.
+    pub dst_debug: bool,
+    /// `GIT_TRACE2_MAX_FILES` / `trace2.maxFiles` for directory targets; 0 = no limit.
+    pub max_files: u32,
+    /// The last component of the session id; names the file in a directory target.
+    pub sid_component: String,
+}
+
+/// The outcome of [`open`].
+pub enum Opened {
+    /// Ready to write.
+    Sink(Box<dyn Sink>),
+    /// Writing into the `git-trace2-discard` sentinel of a full directory: the Event
+    /// target must add `too_many_files` after `version`.
+    Sentinel(Box<dyn Sink>),
+    /// Nothing to write to (value off, invalid, or the open failed).
+    Disabled,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Opened::Sink(_) => "Sink",
+            Opened::Sentinel(_) => "Sentinel",
+            Opened::Disabled => "Disabled",
+        })
+    }
+}
+
+/// Opens a destination exactly as git does, printing git's warnings (spec 7.5) to fd 2:
+/// the unknown-value warning always, the others only when `settings.dst_debug`.
+pub fn open(value: &str, settings: &OpenSettings) -> Opened {
+    let mut to_stderr = |message: &str| warning(message);
+    open_reporting(
+        value,
+        settings,
+        &mut Reporter::new(settings.dst_debug, &mut to_stderr),
+    )
+}
+
+/// [`open`] with the warnings going to `report`.
+fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_>) -> Opened {
+    match parse_target(value) {
+        TargetValue::Disabled => Opened::Disabled,
+        // Not checked now: an fd that is not open fails on the first write, as in git.
+        TargetValue::Fd(fd) => Opened::Sink(Box::new(fd::FdSink::borrowed(fd))),
+        TargetValue::Path(path) if path.is_dir() => dir::open_in_dir(&path, settings, report),
+        TargetValue::Path(path) => file::open_file(&path, settings.env_name, report),
+        TargetValue::UnixSocket { kind, path } => {
+            socket::open_socket(value, kind, &path, settings.env_name, report)
+        }
+        TargetValue::Unknown(text) => {
+            report.always(&format!(
+                "trace2: unknown value for '{}': '{text}'",
+                settings.env_name
+            ));
+            Opened::Disabled
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dst::test_support::{child_or_run, git_stderr, open_collect, settings};
+
+    #[test]
+    fn off_values_open_nothing_silently() {
+        for v in ["", "0", "false", "FALSE"] {
+            let (opened, seen) = open_collect(v, &settings(true, 0));
+            assert!(matches!(opened, Opened::Disabled), "{v:?}");
+            assert!(seen.is_empty());
+        }
+    }
+
+    #[test]
+    fn unknown_value_always_warns_like_git() {
+        for v in ["yes", "on", "10", "rel/path"] {
+            for debug in [false, true] {
+                let (opened, ours) = open_collect(v, &settings(debug, 0));
+                assert!(matches!(opened, Opened::Disabled));
+                let Some(git) = git_stderr(&[("GIT_TRACE2_EVENT", v)]) else {
+                    return;
+                };
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&git)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn open_prints_to_fd2() {
+        let out = child_or_run(concat!(module_path!(), "::open_prints_to_fd2"), &[], || {
+            let opened = open("on", &settings(false, 0));
+            assert!(matches!(opened, Opened::Disabled));
+        });
+        assert!(out.status.success(), "{out:?}");
+        let Some(git) = git_stderr(&[("GIT_TRACE2_EVENT", "on")]) else {
+            return;
+        };
+        assert_eq!(out.stderr, git);
+    }
+
+    #[test]
+    fn true_means_stderr() {
+        let out = child_or_run(concat!(module_path!(), "::true_means_stderr"), &[], || {
+            let Opened::Sink(sink) = open("TRUE", &settings(true, 0)) else {
+                panic!("no sink")
+            };
+            sink.write_line(b"to fd 2\n").unwrap();
+        });
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stderr, b"to fd 2\n");
+    }
+
+    /// `GIT_TRACE2=5` with fd 5 closed: the open succeeds, the first write fails with
+    /// EBADF, and the warning is the one real git prints in that situation.
+    #[test]
+    fn closed_fd_fails_on_first_write_like_git() {
+        let out = child_or_run(
+            concat!(module_path!(), "::closed_fd_fails_on_first_write_like_git"),
+            &[],
+            || {
+                // SAFETY: the child only needs fd 5 to be closed; nothing of ours uses it.
+                unsafe { libc::close(5) };
+                let mut s = settings(true, 0);
+                s.env_name = "GIT_TRACE2";
+                let Opened::Sink(sink) = open("5", &s) else {
+                    panic!("fd target not opened")
+                };
+                let err = sink.write_line(b"x\n").unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+                warn_write_failed(s.env_name, &err);
+            },
+        );
+        assert!(out.status.success(), "{out:?}");
+        let Some(git) = git_stderr(&[("GIT_TRACE2", "5"), ("GIT_TRACE2_DST_DEBUG", "1")]) else {
+            return;
+        };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&git)
+        );
+    }
+
+    #[test]
+    fn path_value_picks_file_or_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
+        let mut s = settings(true, 0);
+        s.sid_component = "sid-x".into();
+        let Opened::Sink(in_dir) = open_collect(d, &s).0 else {
+            panic!("dir")
+        };
+        in_dir.write_line(b"d\n").unwrap();
+        let file = format!("{d}/plain");
+        let Opened::Sink(plain) = open_collect(&file, &s).0 else {
+            panic!("file")
+        };
+        plain.write_line(b"f\n").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("sid-x")).unwrap(), b"d\n");
+        assert_eq!(std::fs::read(&file).unwrap(), b"f\n");
+    }
+}

@@ -1,0 +1,207 @@
+//! Writing lines to a file descriptor: one system call per line, and never a SIGPIPE.
+//!
+//! A library cannot know whether its host ignores SIGPIPE, and a trace reader that went
+//! away must not kill the program. Sockets get `send(MSG_NOSIGNAL)`; pipes, FIFOs and
+//! descriptors we cannot inspect get a write with SIGPIPE blocked for the calling thread
+//! (a SIGPIPE our write raised is then consumed); regular files and terminals, which
+//! never raise it, get a plain `write`.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use crate::sink::Sink;
+
+/// How a line reaches the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WriteMode {
+    /// `write(2)`: for descriptors that cannot raise SIGPIPE.
+    Plain,
+    /// `send(2)` with `MSG_NOSIGNAL`: for sockets.
+    Send,
+    /// `write(2)` with SIGPIPE blocked around it: for pipes and unknown descriptors.
+    NoSigpipe,
+}
+
+impl WriteMode {
+    /// The safe mode for whatever `fd` is now (an fd that is not open gets `NoSigpipe`,
+    /// and its first write then fails with `EBADF`, as in git).
+    pub(crate) fn for_fd(fd: RawFd) -> Self {
+        // SAFETY: fstat only fills the buffer we pass; a bad fd just returns -1.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return Self::NoSigpipe;
+        }
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFSOCK => Self::Send,
+            libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK => Self::Plain,
+            _ => Self::NoSigpipe,
+        }
+    }
+}
+
+/// Writes `buf` with one system call; returns the count the kernel took (short writes
+/// are not retried, as in git).
+pub(crate) fn write_fd(fd: RawFd, buf: &[u8], mode: WriteMode) -> io::Result<usize> {
+    let written = match mode {
+        // SAFETY: `buf` is valid for `buf.len()` bytes for the duration of the call.
+        WriteMode::Plain => unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) },
+        // SAFETY: as above.
+        WriteMode::Send => unsafe {
+            libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL)
+        },
+        WriteMode::NoSigpipe => return write_without_sigpipe(fd, buf),
+    };
+    if written < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(written as usize)
+    }
+}
+
+/// `write(2)` with SIGPIPE blocked for this thread; a SIGPIPE the write itself raised is
+/// taken off the pending set before the old mask comes back.
+fn write_without_sigpipe(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: plain libc calls on local, initialised signal sets; `buf` is valid for its
+    // length. The mask change is undone before returning on every path.
+    unsafe {
+        let mut pipe_only: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe_only);
+        libc::sigaddset(&mut pipe_only, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &pipe_only, &mut old) != 0 {
+            return Err(io::Error::other("cannot block SIGPIPE"));
+        }
+        let already_pending = sigpipe_pending();
+        let written = libc::write(fd, buf.as_ptr().cast(), buf.len());
+        let result = if written < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(written as usize)
+        };
+        let broke = matches!(&result, Err(e) if e.raw_os_error() == Some(libc::EPIPE));
+        if broke && !already_pending && sigpipe_pending() {
+            let mut signal = 0;
+            libc::sigwait(&pipe_only, &mut signal);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        result
+    }
+}
+
+/// Whether a SIGPIPE is pending for this thread or the process.
+fn sigpipe_pending() -> bool {
+    // SAFETY: sigpending fills the set we own.
+    unsafe {
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending) == 0 && libc::sigismember(&pending, libc::SIGPIPE) == 1
+    }
+}
+
+/// A sink writing to a file descriptor; it closes the descriptor only if it owns it.
+#[derive(Debug)]
+pub(crate) struct FdSink {
+    fd: RawFd,
+    mode: WriteMode,
+    /// Keeps an opened file or socket alive (and closes it on drop); `None` for the
+    /// host's own descriptors (2..9), which are never closed.
+    _owner: Option<OwnedFd>,
+}
+
+impl FdSink {
+    /// Writes to one of the host's descriptors, leaving it open forever.
+    pub(crate) fn borrowed(fd: RawFd) -> Self {
+        Self {
+            fd,
+            mode: WriteMode::for_fd(fd),
+            _owner: None,
+        }
+    }
+
+    /// Writes to a descriptor we opened, closing it when the sink is dropped.
+    pub(crate) fn owned(fd: OwnedFd, mode: WriteMode) -> Self {
+        Self {
+            fd: fd.as_raw_fd(),
+            mode,
+            _owner: Some(fd),
+        }
+    }
+}
+
+impl Sink for FdSink {
+    fn write_line(&self, line: &[u8]) -> io::Result<()> {
+        write_fd(self.fd, line, self.mode).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dst::test_support::child_or_run;
+    use std::os::fd::FromRawFd;
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn modes_by_descriptor_kind() {
+        let (r, w) = pipe();
+        assert_eq!(WriteMode::for_fd(w.as_raw_fd()), WriteMode::NoSigpipe);
+        drop(r);
+        let file = std::fs::File::open("/dev/null").unwrap();
+        assert_eq!(WriteMode::for_fd(file.as_raw_fd()), WriteMode::Plain);
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(WriteMode::for_fd(a.as_raw_fd()), WriteMode::Send);
+        assert_eq!(WriteMode::for_fd(-1), WriteMode::NoSigpipe);
+    }
+
+    #[test]
+    fn pipe_line_arrives_whole() {
+        let (r, w) = pipe();
+        let sink = FdSink::owned(w, WriteMode::NoSigpipe);
+        sink.write_line(b"one line\n").unwrap();
+        drop(sink);
+        let text = std::io::read_to_string(std::fs::File::from(r)).unwrap();
+        assert_eq!(text, "one line\n");
+    }
+
+    #[test]
+    fn write_error_is_returned() {
+        let sink = FdSink::borrowed(-1);
+        let err = sink.write_line(b"x\n").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+    }
+
+    #[test]
+    fn host_descriptor_is_not_closed() {
+        let (_r, w) = pipe();
+        let raw = w.as_raw_fd();
+        drop(FdSink::borrowed(raw));
+        assert_ne!(unsafe { libc::fcntl(raw, libc::F_GETFD) }, -1);
+    }
+
+    #[test]
+    fn broken_pipe_does_not_kill() {
+        // The child restores the default SIGPIPE action (Rust programs start with it
+        // ignored) so that a stray signal would kill it.
+        let out = child_or_run(
+            concat!(module_path!(), "::broken_pipe_does_not_kill"),
+            &[],
+            || {
+                unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+                let (r, w) = pipe();
+                drop(r);
+                let sink = FdSink::borrowed(w.as_raw_fd());
+                let err = sink.write_line(b"lost\n").unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
+                // Unblocked again, and nothing left pending to kill us now.
+                assert!(!sigpipe_pending());
+                eprint!("alive");
+            },
+        );
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stderr, b"alive");
+    }
+}

@@ -1,0 +1,96 @@
+//! A target naming a file: opened for appending, created if missing.
+//!
+//! `O_APPEND` makes each one-call line land whole at the end even when many threads or
+//! processes share the file.
+
+use std::fs::OpenOptions;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use super::Opened;
+use super::fd::{FdSink, WriteMode};
+use super::warn::{Reporter, strerror};
+
+/// Opens `path` with `O_WRONLY|O_APPEND|O_CREAT` (mode 0666 before umask).
+pub(crate) fn open_file(path: &Path, env_name: &str, report: &mut Reporter<'_>) -> Opened {
+    match OpenOptions::new().append(true).create(true).open(path) {
+        Ok(file) => {
+            let fd = OwnedFd::from(file);
+            // Usually a regular file, but a FIFO given by path can raise SIGPIPE.
+            let mode = WriteMode::for_fd(std::os::fd::AsRawFd::as_raw_fd(&fd));
+            Opened::Sink(Box::new(FdSink::owned(fd, mode)))
+        }
+        Err(err) => {
+            report.debug(&format!(
+                "trace2: could not open '{}' for '{env_name}' tracing: {}",
+                path.display(),
+                strerror(&err)
+            ));
+            Opened::Disabled
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dst::test_support::git_stderr;
+
+    fn open_collect(path: &Path, debug: bool) -> (Opened, Vec<String>) {
+        let mut seen = Vec::new();
+        let mut emit = |m: &str| seen.push(m.to_owned());
+        let opened = open_file(
+            path,
+            "GIT_TRACE2_EVENT",
+            &mut Reporter::new(debug, &mut emit),
+        );
+        (opened, seen)
+    }
+
+    fn sink(opened: Opened) -> Box<dyn crate::Sink> {
+        match opened {
+            Opened::Sink(s) => s,
+            _ => panic!("not a plain sink"),
+        }
+    }
+
+    #[test]
+    fn two_writers_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.txt");
+        std::fs::write(&path, "old\n").unwrap();
+        let a = sink(open_collect(&path, true).0);
+        let b = sink(open_collect(&path, true).0);
+        a.write_line(b"a1\n").unwrap();
+        b.write_line(b"b1\n").unwrap();
+        a.write_line(b"a2\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\na1\nb1\na2\n");
+    }
+
+    #[test]
+    fn unopenable_path_warns_like_git() {
+        for bad in ["/dev/null/x", "/proc/x"] {
+            let (opened, seen) = open_collect(Path::new(bad), true);
+            assert!(matches!(opened, Opened::Disabled));
+            let Some(git) = git_stderr(&[("GIT_TRACE2_EVENT", bad), ("GIT_TRACE2_DST_DEBUG", "1")])
+            else {
+                return;
+            };
+            let ours: Vec<u8> = seen
+                .iter()
+                .flat_map(|m| crate::dst::warn::format_warning(m))
+                .collect();
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&git)
+            );
+        }
+    }
+
+    #[test]
+    fn silent_without_dst_debug() {
+        let (opened, seen) = open_collect(Path::new("/dev/null/x"), false);
+        assert!(matches!(opened, Opened::Disabled));
+        assert!(seen.is_empty());
+    }
+}

@@ -1,0 +1,309 @@
+//! `af_unix:` targets: a Unix domain socket connected once, at open time.
+//!
+//! A trace collector treats one stream connection as one process, so the socket is
+//! connected once and never reconnected. Lines go out with `send(MSG_NOSIGNAL)`; on a
+//! datagram socket each line is one datagram. A send timeout bounds both the connect (a
+//! listener whose backlog is full) and each send (a collector that stopped reading): the
+//! call then fails and the caller disables the target instead of hanging the host.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::Duration;
+
+use super::Opened;
+use super::fd::{FdSink, WriteMode};
+use super::target_value::SocketKind;
+use super::warn::{Reporter, strerror};
+
+/// Longest a connect or a single send may block before it fails with `EAGAIN`.
+pub const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Capacity of `sockaddr_un.sun_path` (108 on Linux); the path and its NUL must fit.
+fn sun_path_capacity() -> usize {
+    // SAFETY: an all-zero sockaddr_un is a valid value; only its field size is read.
+    let addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_path.len()
+}
+
+/// Validates the socket path as git does, then connects (spec 7.1).
+pub(crate) fn open_socket(
+    value: &str,
+    kind: SocketKind,
+    path: &Path,
+    env_name: &str,
+    report: &mut Reporter<'_>,
+) -> Opened {
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.is_empty() {
+        report.debug(&format!(
+            "trace2: invalid AF_UNIX value '{value}' for '{env_name}' tracing"
+        ));
+        return Opened::Disabled;
+    }
+    if !bytes.starts_with(b"/") || bytes.len() >= sun_path_capacity() || bytes.contains(&0) {
+        report.debug(&format!(
+            "trace2: invalid AF_UNIX path '{}' for '{env_name}' tracing",
+            path.display()
+        ));
+        return Opened::Disabled;
+    }
+    let connected = match kind {
+        SocketKind::Stream => connect(bytes, libc::SOCK_STREAM),
+        SocketKind::Dgram => connect(bytes, libc::SOCK_DGRAM),
+        // Only a "wrong type" answer means a datagram socket may be listening there.
+        SocketKind::Auto => match connect(bytes, libc::SOCK_STREAM) {
+            Err(err) if err.raw_os_error() == Some(libc::EPROTOTYPE) => {
+                connect(bytes, libc::SOCK_DGRAM)
+            }
+            other => other,
+        },
+    };
+    match connected {
+        Ok(fd) => Opened::Sink(Box::new(FdSink::owned(fd, WriteMode::Send))),
+        Err(err) => {
+            report.debug(&format!(
+                "trace2: could not connect to socket '{}' for '{env_name}' tracing: {}",
+                path.display(),
+                strerror(&err)
+            ));
+            Opened::Disabled
+        }
+    }
+}
+
+/// Creates a socket of type `ty` and connects it to `path` (already validated to fit).
+fn connect(path: &[u8], ty: libc::c_int) -> io::Result<OwnedFd> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let ty = ty | libc::SOCK_CLOEXEC;
+    // SAFETY: socket() returns a new descriptor or -1; a new one is owned right away.
+    let raw = unsafe { libc::socket(libc::AF_UNIX, ty, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    // SAFETY: setting a flag on a descriptor we own.
+    unsafe {
+        libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    set_send_timeout(&fd)?;
+
+    // SAFETY: an all-zero sockaddr_un is valid; the path (shorter than sun_path) is
+    // copied in, leaving the NUL terminator in place.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (slot, &byte) in addr.sun_path.iter_mut().zip(path) {
+        *slot = byte as libc::c_char;
+    }
+    // SAFETY: `addr` is a valid sockaddr_un and the length is its size.
+    let rc = unsafe {
+        libc::connect(
+            fd.as_raw_fd(),
+            (&raw const addr).cast::<libc::sockaddr>(),
+            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Bounds how long connect and send may block (see [`SOCKET_TIMEOUT`]).
+fn set_send_timeout(fd: &OwnedFd) -> io::Result<()> {
+    let timeout = libc::timeval {
+        tv_sec: SOCKET_TIMEOUT.as_secs() as libc::time_t,
+        tv_usec: SOCKET_TIMEOUT.subsec_micros() as libc::suseconds_t,
+    };
+    // SAFETY: the option value is a valid timeval of the stated size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&raw const timeout).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dst::test_support::{child_or_run, git_stderr, open_collect, settings};
+    use std::io::Read;
+    use std::os::unix::net::{UnixDatagram, UnixListener};
+    use std::time::Instant;
+
+    const LINES: [&[u8]; 3] = [b"version 2.47.3\n", b"start git version\n", b"atexit\n"];
+
+    fn sink_for(value: &str) -> Box<dyn crate::Sink> {
+        match open_collect(value, &settings(true, 0)) {
+            (Opened::Sink(s), seen) if seen.is_empty() => s,
+            other => panic!("{value}: {other:?}"),
+        }
+    }
+
+    /// Our warning for `value` next to real git's, both with dst-debug on.
+    fn assert_warns_like_git(value: &str) {
+        let (opened, ours) = open_collect(value, &settings(true, 0));
+        assert!(matches!(opened, Opened::Disabled), "{value}");
+        assert!(open_collect(value, &settings(false, 0)).1.is_empty());
+        let env = [("GIT_TRACE2_EVENT", value), ("GIT_TRACE2_DST_DEBUG", "1")];
+        let Some(git) = git_stderr(&env) else { return };
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&git)
+        );
+    }
+
+    #[test]
+    fn stream_gets_every_line_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("st.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        for prefix in ["af_unix:", "af_unix:stream:"] {
+            let sink = sink_for(&format!("{prefix}{}", path.display()));
+            for line in LINES {
+                sink.write_line(line).unwrap();
+            }
+            drop(sink);
+            let mut got = Vec::new();
+            listener.accept().unwrap().0.read_to_end(&mut got).unwrap();
+            assert_eq!(got, LINES.concat());
+        }
+    }
+
+    #[test]
+    fn dgram_sends_one_datagram_per_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dg.sock");
+        let receiver = UnixDatagram::bind(&path).unwrap();
+        receiver
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        // `af_unix:` falls back to datagrams on EPROTOTYPE.
+        for prefix in ["af_unix:", "af_unix:dgram:"] {
+            let sink = sink_for(&format!("{prefix}{}", path.display()));
+            for line in LINES {
+                sink.write_line(line).unwrap();
+            }
+            for line in LINES {
+                let mut buf = [0; 256];
+                let n = receiver.recv(&mut buf).unwrap();
+                assert_eq!(&buf[..n], line);
+            }
+        }
+    }
+
+    #[test]
+    fn wrong_socket_type_warns_like_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let dg = dir.path().join("dg.sock");
+        let _dg = UnixDatagram::bind(&dg).unwrap();
+        let st = dir.path().join("st.sock");
+        let _st = UnixListener::bind(&st).unwrap();
+        assert_warns_like_git(&format!("af_unix:stream:{}", dg.display()));
+        assert_warns_like_git(&format!("af_unix:dgram:{}", st.display()));
+    }
+
+    #[test]
+    fn nobody_listening_fails_fast_like_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let dead = dir.path().join("dead.sock");
+        drop(UnixListener::bind(&dead).unwrap());
+        let started = Instant::now();
+        for prefix in ["af_unix:", "af_unix:stream:", "af_unix:dgram:"] {
+            assert_warns_like_git(&format!("{prefix}{}", dead.display()));
+            assert_warns_like_git(&format!("{prefix}{}/missing", dir.path().display()));
+        }
+        assert!(started.elapsed() < SOCKET_TIMEOUT);
+    }
+
+    #[test]
+    fn invalid_values_and_paths_warn_like_git() {
+        let fits = format!("/{}", "a".repeat(sun_path_capacity() - 2));
+        let too_long = format!("/{}", "a".repeat(sun_path_capacity() - 1));
+        for value in [
+            "af_unix:".to_owned(),
+            "af_unix:stream:".to_owned(),
+            "af_unix:dgram:".to_owned(),
+            "af_unix:foo:/p".to_owned(),
+            "af_unix:rel".to_owned(),
+            "af_unix:dgram:rel".to_owned(),
+            format!("af_unix:{too_long}"),
+            // One byte shorter is accepted and then fails to connect.
+            format!("af_unix:{fits}"),
+        ] {
+            assert_warns_like_git(&value);
+        }
+    }
+
+    #[test]
+    fn full_backlog_times_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.sock");
+        // A listener that never accepts, with the smallest backlog.
+        let listener = UnixListener::bind(&path).unwrap();
+        assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+        let value = format!("af_unix:stream:{}", path.display());
+        let mut kept = Vec::new();
+        let started = Instant::now();
+        let ours = loop {
+            match open_collect(&value, &settings(true, 0)) {
+                (Opened::Sink(s), _) if kept.len() < 8 => kept.push(s),
+                (Opened::Disabled, seen) => break seen,
+                other => panic!("backlog never filled: {other:?}"),
+            }
+        };
+        assert!(started.elapsed() < SOCKET_TIMEOUT * 2);
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            format!(
+                "warning: trace2: could not connect to socket '{}' for 'GIT_TRACE2_EVENT' tracing: Resource temporarily unavailable\n",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn dead_peer_gives_epipe_not_a_signal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("st.sock");
+        let path_text = path.display().to_string();
+        let listener = UnixListener::bind(&path).unwrap();
+        // Accepts the child's connection and hangs up at once.
+        let hang_up = std::thread::spawn(move || drop(listener.accept()));
+        let out = child_or_run(
+            concat!(module_path!(), "::dead_peer_gives_epipe_not_a_signal"),
+            &[("DST_TEST_SOCKET", path_text.as_str())],
+            || {
+                unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+                let path = std::env::var("DST_TEST_SOCKET").unwrap();
+                let sink = sink_for(&format!("af_unix:{path}"));
+                // Wait until the parent has accepted and closed our connection.
+                let mut err = None;
+                for _ in 0..500 {
+                    if let Err(e) = sink.write_line(b"line\n") {
+                        err = Some(e);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let err = err.expect("write never failed");
+                assert_eq!(err.raw_os_error(), Some(libc::EPIPE));
+                eprint!("alive");
+            },
+        );
+        hang_up.join().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(out.stderr, b"alive");
+    }
+}

@@ -1,0 +1,159 @@
+//! Parsing of a target value (`GIT_TRACE2*` or `trace2.*Target`) into what it asks for.
+//!
+//! The parse is pure: whether an absolute path names a directory, and whether a socket
+//! path is usable, are decided later by [`open`](super::open), exactly where git decides
+//! them.
+
+use std::path::PathBuf;
+
+/// The socket type requested by an `af_unix:` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketKind {
+    /// `af_unix:stream:<path>`: a `SOCK_STREAM` connection.
+    Stream,
+    /// `af_unix:dgram:<path>`: a `SOCK_DGRAM` socket, one datagram per line.
+    Dgram,
+    /// `af_unix:<path>`: stream first, datagram only if stream fails with `EPROTOTYPE`.
+    Auto,
+}
+
+/// What a target value asks for (spec 7.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetValue {
+    /// Unset-like values: empty, `0`, `false` (any case).
+    Disabled,
+    /// An already open file descriptor: `1`/`true` mean 2 (stderr), a single digit 2–9
+    /// means that descriptor.
+    Fd(i32),
+    /// An absolute path: a directory (one new file per process) or a file to append to.
+    Path(PathBuf),
+    /// An `af_unix:` value. The path is kept as written, possibly empty or relative:
+    /// [`open`](super::open) rejects those with git's messages.
+    UnixSocket {
+        /// Which socket type(s) to try.
+        kind: SocketKind,
+        /// The text after the prefix.
+        path: PathBuf,
+    },
+    /// Anything else (`yes`, `on`, `10`, a relative path, ...): the target stays off and
+    /// git always warns.
+    Unknown(String),
+}
+
+/// Parses a target value the way git does, in git's order of checks.
+pub fn parse_target(value: &str) -> TargetValue {
+    if value.is_empty() || value == "0" || value.eq_ignore_ascii_case("false") {
+        return TargetValue::Disabled;
+    }
+    if value == "1" || value.eq_ignore_ascii_case("true") {
+        return TargetValue::Fd(2);
+    }
+    if let [digit @ b'0'..=b'9'] = value.as_bytes() {
+        return TargetValue::Fd(i32::from(digit - b'0'));
+    }
+    if value.starts_with('/') {
+        return TargetValue::Path(PathBuf::from(value));
+    }
+    // The longer prefixes must be tried first: `af_unix:` alone would swallow them.
+    let socket = |kind, path: &str| TargetValue::UnixSocket {
+        kind,
+        path: PathBuf::from(path),
+    };
+    if let Some(path) = value.strip_prefix("af_unix:stream:") {
+        return socket(SocketKind::Stream, path);
+    }
+    if let Some(path) = value.strip_prefix("af_unix:dgram:") {
+        return socket(SocketKind::Dgram, path);
+    }
+    if let Some(path) = value.strip_prefix("af_unix:") {
+        return socket(SocketKind::Auto, path);
+    }
+    TargetValue::Unknown(value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sock(kind: SocketKind, path: &str) -> TargetValue {
+        TargetValue::UnixSocket {
+            kind,
+            path: PathBuf::from(path),
+        }
+    }
+
+    #[test]
+    fn disabled_forms() {
+        for v in ["", "0", "false", "False", "FALSE", "fAlSe"] {
+            assert_eq!(parse_target(v), TargetValue::Disabled, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn stderr_forms() {
+        for v in ["1", "true", "TRUE", "True"] {
+            assert_eq!(parse_target(v), TargetValue::Fd(2), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn single_digit_fds() {
+        for d in 2..=9 {
+            assert_eq!(parse_target(&d.to_string()), TargetValue::Fd(d));
+        }
+    }
+
+    #[test]
+    fn absolute_paths() {
+        for v in ["/tmp/x", "/tmp/dir/", "/", "/af_unix:/x"] {
+            assert_eq!(parse_target(v), TargetValue::Path(PathBuf::from(v)));
+        }
+    }
+
+    #[test]
+    fn socket_forms() {
+        assert_eq!(parse_target("af_unix:/s"), sock(SocketKind::Auto, "/s"));
+        assert_eq!(
+            parse_target("af_unix:stream:/s"),
+            sock(SocketKind::Stream, "/s")
+        );
+        assert_eq!(
+            parse_target("af_unix:dgram:/s"),
+            sock(SocketKind::Dgram, "/s")
+        );
+        // git reads an unknown type word as part of a (then relative) path.
+        assert_eq!(
+            parse_target("af_unix:foo:/p"),
+            sock(SocketKind::Auto, "foo:/p")
+        );
+        assert_eq!(parse_target("af_unix:"), sock(SocketKind::Auto, ""));
+        assert_eq!(
+            parse_target("af_unix:stream:"),
+            sock(SocketKind::Stream, "")
+        );
+        assert_eq!(
+            parse_target("af_unix:dgram:rel"),
+            sock(SocketKind::Dgram, "rel")
+        );
+    }
+
+    #[test]
+    fn unknown_forms() {
+        // Each of these makes real git print "unknown value" (checked with git 2.47.3).
+        for v in [
+            "yes",
+            "on",
+            "10",
+            "02",
+            "-1",
+            " 1",
+            "1 ",
+            "rel/path",
+            "./x",
+            "AF_UNIX:/x",
+            "af_unix",
+        ] {
+            assert_eq!(parse_target(v), TargetValue::Unknown(v.to_owned()), "{v:?}");
+        }
+    }
+}

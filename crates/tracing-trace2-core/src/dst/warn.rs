@@ -1,0 +1,153 @@
+//! Git's `warning()` output: the texts the destinations print and how they reach fd 2.
+//!
+//! Git formats a warning into a 4 KiB buffer (`warning: ` + message, cut to fit), turns
+//! control bytes other than TAB and LF into `?`, appends LF and hands the result to fd 2
+//! in one write. We do the same, bypassing Rust's `Stderr` so its lock is never involved.
+
+use std::io;
+
+use super::fd::{WriteMode, write_fd};
+
+/// Size of git's message buffer; the printed warning (LF included) never exceeds it.
+const GIT_MSG_BUF: usize = 4096;
+
+/// The text of an I/O error as C's `strerror` gives it (`Bad file descriptor`), without
+/// the ` (os error 9)` that Rust appends.
+pub fn strerror(err: &io::Error) -> String {
+    let text = err.to_string();
+    match err.raw_os_error() {
+        Some(code) => match text.strip_suffix(&format!(" (os error {code})")) {
+            Some(plain) => plain.to_owned(),
+            None => text,
+        },
+        None => text,
+    }
+}
+
+/// The message git reports when a write to a target fails, without the `warning: `
+/// prefix (git also records it as an `error` event with format
+/// `unable to write trace to '%s': %s`).
+pub fn write_failed_message(env_name: &str, err: &io::Error) -> String {
+    format!("unable to write trace to '{env_name}': {}", strerror(err))
+}
+
+/// Prints the warning git prints when a write to a target fails:
+/// `warning: unable to write trace to '<ENV>': <strerror>`.
+pub fn warn_write_failed(env_name: &str, err: &io::Error) {
+    warning(&write_failed_message(env_name, err));
+}
+
+/// Prints `warning: <message>` to fd 2 as git's `warning()` does (one write).
+pub fn warning(message: &str) {
+    let bytes = format_warning(message);
+    // A warning that cannot be written has nowhere else to go.
+    let _ = write_fd(2, &bytes, WriteMode::NoSigpipe);
+}
+
+/// The exact bytes git's `warning()` writes for `message`.
+pub fn format_warning(message: &str) -> Vec<u8> {
+    const PREFIX: &[u8] = b"warning: ";
+    let mut out = Vec::with_capacity(PREFIX.len() + message.len() + 1);
+    out.extend_from_slice(PREFIX);
+    // C formatting stops at a NUL; the buffer keeps room for its terminator, later the LF.
+    let body = message.as_bytes();
+    let body = body.split(|&b| b == 0).next().unwrap_or(body);
+    let room = GIT_MSG_BUF - 1 - PREFIX.len();
+    out.extend(body.iter().take(room).map(|&b| match b {
+        b'\t' | b'\n' => b,
+        0..=0x1f | 0x7f => b'?',
+        _ => b,
+    }));
+    out.push(b'\n');
+    out
+}
+
+/// Where the destination code sends its warnings: fd 2 in production, a buffer in tests.
+pub(crate) struct Reporter<'a> {
+    dst_debug: bool,
+    emit: &'a mut dyn FnMut(&str),
+}
+
+impl<'a> Reporter<'a> {
+    /// A reporter that prints the dst-debug warnings only when `dst_debug`.
+    pub(crate) fn new(dst_debug: bool, emit: &'a mut dyn FnMut(&str)) -> Self {
+        Self { dst_debug, emit }
+    }
+
+    /// A warning git prints whatever the dst-debug setting.
+    pub(crate) fn always(&mut self, message: &str) {
+        (self.emit)(message);
+    }
+
+    /// A warning git prints only with `GIT_TRACE2_DST_DEBUG`.
+    pub(crate) fn debug(&mut self, message: &str) {
+        if self.dst_debug {
+            (self.emit)(message);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dst::test_support::{child_or_run, git_stderr};
+
+    #[test]
+    fn strerror_drops_rust_suffix() {
+        let e = io::Error::from_raw_os_error(libc::EBADF);
+        assert_eq!(strerror(&e), "Bad file descriptor");
+        let e = io::Error::from_raw_os_error(libc::EPIPE);
+        assert_eq!(strerror(&e), "Broken pipe");
+        let e = io::Error::other("custom");
+        assert_eq!(strerror(&e), "custom");
+    }
+
+    #[test]
+    fn write_failed_text() {
+        let e = io::Error::from_raw_os_error(libc::EBADF);
+        assert_eq!(
+            format_warning(&write_failed_message("GIT_TRACE2", &e)),
+            b"warning: unable to write trace to 'GIT_TRACE2': Bad file descriptor\n"
+        );
+    }
+
+    #[test]
+    fn control_bytes_and_length_match_git() {
+        // Same value real git is given below; its stderr must equal our bytes.
+        let odd = "a\u{1}b\tc\nd\u{7f}e\u{e9}";
+        let ours = format_warning(&format!(
+            "trace2: unknown value for 'GIT_TRACE2_EVENT': '{odd}'"
+        ));
+        let Some(git) = git_stderr(&[("GIT_TRACE2_EVENT", odd)]) else {
+            return;
+        };
+        assert_eq!(ours, git);
+
+        let long = "x".repeat(5000);
+        let ours = format_warning(&format!(
+            "trace2: unknown value for 'GIT_TRACE2_EVENT': '{long}'"
+        ));
+        assert_eq!(ours.len(), GIT_MSG_BUF);
+        let git = git_stderr(&[("GIT_TRACE2_EVENT", long.as_str())]).unwrap_or_default();
+        assert_eq!(ours, git);
+    }
+
+    #[test]
+    fn warning_goes_to_fd2_in_one_piece() {
+        let out = child_or_run(
+            concat!(module_path!(), "::warning_goes_to_fd2_in_one_piece"),
+            &[],
+            || {
+                warn_write_failed(
+                    "GIT_TRACE2_PERF",
+                    &io::Error::from_raw_os_error(libc::EPIPE),
+                );
+            },
+        );
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            out.stderr,
+            b"warning: unable to write trace to 'GIT_TRACE2_PERF': Broken pipe\n"
+        );
+    }
+}

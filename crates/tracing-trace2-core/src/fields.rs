@@ -1,0 +1,213 @@
+//! Field visitors for `tracing` events: user events (data, printf, error) and the
+//! typed Trace2 events of [`crate::api`].
+//!
+//! User event fields are written into buffers that live for the whole thread and are
+//! cleared, not freed, between events, so a steady stream of events allocates nothing.
+
+use std::fmt::{self, Write};
+
+use tracing_core::field::{Field, Visit};
+
+use crate::region::{CATEGORY_FIELD, REPO_FIELD, field_name};
+
+/// Field naming a datum's key.
+pub const KEY_FIELD: &str = "key";
+/// Field holding a datum's value.
+pub const VALUE_FIELD: &str = "value";
+/// Field holding a datum's JSON value (with `key`: a `data_json` event).
+pub const JSON_FIELD: &str = "json";
+/// The field `tracing` uses for an event's message.
+pub const MESSAGE_FIELD: &str = "message";
+
+/// A text slot that remembers whether it was set.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    pub text: String,
+    pub set: bool,
+}
+
+impl Slot {
+    fn start(&mut self) -> &mut String {
+        self.set = true;
+        self.text.clear();
+        &mut self.text
+    }
+
+    pub fn get(&self) -> Option<&str> {
+        self.set.then_some(self.text.as_str())
+    }
+}
+
+/// The fields of one user event.
+#[derive(Debug, Default)]
+pub(crate) struct EventFields {
+    pub message: Slot,
+    pub category: Slot,
+    pub key: Slot,
+    pub value: Slot,
+    pub json: Slot,
+    pub repo: Option<i64>,
+    data: Vec<(&'static str, String)>,
+    data_len: usize,
+}
+
+impl EventFields {
+    pub fn clear(&mut self) {
+        self.message.set = false;
+        self.category.set = false;
+        self.key.set = false;
+        self.value.set = false;
+        self.json.set = false;
+        self.repo = None;
+        self.data_len = 0;
+    }
+
+    /// Data fields other than the reserved ones, in call-site order.
+    pub fn data(&self) -> &[(&'static str, String)] {
+        &self.data[..self.data_len]
+    }
+
+    fn slot(&mut self, field: &Field) -> &mut String {
+        match field_name(field) {
+            MESSAGE_FIELD => self.message.start(),
+            CATEGORY_FIELD => self.category.start(),
+            KEY_FIELD => self.key.start(),
+            VALUE_FIELD => self.value.start(),
+            JSON_FIELD => self.json.start(),
+            name => {
+                if self.data_len == self.data.len() {
+                    self.data.push((name, String::new()));
+                }
+                let entry = &mut self.data[self.data_len];
+                self.data_len += 1;
+                entry.0 = name;
+                entry.1.clear();
+                &mut entry.1
+            }
+        }
+    }
+}
+
+impl Visit for EventFields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.slot(field).push_str(value);
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        if field_name(field) == REPO_FIELD {
+            self.repo = Some(value);
+        } else {
+            self.slot(field).push_str(itoa::Buffer::new().format(value));
+        }
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        if field_name(field) == REPO_FIELD {
+            self.repo = Some(value.min(i64::MAX as u64) as i64);
+        } else {
+            self.slot(field).push_str(itoa::Buffer::new().format(value));
+        }
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.slot(field)
+            .push_str(if value { "true" } else { "false" });
+    }
+
+    fn record_bytes(&mut self, field: &Field, value: &[u8]) {
+        self.slot(field).push_str(&String::from_utf8_lossy(value));
+    }
+
+    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
+        let _ = write!(self.slot(field), "{value}");
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field_name(field) == REPO_FIELD {
+            let mut text = String::new();
+            let _ = write!(text, "{value:?}");
+            if let Ok(id) = text.parse() {
+                self.repo = Some(id);
+                return;
+            }
+        }
+        let _ = write!(self.slot(field), "{value:?}");
+    }
+}
+
+/// One value of a typed Trace2 event.
+#[derive(Clone, Debug)]
+pub(crate) enum ApiValue {
+    Str(String),
+    Int(i64),
+    Bool(bool),
+}
+
+/// The fields of one typed Trace2 event (rare events: plain owned values).
+#[derive(Debug, Default)]
+pub(crate) struct ApiFields {
+    values: Vec<(&'static str, ApiValue)>,
+}
+
+impl ApiFields {
+    pub fn str(&self, name: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| match v {
+                ApiValue::Str(s) => Some(s.as_str()),
+                _ => None,
+            })
+    }
+
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| match v {
+                ApiValue::Int(i) => Some(*i),
+                ApiValue::Str(s) => s.parse().ok(),
+                ApiValue::Bool(_) => None,
+            })
+    }
+
+    pub fn bool(&self, name: &str) -> bool {
+        self.values
+            .iter()
+            .any(|(n, v)| *n == name && matches!(v, ApiValue::Bool(true)))
+    }
+
+    /// A field holding a JSON array of strings (argv lists).
+    pub fn list(&self, name: &str) -> Vec<String> {
+        self.str(name)
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Visit for ApiFields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.values
+            .push((field.name(), ApiValue::Str(value.to_owned())));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.values.push((field.name(), ApiValue::Int(value)));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.values.push((
+            field.name(),
+            ApiValue::Int(value.min(i64::MAX as u64) as i64),
+        ));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.values.push((field.name(), ApiValue::Bool(value)));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.values
+            .push((field.name(), ApiValue::Str(format!("{value:?}"))));
+    }
+}

@@ -1,0 +1,835 @@
+//! The core layer: turns `tracing` callbacks into Trace2 records and hands each record
+//! to every enabled target, in the order the targets were added (git's order is
+//! normal, perf, event).
+//!
+//! * Spans are regions. `on_new_span`/`on_record` keep a [`RegionState`] in the span's
+//!   extensions; `on_enter` opens the region on the calling thread's stack
+//!   (`region_enter`), `on_exit` closes it (`region_leave` with its duration). A span
+//!   entered again on a thread where it is already open is counted, not reopened.
+//! * Events with the target [`api::TARGET`] are the typed Trace2 events of [`api`].
+//! * Other events: ERROR and WARN become `error`; a message-only event becomes `printf`;
+//!   `key` + `value` (or `key` + `json`) become one `data` (or `data_json`); every other
+//!   field becomes one `data` named after the field. `category` and `repo` fields set
+//!   the category (default: the event's target) and the repository column.
+//!
+//! Every callback takes one clock reading, formats the lines of all targets into a
+//! per-thread buffer and only then writes them, one `write` per line, with no lock of
+//! `tracing`'s held. A thread-local flag drops events raised while the layer itself is
+//! at work (a field's `Debug` impl that logs), so the layer never recurses or deadlocks.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::sync::Arc;
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tracing_core::span::{Attributes, Id, Record as SpanRecord};
+use tracing_core::{Event as TracingEvent, Level, Metadata, Subscriber};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::api;
+use crate::clock;
+use crate::fields::{ApiFields, EventFields};
+use crate::record::{Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp};
+use crate::region::{RegionFields, RegionState};
+use crate::session::Session;
+use crate::sink::Sink;
+use crate::thread::{self, Frame, ThreadState};
+
+/// One output of the layer: a formatter, the sink its lines go to, and its state.
+pub struct Target {
+    name: &'static str,
+    format: Box<dyn Format>,
+    sink: Box<dyn Sink>,
+    enabled: AtomicBool,
+    dst_debug: bool,
+    too_many_files: bool,
+}
+
+impl Target {
+    /// A target named `name` (the environment variable that enables it, e.g.
+    /// `GIT_TRACE2_EVENT`, used in messages) writing `format`'s lines to `sink`.
+    pub fn new(name: &'static str, format: impl Format, sink: impl Sink) -> Target {
+        Target {
+            name,
+            format: Box::new(format),
+            sink: Box::new(sink),
+            enabled: AtomicBool::new(true),
+            dst_debug: false,
+            too_many_files: false,
+        }
+    }
+
+    /// Print a warning when a write fails and the target is disabled
+    /// (`GIT_TRACE2_DST_DEBUG`); the other targets then record it as an `error`.
+    pub fn with_dst_debug(mut self, dst_debug: bool) -> Target {
+        self.dst_debug = dst_debug;
+        self
+    }
+
+    /// Write a `too_many_files` line right after `version` (the Event target, when its
+    /// destination is the `git-trace2-discard` sentinel).
+    pub fn with_too_many_files(mut self, too_many_files: bool) -> Target {
+        self.too_many_files = too_many_files;
+        self
+    }
+
+    /// The name used in messages.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether the target still writes (it is disabled after a failed write).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("name", &self.name)
+            .field("enabled", &self.is_enabled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Trace2Layer`].
+#[derive(Debug)]
+pub struct Trace2LayerBuilder {
+    targets: Vec<Target>,
+    exe: String,
+    session: Option<&'static Session>,
+}
+
+impl Default for Trace2LayerBuilder {
+    fn default() -> Self {
+        Trace2LayerBuilder {
+            targets: Vec::new(),
+            exe: env!("CARGO_PKG_VERSION").to_owned(),
+            session: None,
+        }
+    }
+}
+
+impl Trace2LayerBuilder {
+    /// Adds a target; targets are visited in the order they were added.
+    pub fn with_target(mut self, target: Target) -> Self {
+        self.targets.push(target);
+        self
+    }
+
+    /// The version written in the `version` line (`exe`): the program's own version.
+    /// Defaults to this crate's version.
+    pub fn with_exe_version(mut self, exe: impl Into<String>) -> Self {
+        self.exe = exe.into();
+        self
+    }
+
+    /// Uses `session` instead of the process's global session (for replaying traces).
+    pub fn with_session(mut self, session: &'static Session) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The layer.
+    pub fn build(self) -> Trace2Layer {
+        Trace2Layer {
+            inner: Arc::new(Inner {
+                targets: self.targets,
+                exe: self.exe,
+                session: self.session.unwrap_or_else(Session::global),
+                version: Once::new(),
+            }),
+        }
+    }
+}
+
+/// A `tracing` layer that writes Trace2 lines to its targets. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Trace2Layer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    targets: Vec<Target>,
+    exe: String,
+    session: &'static Session,
+    version: Once,
+}
+
+/// Formatted lines waiting to be written: `(target index, end offset)` per line.
+#[derive(Default)]
+struct Lines {
+    buf: Vec<u8>,
+    ends: Vec<(usize, usize)>,
+}
+
+thread_local! {
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+    static LINES: RefCell<Lines> = RefCell::new(Lines::default());
+    static EVENT_FIELDS: RefCell<EventFields> = RefCell::new(EventFields::default());
+}
+
+/// Marks this thread as inside the layer; `None` when it already is (re-entrant call).
+struct Busy;
+
+impl Busy {
+    fn enter() -> Option<Busy> {
+        BUSY.try_with(|busy| (!busy.replace(true)).then_some(Busy))
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = BUSY.try_with(|busy| busy.set(false));
+    }
+}
+
+fn with_lines<R>(f: impl FnOnce(&mut Lines) -> R) -> R {
+    let mut f = Some(f);
+    let result = LINES.try_with(|cell| {
+        cell.try_borrow_mut().ok().map(|mut lines| {
+            lines.buf.clear();
+            lines.ends.clear();
+            (f.take().expect("called once"))(&mut lines)
+        })
+    });
+    match result {
+        Ok(Some(r)) => r,
+        // The thread is shutting down or the buffer is in use: use a fresh one.
+        _ => (f.take().expect("called once"))(&mut Lines::default()),
+    }
+}
+
+fn callsite_of(meta: &'static Metadata<'static>) -> Callsite<'static> {
+    Callsite {
+        file: meta.file(),
+        line: meta.line().unwrap_or(0),
+    }
+}
+
+impl Trace2Layer {
+    /// A builder with no targets.
+    pub fn builder() -> Trace2LayerBuilder {
+        Trace2LayerBuilder::default()
+    }
+
+    /// The targets, in the order they are visited.
+    pub fn targets(&self) -> &[Target] {
+        &self.inner.targets
+    }
+
+    /// Flushes every target's sink.
+    pub fn flush(&self) {
+        for target in &self.inner.targets {
+            let _ = target.sink.flush();
+        }
+    }
+
+    fn record<'a>(
+        &'a self,
+        thread: &'a ThreadState,
+        event: Event<'a>,
+        time: Timestamp,
+        callsite: Callsite<'a>,
+        open_regions: u32,
+    ) -> Record<'a> {
+        Record {
+            event,
+            time,
+            sid: self.inner.session.sid(),
+            depth: self.inner.session.depth(),
+            thread: &thread.name,
+            callsite,
+            open_regions,
+        }
+    }
+
+    /// Formats `record` for every enabled target, after the `version` line if this is
+    /// the first record of the process.
+    fn format_all(&self, record: &Record<'_>, lines: &mut Lines) {
+        self.ensure_version(record, None);
+        self.format_into(record, lines, None);
+    }
+
+    fn format_into(&self, record: &Record<'_>, lines: &mut Lines, only_too_many: Option<()>) {
+        for (index, target) in self.inner.targets.iter().enumerate() {
+            if !target.is_enabled() || (only_too_many.is_some() && !target.too_many_files) {
+                continue;
+            }
+            let start = lines.buf.len();
+            target.format.format(record, &mut lines.buf);
+            if lines.buf.len() > start {
+                lines.ends.push((index, lines.buf.len()));
+            }
+        }
+    }
+
+    /// Writes `version` (and `too_many_files` where asked) once per layer, before any
+    /// other line. `exe` overrides the configured version (an explicit `version` call).
+    fn ensure_version(&self, context: &Record<'_>, exe: Option<&str>) {
+        if self.inner.version.is_completed() {
+            return;
+        }
+        self.inner.version.call_once(|| {
+            let mut lines = Lines::default();
+            let version = Record {
+                event: Event::Version {
+                    exe: exe.unwrap_or(&self.inner.exe),
+                },
+                ..*context
+            };
+            self.format_into(&version, &mut lines, None);
+            let too_many = Record {
+                event: Event::TooManyFiles,
+                ..version
+            };
+            self.format_into(&too_many, &mut lines, Some(()));
+            self.write_lines(&lines);
+        });
+    }
+
+    /// Writes each formatted line with one call to its target's sink.
+    fn write_lines(&self, lines: &Lines) {
+        let mut start = 0;
+        for &(index, end) in &lines.ends {
+            let target = &self.inner.targets[index];
+            if target.is_enabled() {
+                if let Err(err) = target.sink.write_line(&lines.buf[start..end]) {
+                    self.disable(index, &err);
+                }
+            }
+            start = end;
+        }
+    }
+
+    /// Disables a target whose write failed, as git does: for good, with a warning
+    /// and an `error` line in the other targets when destination debugging is on.
+    fn disable(&self, index: usize, err: &io::Error) {
+        let target = &self.inner.targets[index];
+        if !target.enabled.swap(false, Ordering::Relaxed) || !target.dst_debug {
+            return;
+        }
+        let message = crate::dst::write_failed_message(target.name, err);
+        crate::dst::warning(&message);
+        let now = clock::now();
+        let mut lines = Lines::default();
+        thread::with_state(now.t_abs_us, |t| {
+            let record = self.record(
+                t,
+                Event::Error {
+                    msg: Some(&message),
+                    fmt: Some("unable to write trace to '%s': %s"),
+                },
+                now,
+                Callsite::default(),
+                t.depth(),
+            );
+            self.format_into(&record, &mut lines, None);
+        });
+        self.write_lines(&lines);
+    }
+
+    fn on_user_event(&self, event: &TracingEvent<'_>) {
+        let meta = event.metadata();
+        let now = clock::now();
+        let callsite = callsite_of(meta);
+        let _ = EVENT_FIELDS.try_with(|cell| {
+            let Ok(mut fields) = cell.try_borrow_mut() else {
+                return;
+            };
+            fields.clear();
+            event.record(&mut *fields);
+            with_lines(|lines| {
+                thread::with_state(now.t_abs_us, |t| {
+                    self.user_event_records(t, &fields, meta, now, callsite, lines);
+                });
+                self.write_lines(lines);
+            });
+        });
+    }
+
+    fn user_event_records(
+        &self,
+        t: &ThreadState,
+        fields: &EventFields,
+        meta: &'static Metadata<'static>,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Lines,
+    ) {
+        let open = t.depth();
+        let message = fields.message.get();
+        if *meta.level() <= Level::WARN {
+            // Errors carry the other fields after the message; `fmt` is the message alone,
+            // which is what stands closest to git's format string.
+            let mut msg = String::from(message.unwrap_or(""));
+            for (name, value) in fields.data() {
+                if !msg.is_empty() {
+                    msg.push(' ');
+                }
+                msg.push_str(name);
+                msg.push('=');
+                msg.push_str(value);
+            }
+            let present = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+            let (msg, fmt) = (present(&msg), message.and_then(present).or(present(&msg)));
+            let record = self.record(
+                t,
+                Event::Error {
+                    msg: msg.as_deref(),
+                    fmt: fmt.as_deref(),
+                },
+                now,
+                callsite,
+                open,
+            );
+            self.format_all(&record, lines);
+            return;
+        }
+        let category = fields.category.get().unwrap_or(meta.target());
+        let nesting = open + 1;
+        let t_rel_us = t.since_innermost(now.t_abs_us);
+        let mut wrote = false;
+        if let Some(msg) = message {
+            let record = self.record(t, Event::Printf { msg: Some(msg) }, now, callsite, open);
+            self.format_all(&record, lines);
+            wrote = true;
+        }
+        let mut datum = |key: &str, value: &str, json: bool| {
+            let event = if json {
+                Event::DataJson {
+                    repo: fields.repo,
+                    category,
+                    key,
+                    json: value,
+                    nesting,
+                    t_rel_us,
+                }
+            } else {
+                Event::Data {
+                    repo: fields.repo,
+                    category,
+                    key,
+                    value,
+                    nesting,
+                    t_rel_us,
+                }
+            };
+            let record = self.record(t, event, now, callsite, open);
+            self.format_all(&record, lines);
+        };
+        if let Some(key) = fields.key.get() {
+            if let Some(json) = fields.json.get() {
+                match serde_json::from_str::<serde_json::Value>(json) {
+                    Ok(value) => datum(key, &value.to_string(), true),
+                    Err(_) => datum(key, json, false),
+                }
+                wrote = true;
+            } else if let Some(value) = fields.value.get() {
+                datum(key, value, false);
+                wrote = true;
+            } else {
+                datum("key", key, false);
+                wrote = true;
+            }
+        } else {
+            for (name, slot) in [("value", &fields.value), ("json", &fields.json)] {
+                if let Some(value) = slot.get() {
+                    datum(name, value, false);
+                    wrote = true;
+                }
+            }
+        }
+        for (name, value) in fields.data() {
+            datum(name, value, false);
+            wrote = true;
+        }
+        if !wrote {
+            let record = self.record(t, Event::Printf { msg: None }, now, callsite, open);
+            self.format_all(&record, lines);
+        }
+    }
+
+    fn on_api_event(&self, event: &TracingEvent<'_>) {
+        let mut fields = ApiFields::default();
+        event.record(&mut fields);
+        let now = clock::now();
+        let meta = event.metadata();
+        let file = fields.str("file").filter(|f| !f.is_empty());
+        let callsite = match file {
+            Some(file) => Callsite {
+                file: Some(file),
+                line: fields.int("line").unwrap_or(0) as u32,
+            },
+            None if fields.str("file").is_some() => Callsite::default(),
+            None => callsite_of(meta),
+        };
+        let kind = fields.str("event").unwrap_or("");
+        let base = (kind == "thread_start").then(|| fields.str("name").unwrap_or(""));
+        with_lines(|lines| {
+            thread::with_state_as(base, now.t_abs_us, |t| {
+                self.api_records(t, kind, &fields, now, callsite, lines);
+            });
+            self.write_lines(lines);
+        });
+        if kind == "thread_exit" {
+            thread::reset();
+        }
+    }
+
+    fn api_records(
+        &self,
+        t: &mut ThreadState,
+        kind: &str,
+        f: &ApiFields,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Lines,
+    ) {
+        let text = |name: &str| f.str(name).unwrap_or("");
+        let open = t.depth();
+        match kind {
+            "version" => {
+                let record = self.record(t, Event::Printf { msg: None }, now, callsite, open);
+                self.ensure_version(&record, Some(text("exe")));
+            }
+            "thread_start" if t.is_main => {
+                // Git turns a thread_start on the main thread into a region.
+                let msg = format!("thread-proc on main: {}", text("name"));
+                let region = RegionInfo {
+                    msg: Some(&msg),
+                    ..RegionInfo::default()
+                };
+                let record = self.record(
+                    t,
+                    Event::RegionEnter {
+                        region,
+                        nesting: open + 1,
+                    },
+                    now,
+                    callsite,
+                    open,
+                );
+                self.format_all(&record, lines);
+                t.stack.push(Frame {
+                    span: 0,
+                    start_us: now.t_abs_us,
+                    repeats: 0,
+                });
+            }
+            "thread_start" => {
+                t.register(text("name"), now.t_abs_us);
+                let record = self.record(t, Event::ThreadStart, now, callsite, 0);
+                self.format_all(&record, lines);
+            }
+            "thread_exit" if t.is_main => {
+                let Some(pos) = t.stack.iter().rposition(|f| f.span == 0) else {
+                    return;
+                };
+                let frame = t.stack.remove(pos);
+                let region = RegionInfo {
+                    msg: Some("thread-proc on main"),
+                    ..RegionInfo::default()
+                };
+                let event = Event::RegionLeave {
+                    region,
+                    nesting: pos as u32 + 1,
+                    t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
+                };
+                let record = self.record(t, event, now, callsite, pos as u32);
+                self.format_all(&record, lines);
+            }
+            "thread_exit" => {
+                t.stack.clear();
+                let event = Event::ThreadExit {
+                    elapsed_us: now.t_abs_us.saturating_sub(t.start_us),
+                };
+                let record = self.record(t, event, now, callsite, 0);
+                self.format_all(&record, lines);
+            }
+            "atexit" => {
+                t.stack.clear();
+                let code = f.int("code").unwrap_or(0) as i32;
+                let record = self.record(t, Event::Atexit { code }, now, callsite, 0);
+                self.format_all(&record, lines);
+            }
+            _ => {
+                let owned = OwnedLists::decode(kind, f);
+                let refs = owned.refs();
+                let Some(event) = api_event(kind, f, &refs, t, now) else {
+                    return;
+                };
+                let open = match event {
+                    Event::Timer { .. } | Event::Counter { .. } => 0,
+                    _ => open,
+                };
+                let record = self.record(t, event, now, callsite, open);
+                self.format_all(&record, lines);
+            }
+        }
+    }
+}
+
+/// The string lists of a typed event, decoded from their JSON field.
+struct OwnedLists {
+    list: Vec<String>,
+}
+
+impl OwnedLists {
+    fn decode(kind: &str, f: &ApiFields) -> OwnedLists {
+        let field = match kind {
+            "start" | "alias" | "child_start" | "exec" => "argv",
+            "cmd_ancestry" => "ancestry",
+            _ => return OwnedLists { list: Vec::new() },
+        };
+        OwnedLists {
+            list: f.list(field),
+        }
+    }
+
+    fn refs(&self) -> Vec<&str> {
+        self.list.iter().map(String::as_str).collect()
+    }
+}
+
+/// The record event of a typed Trace2 event that needs no special handling.
+fn api_event<'a>(
+    kind: &str,
+    f: &'a ApiFields,
+    list: &'a [&'a str],
+    t: &ThreadState,
+    now: Timestamp,
+) -> Option<Event<'a>> {
+    let text = |name: &str| f.str(name).unwrap_or("");
+    let optional = |name: &str| f.str(name).filter(|s| !s.is_empty());
+    let int = |name: &str| f.int(name).unwrap_or(0);
+    let repo = || f.bool("has_repo").then(|| int("repo"));
+    Some(match kind {
+        "start" => Event::Start { argv: list },
+        "cmd_ancestry" => Event::CmdAncestry { ancestry: list },
+        "cmd_path" => Event::CmdPath { path: text("path") },
+        "cmd_name" => Event::CmdName {
+            name: text("name"),
+            hierarchy: text("hierarchy"),
+        },
+        "cmd_mode" => Event::CmdMode { name: text("name") },
+        "alias" => Event::Alias {
+            alias: text("alias"),
+            argv: list,
+        },
+        "def_param" => Event::DefParam {
+            scope: text("scope"),
+            param: text("param"),
+            value: f.bool("has_value").then(|| text("value")),
+        },
+        "def_repo" => Event::DefRepo {
+            repo: int("repo"),
+            worktree: text("worktree"),
+        },
+        "printf" => Event::Printf {
+            msg: optional("msg"),
+        },
+        "error" => Event::Error {
+            msg: optional("fmt").map(|_| text("msg")),
+            fmt: optional("fmt"),
+        },
+        "data" | "data_json" => {
+            let nesting = t.depth() + 1;
+            let t_rel_us = t.since_innermost(now.t_abs_us);
+            if kind == "data" {
+                Event::Data {
+                    repo: repo(),
+                    category: text("category"),
+                    key: text("key"),
+                    value: text("value"),
+                    nesting,
+                    t_rel_us,
+                }
+            } else {
+                Event::DataJson {
+                    repo: repo(),
+                    category: text("category"),
+                    key: text("key"),
+                    json: text("json"),
+                    nesting,
+                    t_rel_us,
+                }
+            }
+        }
+        "child_start" => Event::ChildStart(ChildInfo {
+            child_id: int("child_id") as u64,
+            class: text("class"),
+            hook_name: optional("hook_name"),
+            cd: optional("cd"),
+            use_shell: f.bool("use_shell"),
+            is_git: f.bool("is_git"),
+            argv: list,
+        }),
+        "child_exit" => Event::ChildExit {
+            child_id: int("child_id") as u64,
+            pid: int("pid"),
+            code: int("code"),
+            elapsed_us: int("elapsed_us") as u64,
+        },
+        "child_ready" => Event::ChildReady {
+            child_id: int("child_id") as u64,
+            pid: int("pid"),
+            ready: text("ready"),
+            elapsed_us: int("elapsed_us") as u64,
+        },
+        "exec" => Event::Exec {
+            exec_id: int("exec_id") as u64,
+            exe: f.bool("has_exe").then(|| text("exe")),
+            argv: list,
+        },
+        "exec_result" => Event::ExecResult {
+            exec_id: int("exec_id") as u64,
+            code: int("code"),
+            err: optional("err"),
+        },
+        "timer" => Event::Timer {
+            per_thread: f.bool("per_thread"),
+            timer: TimerInfo {
+                category: text("category"),
+                name: text("name"),
+                intervals: int("intervals") as u64,
+                total_ns: int("total_ns") as u64,
+                min_ns: int("min_ns") as u64,
+                max_ns: int("max_ns") as u64,
+            },
+        },
+        "counter" => Event::Counter {
+            per_thread: f.bool("per_thread"),
+            category: text("category"),
+            name: text("name"),
+            value: int("value") as u64,
+        },
+        "exit" => Event::Exit {
+            code: int("code") as i32,
+        },
+        "signal" => Event::Signal {
+            signo: int("signo") as i32,
+        },
+        _ => return None,
+    })
+}
+
+impl<S> tracing_subscriber::Layer<S> for Trace2Layer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(_busy) = Busy::enter() else { return };
+        let meta = attrs.metadata();
+        let mut fields = RegionFields::default();
+        attrs.record(&mut fields);
+        let mut state = RegionState::new(meta.name(), meta.target());
+        state.record(&fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().replace(state);
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {
+        let Some(_busy) = Busy::enter() else { return };
+        let mut fields = RegionFields::default();
+        values.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            if let Some(state) = span.extensions_mut().get_mut::<RegionState>() {
+                state.record(&fields);
+            }
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(_busy) = Busy::enter() else { return };
+        let Some(span) = ctx.span(id) else { return };
+        let now = clock::now();
+        let key = id.into_u64();
+        let callsite = callsite_of(span.metadata());
+        with_lines(|lines| {
+            {
+                let extensions = span.extensions();
+                let Some(state) = extensions.get::<RegionState>() else {
+                    return;
+                };
+                thread::with_state(now.t_abs_us, |t| {
+                    if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key) {
+                        frame.repeats += 1;
+                        return;
+                    }
+                    let open = t.depth();
+                    let event = Event::RegionEnter {
+                        region: state.info(),
+                        nesting: open + 1,
+                    };
+                    let record = self.record(t, event, now, callsite, open);
+                    self.format_all(&record, lines);
+                    t.stack.push(Frame {
+                        span: key,
+                        start_us: now.t_abs_us,
+                        repeats: 0,
+                    });
+                });
+            }
+            self.write_lines(lines);
+        });
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(_busy) = Busy::enter() else { return };
+        let Some(span) = ctx.span(id) else { return };
+        let now = clock::now();
+        let key = id.into_u64();
+        let callsite = callsite_of(span.metadata());
+        with_lines(|lines| {
+            {
+                let extensions = span.extensions();
+                let Some(state) = extensions.get::<RegionState>() else {
+                    return;
+                };
+                thread::with_state(now.t_abs_us, |t| {
+                    // A span exited on a thread where it was never entered (an async task
+                    // that moved) has no region here.
+                    let Some(pos) = t.stack.iter().rposition(|f| f.span == key) else {
+                        return;
+                    };
+                    if t.stack[pos].repeats > 0 {
+                        t.stack[pos].repeats -= 1;
+                        return;
+                    }
+                    let frame = t.stack.remove(pos);
+                    let event = Event::RegionLeave {
+                        region: state.info(),
+                        nesting: pos as u32 + 1,
+                        t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
+                    };
+                    let record = self.record(t, event, now, callsite, pos as u32);
+                    self.format_all(&record, lines);
+                });
+            }
+            self.write_lines(lines);
+        });
+    }
+
+    fn on_event(&self, event: &TracingEvent<'_>, _ctx: Context<'_, S>) {
+        let Some(_busy) = Busy::enter() else { return };
+        if event.metadata().target() == api::TARGET {
+            self.on_api_event(event);
+        } else {
+            self.on_user_event(event);
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id) {
+            span.extensions_mut().remove::<RegionState>();
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The session: this process's session id (SID), its depth in the process tree, and the
+//! command-name hierarchy it passes on to children.
+//!
+//! The SID's own component is `<UTC yyyymmddTHHMMSS.ffffffZ>-H<8 hex of SHA-1 of the host
+//! name>-P<pid as 8 hex>`. When `GIT_TRACE2_PARENT_SID` is set (a git or another traced
+//! program started us), the full SID is `<parent>/<own>` and the depth is one more than
+//! the number of `/` in the parent value. Children learn both values from the
+//! environment: [`Session::child_env`] lists what to set on a child's command, and
+//! [`Session::export_env`] writes them into this process's environment so that children
+//! started by any means (shells, hooks, libraries) nest under us.
+
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use crate::clock;
+use crate::text;
+
+/// Environment variable holding the parent's full SID.
+pub const PARENT_SID_ENV: &str = "GIT_TRACE2_PARENT_SID";
+/// Environment variable holding the parent's command hierarchy.
+pub const PARENT_NAME_ENV: &str = "GIT_TRACE2_PARENT_NAME";
+
+/// This process's place in the Trace2 session tree.
+#[derive(Debug)]
+pub struct Session {
+    sid: String,
+    own_start: usize,
+    depth: u32,
+    /// The hierarchy the next `cmd_name` extends: starts as the inherited parent name.
+    hierarchy: Mutex<String>,
+}
+
+static GLOBAL: OnceLock<Session> = OnceLock::new();
+
+impl Session {
+    /// The session of this process, built from the environment on first use.
+    pub fn global() -> &'static Session {
+        GLOBAL.get_or_init(|| {
+            let parent_sid = non_empty_env(PARENT_SID_ENV);
+            let parent_name = non_empty_env(PARENT_NAME_ENV);
+            Session::new(
+                parent_sid.as_deref(),
+                parent_name.as_deref(),
+                clock::now().wall_us,
+                std::process::id(),
+                hostname().as_deref(),
+            )
+        })
+    }
+
+    /// Builds a session from its inputs (for tests and tools that replay traces).
+    pub fn new(
+        parent_sid: Option<&str>,
+        parent_name: Option<&str>,
+        wall_us: i64,
+        pid: u32,
+        hostname: Option<&str>,
+    ) -> Session {
+        let mut sid = Vec::with_capacity(96);
+        let mut depth = 0;
+        if let Some(parent) = parent_sid.filter(|p| !p.is_empty()) {
+            sid.extend_from_slice(parent.as_bytes());
+            sid.push(b'/');
+            depth = parent.bytes().filter(|&b| b == b'/').count() as u32 + 1;
+        }
+        let own_start = sid.len();
+        text::push_sid_datetime(&mut sid, wall_us);
+        match hostname {
+            Some(host) => {
+                let digest = sha1_smol::Sha1::from(host.as_bytes()).digest().to_string();
+                sid.extend_from_slice(b"-H");
+                sid.extend_from_slice(&digest.as_bytes()[..8]);
+            }
+            None => sid.extend_from_slice(b"-Localhost"),
+        }
+        sid.extend_from_slice(format!("-P{pid:08x}").as_bytes());
+        Session {
+            sid: String::from_utf8_lossy(&sid).into_owned(),
+            own_start,
+            depth,
+            hierarchy: Mutex::new(parent_name.unwrap_or_default().to_owned()),
+        }
+    }
+
+    /// The full session id.
+    pub fn sid(&self) -> &str {
+        &self.sid
+    }
+
+    /// The last component of the SID: this process's own part (names directory files).
+    pub fn own_component(&self) -> &str {
+        &self.sid[self.own_start..]
+    }
+
+    /// The depth in the process tree: 0 without a parent.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Records a `cmd_name` and returns its hierarchy: `<current>/<name>`, or `<name>`
+    /// when there is no current hierarchy. Repeated calls chain, as in git.
+    pub fn push_cmd_name(&self, name: &str) -> String {
+        let mut current = self
+            .hierarchy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !current.is_empty() {
+            current.push('/');
+        }
+        current.push_str(name);
+        current.clone()
+    }
+
+    /// The hierarchy children inherit (empty when there is none).
+    pub fn hierarchy(&self) -> String {
+        self.hierarchy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The variables a child process needs to nest under this session.
+    pub fn child_env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![(PARENT_SID_ENV, self.sid.clone())];
+        let hierarchy = self.hierarchy();
+        if !hierarchy.is_empty() {
+            env.push((PARENT_NAME_ENV, hierarchy));
+        }
+        env
+    }
+
+    /// Writes [`Session::child_env`] into this process's environment.
+    ///
+    /// # Safety
+    /// Changing the environment races with any other thread reading or writing it
+    /// (`std::env::set_var` is unsafe for that reason). Call this while the program has a
+    /// single thread, typically at the top of `main`, as the facade's `init` does.
+    pub unsafe fn export_env(&self) {
+        for (key, value) in self.child_env() {
+            // SAFETY: the caller guarantees no other thread touches the environment.
+            unsafe { std::env::set_var(key, value) };
+        }
+    }
+}
+
+fn non_empty_env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+/// The host name as `gethostname` reports it, or `None` when it cannot be read.
+pub fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length; gethostname writes at most that.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Some(String::from_utf8_lossy(&buf[..len]).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sid_matches_git_shape() {
+        // From samples/version.event: host "vm", pid 0x2a1e, 2026-11-21T23:21:37.816920Z.
+        let s = Session::new(None, None, 1_795_303_297_816_920, 0x2a1e, Some("vm"));
+        assert_eq!(s.sid(), "20261121T232137.816920Z-H0a7c9cdf-P00002a1e");
+        assert_eq!(s.sid().len(), 43);
+        assert_eq!(s.depth(), 0);
+        assert_eq!(s.own_component(), s.sid());
+    }
+
+    #[test]
+    fn parent_sid_and_depth() {
+        let s = Session::new(
+            Some("external-tool-123/step-2"),
+            Some("mytool/sub"),
+            0,
+            1,
+            None,
+        );
+        assert!(
+            s.sid().starts_with(
+                "external-tool-123/step-2/19700101T000000.000000Z-Localhost-P00000001"
+            )
+        );
+        assert_eq!(s.depth(), 2);
+        assert_eq!(
+            s.own_component(),
+            "19700101T000000.000000Z-Localhost-P00000001"
+        );
+        assert_eq!(s.push_cmd_name("version"), "mytool/sub/version");
+    }
+
+    #[test]
+    fn cmd_names_chain() {
+        let s = Session::new(None, None, 0, 1, Some("vm"));
+        assert_eq!(s.push_cmd_name("_run_dashed_"), "_run_dashed_");
+        assert_eq!(
+            s.push_cmd_name("_run_git_alias_"),
+            "_run_dashed_/_run_git_alias_"
+        );
+        let env = s.child_env();
+        assert_eq!(
+            env[1],
+            (PARENT_NAME_ENV, "_run_dashed_/_run_git_alias_".to_owned())
+        );
+        assert_eq!(env[0].1, s.sid());
+    }
+
+    #[test]
+    fn real_hostname_is_readable() {
+        assert!(hostname().is_some());
+    }
+}

@@ -1,0 +1,905 @@
+//! Tests of the Event formatter against git 2.47.3's own captures.
+//!
+//! Each sample line is parsed back into the `Record` that would have produced it (its
+//! own sid, thread, time, file and line included), formatted again and compared with
+//! git's bytes, so nothing needs masking.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tracing_trace2_core::{
+    Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp,
+};
+
+use crate::EventFormat;
+
+// ---------------------------------------------------------------------------------------
+// Allocation counting: the formatter must not allocate except to grow `out`.
+
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a
+// const-initialised thread-local without destructor, so touching it never allocates.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(Cell::get)
+}
+
+// ---------------------------------------------------------------------------------------
+// Sample replay.
+
+fn sample_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/spec/samples")
+        .join(name)
+}
+
+/// The sample's lines, each with its LF. Invalid UTF-8 is replaced by U+FFFD, as our
+/// caller does with the inputs of a record; `lossy` says whether that was needed.
+fn sample_lines(name: &str) -> (Vec<String>, bool) {
+    let bytes = std::fs::read(sample_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let text = String::from_utf8_lossy(&bytes);
+    let lossy = std::str::from_utf8(&bytes).is_err();
+    let lines: Vec<String> = text.split_inclusive('\n').map(str::to_owned).collect();
+    assert!(!lines.is_empty(), "{name} is empty");
+    (lines, lossy)
+}
+
+/// Microseconds since the epoch of `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
+fn wall_us(time: &str) -> i64 {
+    let num = |range: std::ops::Range<usize>| time[range].parse::<i64>().unwrap();
+    assert_eq!(time.len(), 27, "{time}");
+    let (y, m, d) = (num(0..4), num(5..7), num(8..10));
+    // Days from 1970-01-01 of a proleptic Gregorian date (March-based year).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + num(11..13) * 3600 + num(14..16) * 60 + num(17..19);
+    secs * 1_000_000 + num(20..26)
+}
+
+fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).map(|x| {
+        x.as_str()
+            .unwrap_or_else(|| panic!("{key} is not a string"))
+    })
+}
+
+fn list_of<'v>(v: &'v Value, key: &str) -> Vec<&'v str> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|x| x.as_str().unwrap()).collect())
+        .unwrap_or_default()
+}
+
+fn int_of(v: &Value, key: &str) -> Option<i64> {
+    v.get(key).map(|x| {
+        x.as_i64()
+            .unwrap_or_else(|| panic!("{key} is not an integer"))
+    })
+}
+
+/// A `%.6f` seconds value as whole microseconds.
+fn micros_of(v: &Value, key: &str) -> Option<u64> {
+    v.get(key)
+        .map(|x| (x.as_f64().unwrap() * 1e6).round() as u64)
+}
+
+/// Rebuilds the record behind one git line and formats it with `format` into `out`.
+///
+/// In brief mode git's line has no file and (mostly) no time; the record still gets a
+/// callsite so that the test shows the formatter dropping it. Returns how many
+/// allocations (or reallocations) happened on this thread during `format` itself.
+fn replay(line: &str, format: &EventFormat, out: &mut Vec<u8>) -> usize {
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let raw: HashMap<String, Box<RawValue>> = serde_json::from_str(line).unwrap();
+    let name = str_of(&v, "event").unwrap();
+    let req = |key: &str| str_of(&v, key).unwrap_or_else(|| panic!("no {key} in {line}"));
+    let int = |key: &str| int_of(&v, key).unwrap_or_else(|| panic!("no {key} in {line}"));
+    let micros = |key: &str| micros_of(&v, key).unwrap_or_else(|| panic!("no {key} in {line}"));
+    let nesting = || u32::try_from(int("nesting")).unwrap();
+    let argv = list_of(&v, "argv");
+    let ancestry = list_of(&v, "ancestry");
+    let region = RegionInfo {
+        repo: int_of(&v, "repo"),
+        category: str_of(&v, "category"),
+        label: str_of(&v, "label"),
+        msg: str_of(&v, "msg"),
+    };
+    let timer = |ns: fn(u64) -> u64| TimerInfo {
+        category: req("category"),
+        name: req("name"),
+        intervals: int("intervals") as u64,
+        total_ns: ns(micros("t_total")),
+        min_ns: ns(micros("t_min")),
+        max_ns: ns(micros("t_max")),
+    };
+    let event = match name {
+        "version" => Event::Version { exe: req("exe") },
+        "too_many_files" => Event::TooManyFiles,
+        "start" => Event::Start { argv: &argv },
+        "cmd_ancestry" => Event::CmdAncestry {
+            ancestry: &ancestry,
+        },
+        "cmd_path" => Event::CmdPath { path: req("path") },
+        "cmd_name" => Event::CmdName {
+            name: req("name"),
+            hierarchy: str_of(&v, "hierarchy").unwrap_or(""),
+        },
+        "cmd_mode" => Event::CmdMode { name: req("name") },
+        "alias" => Event::Alias {
+            alias: req("alias"),
+            argv: &argv,
+        },
+        "def_param" => Event::DefParam {
+            scope: req("scope"),
+            param: req("param"),
+            value: str_of(&v, "value"),
+        },
+        "def_repo" => Event::DefRepo {
+            repo: int("repo"),
+            worktree: req("worktree"),
+        },
+        "region_enter" => Event::RegionEnter {
+            region,
+            nesting: nesting(),
+        },
+        "region_leave" => Event::RegionLeave {
+            region,
+            nesting: nesting(),
+            t_rel_us: micros("t_rel"),
+        },
+        "data" => Event::Data {
+            repo: int_of(&v, "repo"),
+            category: req("category"),
+            key: req("key"),
+            value: req("value"),
+            nesting: nesting(),
+            t_rel_us: micros("t_rel"),
+        },
+        "data_json" => Event::DataJson {
+            repo: int_of(&v, "repo"),
+            category: req("category"),
+            key: req("key"),
+            json: raw["value"].get(),
+            nesting: nesting(),
+            t_rel_us: micros("t_rel"),
+        },
+        "printf" => Event::Printf {
+            msg: str_of(&v, "msg"),
+        },
+        "error" => Event::Error {
+            msg: str_of(&v, "msg"),
+            fmt: str_of(&v, "fmt"),
+        },
+        "child_start" => {
+            // A leading "git" is how git marks a git sub-command; hand it over the way
+            // our caller does, as a flag, so that the formatter has to put it back.
+            let (is_git, args) = match argv.split_first() {
+                Some((&"git", rest)) => (true, rest),
+                _ => (false, &argv[..]),
+            };
+            Event::ChildStart(ChildInfo {
+                child_id: int("child_id") as u64,
+                class: req("child_class"),
+                hook_name: str_of(&v, "hook_name"),
+                cd: str_of(&v, "cd"),
+                use_shell: v["use_shell"].as_bool().unwrap(),
+                is_git,
+                argv: args,
+            })
+        }
+        "child_exit" => Event::ChildExit {
+            child_id: int("child_id") as u64,
+            pid: int("pid"),
+            code: int("code"),
+            elapsed_us: micros("t_rel"),
+        },
+        "child_ready" => Event::ChildReady {
+            child_id: int("child_id") as u64,
+            pid: int("pid"),
+            ready: req("ready"),
+            elapsed_us: micros("t_rel"),
+        },
+        "exec" => Event::Exec {
+            exec_id: int("exec_id") as u64,
+            exe: str_of(&v, "exe"),
+            argv: &argv,
+        },
+        "exec_result" => Event::ExecResult {
+            exec_id: int("exec_id") as u64,
+            code: int("code"),
+            // Present in the record (Normal and Perf show it) but not in JSON.
+            err: (int("code") > 0).then_some("No such file or directory"),
+        },
+        "thread_start" => Event::ThreadStart,
+        "thread_exit" => Event::ThreadExit {
+            elapsed_us: micros("t_rel"),
+        },
+        "timer" | "th_timer" => Event::Timer {
+            per_thread: name == "th_timer",
+            timer: timer(|us| us * 1000),
+        },
+        "counter" | "th_counter" => Event::Counter {
+            per_thread: name == "th_counter",
+            category: req("category"),
+            name: req("name"),
+            value: int("count") as u64,
+        },
+        "exit" => Event::Exit {
+            code: int("code") as i32,
+        },
+        "atexit" => Event::Atexit {
+            code: int("code") as i32,
+        },
+        "signal" => Event::Signal {
+            signo: int("signo") as i32,
+        },
+        other => panic!("unknown event {other}"),
+    };
+    let file = str_of(&v, "file").or(format.brief().then_some("src/hidden-in-brief.rs"));
+    let record = Record {
+        event,
+        time: Timestamp {
+            wall_us: str_of(&v, "time").map_or(1_795_303_297_816_991, wall_us),
+            t_abs_us: micros_of(&v, "t_abs").unwrap_or(0),
+        },
+        sid: req("sid"),
+        depth: 0,
+        thread: req("thread"),
+        callsite: Callsite {
+            file,
+            line: int_of(&v, "line").map_or(7, |l| l as u32),
+        },
+        open_regions: 0,
+    };
+    let before = allocations();
+    format.format(&record, out);
+    allocations() - before
+}
+
+fn formatted(line: &str, format: &EventFormat) -> String {
+    let mut out = Vec::new();
+    replay(line, format, &mut out);
+    String::from_utf8(out).expect("an Event line is valid UTF-8")
+}
+
+/// Replays the lines of `name` accepted by `pick` and compares each with git's.
+/// Returns how many lines were compared.
+fn check_sample(name: &str, format: &EventFormat, pick: impl Fn(&str) -> bool) -> usize {
+    let (lines, lossy) = sample_lines(name);
+    assert!(!lossy, "{name} is not valid UTF-8");
+    let mut compared = 0;
+    for line in lines.iter().filter(|l| pick(l)) {
+        assert_eq!(formatted(line, format), *line, "in {name}");
+        compared += 1;
+    }
+    assert!(compared > 0, "no line of {name} was compared");
+    compared
+}
+
+fn all(_: &str) -> bool {
+    true
+}
+
+#[test]
+fn version_sample() {
+    assert_eq!(check_sample("version.event", &EventFormat::new(), all), 6);
+}
+
+#[test]
+fn version_brief_sample_keeps_time_on_version_and_atexit_only() {
+    let brief = EventFormat::new().with_brief(true);
+    assert_eq!(check_sample("version-brief.event", &brief, all), 6);
+    assert_eq!(
+        check_sample("status-brief.event", &brief, all),
+        sample_lines("status-brief.event").0.len()
+    );
+    assert_eq!(
+        check_sample("parent-sid.event", &brief, all),
+        sample_lines("parent-sid.event").0.len()
+    );
+}
+
+#[test]
+fn data_sample_with_repo_zero_and_escapes() {
+    assert_eq!(check_sample("tt-data.event", &EventFormat::new(), all), 8);
+}
+
+#[test]
+fn errors_sample() {
+    assert_eq!(check_sample("tt-errors.event", &EventFormat::new(), all), 8);
+    check_sample("error-unknown-option.event", &EventFormat::new(), all);
+    check_sample("warning.event", &EventFormat::new(), all);
+}
+
+#[test]
+fn def_param_sample() {
+    assert_eq!(
+        check_sample("def-param.event", &EventFormat::new(), all),
+        14
+    );
+}
+
+#[test]
+fn commit_sample_regions_data_and_children() {
+    let wanted = |l: &str| {
+        [
+            "region_enter",
+            "region_leave",
+            "data",
+            "data_json",
+            "child_start",
+            "child_exit",
+        ]
+        .iter()
+        .any(|e| l.starts_with(&format!("{{\"event\":\"{e}\"")))
+    };
+    assert_eq!(
+        check_sample("commit.event", &EventFormat::new(), wanted),
+        43
+    );
+    // The rest of the file too (version, start, def_repo, cmd_name, exit, atexit).
+    check_sample("commit.event", &EventFormat::new(), all);
+}
+
+#[test]
+fn spec_sample_every_line() {
+    let (lines, _) = sample_lines("tt-spec.event");
+    assert_eq!(
+        check_sample("tt-spec.event", &EventFormat::new(), all),
+        lines.len()
+    );
+}
+
+#[test]
+fn timer_and_counter_samples() {
+    check_sample("tt-thread-timer.event", &EventFormat::new(), all);
+    check_sample("tt-counter.event", &EventFormat::new(), all);
+    check_sample("tt-timer.event", &EventFormat::new(), all);
+    check_sample("tt-thread-counter.event", &EventFormat::new(), all);
+    check_sample("repack-counters.event", &EventFormat::new(), all);
+}
+
+#[test]
+fn exec_and_alias_samples() {
+    check_sample("exec-fail.event", &EventFormat::new(), all);
+    check_sample("exec.event", &EventFormat::new(), all);
+    check_sample("alias-shell.event", &EventFormat::new(), all);
+    check_sample("alias-git.event", &EventFormat::new(), all);
+}
+
+#[test]
+fn other_samples() {
+    for name in [
+        "status.event",
+        "submodule-status.event",
+        "submodule-grep.event",
+        "ipc-daemon.event",
+        "signal-sigpipe.event",
+        "pager.event",
+        "cmd-mode.event",
+        "redact-url.event",
+        "tt-child-nested.event",
+        "maxfiles-dir/git-trace2-discard",
+    ] {
+        check_sample(name, &EventFormat::new(), all);
+    }
+}
+
+#[test]
+fn too_many_files_has_common_keys_only() {
+    let picked = |l: &str| l.contains("\"too_many_files\"");
+    assert_eq!(
+        check_sample(
+            "maxfiles-dir/git-trace2-discard",
+            &EventFormat::new(),
+            picked
+        ),
+        1
+    );
+}
+
+#[test]
+fn invalid_utf8_becomes_replacement_character() {
+    let (lines, lossy) = sample_lines("error-escape.event");
+    assert!(lossy, "the sample should hold git's raw 0xFF byte");
+    let mut replaced = 0;
+    for line in &lines {
+        let mut out = Vec::new();
+        replay(line, &EventFormat::new(), &mut out);
+        let ours = std::str::from_utf8(&out).expect("our line is valid UTF-8");
+        assert_eq!(ours, line);
+        if ours.contains('\u{FFFD}') {
+            replaced += 1;
+            assert!(ours.contains("\\u0001\u{7f}é\u{FFFD}"), "{ours}");
+        }
+    }
+    // The argument shows up in `start` and in the error message.
+    assert_eq!(replaced, 2);
+}
+
+#[test]
+fn empty_file_name_is_omitted_like_none() {
+    // The `null file` printf of tt-spec has no file/line; a record whose file is an
+    // empty string must give the same bytes.
+    let (lines, _) = sample_lines("tt-spec.event");
+    let line = lines
+        .iter()
+        .find(|l| l.contains("\"msg\":\"null file\""))
+        .unwrap();
+    let v: Value = serde_json::from_str(line).unwrap();
+    for file in [None, Some("")] {
+        let record = Record {
+            event: Event::Printf {
+                msg: str_of(&v, "msg"),
+            },
+            time: Timestamp {
+                wall_us: wall_us(str_of(&v, "time").unwrap()),
+                t_abs_us: micros_of(&v, "t_abs").unwrap(),
+            },
+            sid: str_of(&v, "sid").unwrap(),
+            depth: 0,
+            thread: "main",
+            callsite: Callsite { file, line: 99 },
+            open_regions: 0,
+        };
+        let mut out = Vec::new();
+        EventFormat::new().format(&record, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), *line);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Nesting filter.
+
+fn is_filtered_kind(v: &Value) -> bool {
+    matches!(
+        v["event"].as_str(),
+        Some("region_enter" | "region_leave" | "data" | "data_json")
+    )
+}
+
+/// What identifies a filtered line across two runs whose times differ.
+fn identity(v: &Value) -> (Value, Value, Value, Value, Value) {
+    let get = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    (
+        get("event"),
+        get("category"),
+        get("label"),
+        get("key"),
+        get("nesting"),
+    )
+}
+
+/// Replays the region/data lines of `from` through `format` and checks that exactly the
+/// region/data lines of `expected` come out, in order.
+fn check_nesting(from: &str, format: &EventFormat, expected: &str) {
+    let (source, _) = sample_lines(from);
+    let mut ours = Vec::new();
+    let mut source_count = 0;
+    for line in &source {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if !is_filtered_kind(&v) {
+            continue;
+        }
+        source_count += 1;
+        let out = formatted(line, format);
+        if out.is_empty() {
+            continue;
+        }
+        // A line that is kept is git's own line, byte for byte.
+        assert_eq!(out, *line);
+        ours.push(identity(&serde_json::from_str(&out).unwrap()));
+    }
+    let (git_lines, _) = sample_lines(expected);
+    let git: Vec<_> = git_lines
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(is_filtered_kind)
+        .map(|v| identity(&v))
+        .collect();
+    assert!(
+        git.len() < source_count,
+        "{expected} should hold fewer lines than {from}"
+    );
+    assert_eq!(ours, git);
+}
+
+#[test]
+fn nesting_one_keeps_only_top_level() {
+    let format = EventFormat::new().with_max_nesting(1);
+    check_nesting("status-nesting9.event", &format, "status-nesting1.event");
+}
+
+#[test]
+fn nesting_default_and_zero_keep_two_levels() {
+    assert_eq!(EventFormat::new().max_nesting(), 2);
+    assert_eq!(EventFormat::new().with_max_nesting(0), EventFormat::new());
+    check_nesting(
+        "status-nesting9.event",
+        &EventFormat::new(),
+        "status-nesting-default.event",
+    );
+    let zero = EventFormat::new().with_max_nesting(0);
+    check_nesting("status-nesting9.event", &zero, "status-nesting0.event");
+}
+
+#[test]
+fn nesting_nine_keeps_everything() {
+    let format = EventFormat::new().with_max_nesting(9);
+    check_sample("status-nesting9.event", &format, all);
+}
+
+#[test]
+fn nesting_filter_leaves_other_events_alone() {
+    // printf, child_start, exit… are written whatever their surrounding depth.
+    let format = EventFormat::new().with_max_nesting(1);
+    let unfiltered = |l: &str| {
+        let v: Value = serde_json::from_str(l).unwrap();
+        !is_filtered_kind(&v)
+    };
+    check_sample("tt-spec.event", &format, unfiltered);
+}
+
+// ---------------------------------------------------------------------------------------
+// Optional keys without a sample of their own: checked on the parsed line.
+
+fn record_with(event: Event<'_>) -> Record<'_> {
+    Record {
+        event,
+        time: Timestamp::default(),
+        sid: "sid",
+        depth: 0,
+        thread: "main",
+        callsite: Callsite::default(),
+        open_regions: 0,
+    }
+}
+
+fn parse(event: Event<'_>, format: &EventFormat) -> serde_json::Map<String, Value> {
+    let mut out = Vec::new();
+    format.format(&record_with(event), &mut out);
+    match serde_json::from_slice(&out).unwrap() {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+#[test]
+fn absent_optional_values_drop_their_keys() {
+    let f = EventFormat::new();
+    let error = parse(
+        Event::Error {
+            msg: None,
+            fmt: None,
+        },
+        &f,
+    );
+    assert!(!error.contains_key("msg") && !error.contains_key("fmt"));
+    let error = parse(
+        Event::Error {
+            msg: Some(""),
+            fmt: None,
+        },
+        &f,
+    );
+    assert_eq!(error["msg"], "");
+    assert!(!error.contains_key("fmt"));
+    let printf = parse(Event::Printf { msg: None }, &f);
+    assert!(!printf.contains_key("msg") && printf.contains_key("t_abs"));
+    let def_param = parse(
+        Event::DefParam {
+            scope: "command",
+            param: "foo.bar",
+            value: None,
+        },
+        &f,
+    );
+    assert!(!def_param.contains_key("value"));
+    let cmd_name = parse(
+        Event::CmdName {
+            name: "x",
+            hierarchy: "",
+        },
+        &f,
+    );
+    assert!(!cmd_name.contains_key("hierarchy"));
+    let exec = parse(
+        Event::Exec {
+            exec_id: 1,
+            exe: None,
+            argv: &["a"],
+        },
+        &f,
+    );
+    assert!(!exec.contains_key("exe"));
+    let region = parse(
+        Event::RegionEnter {
+            region: RegionInfo {
+                msg: Some(""),
+                ..RegionInfo::default()
+            },
+            nesting: 1,
+        },
+        &f,
+    );
+    assert_eq!(region["msg"], "");
+    assert!(!region.contains_key("repo") && !region.contains_key("label"));
+    // No file at all: no line either.
+    assert!(!region.contains_key("file") && !region.contains_key("line"));
+}
+
+#[test]
+fn git_child_without_arguments_is_just_git() {
+    let child = parse(
+        Event::ChildStart(ChildInfo {
+            class: "?",
+            is_git: true,
+            ..ChildInfo::default()
+        }),
+        &EventFormat::new(),
+    );
+    assert_eq!(child["argv"], serde_json::json!(["git"]));
+    assert_eq!(child["use_shell"], false);
+    assert!(!child.contains_key("hook_name") && !child.contains_key("cd"));
+}
+
+#[test]
+fn empty_data_json_text_still_gives_a_json_line() {
+    let line = parse(
+        Event::DataJson {
+            repo: None,
+            category: "c",
+            key: "k",
+            json: "",
+            nesting: 1,
+            t_rel_us: 0,
+        },
+        &EventFormat::new(),
+    );
+    assert_eq!(line["value"], Value::Null);
+}
+
+#[test]
+fn huge_counts_print_through_a_signed_conversion() {
+    let counter = parse(
+        Event::Counter {
+            per_thread: false,
+            category: "c",
+            name: "n",
+            value: u64::MAX,
+        },
+        &EventFormat::new(),
+    );
+    assert_eq!(counter["count"], -1);
+}
+
+#[test]
+fn formatting_allocates_only_to_grow_the_buffer() {
+    let format = EventFormat::new();
+    let mut checked = 0;
+    for name in [
+        "tt-spec.event",
+        "tt-thread-timer.event",
+        "commit.event",
+        "def-param.event",
+    ] {
+        for line in &sample_lines(name).0 {
+            let mut roomy = Vec::with_capacity(64 * 1024);
+            assert_eq!(
+                replay(line, &format, &mut roomy),
+                0,
+                "format allocated for {line}"
+            );
+            // Growing the buffer is the one allocation allowed.
+            let mut tight = Vec::new();
+            assert!(replay(line, &format, &mut tight) > 0);
+            checked += 1;
+        }
+    }
+    assert!(checked > 100);
+}
+
+// ---------------------------------------------------------------------------------------
+// Property test: any text in any field yields one parseable line.
+
+fn text() -> impl Strategy<Value = String> {
+    let tricky = prop_oneof![
+        Just('"'),
+        Just('\\'),
+        Just('/'),
+        Just('\n'),
+        Just('\r'),
+        Just('\t'),
+        Just('\u{7f}'),
+        Just('é'),
+        Just('\u{2028}'),
+        Just('\u{FFFD}'),
+        (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap()),
+        any::<char>(),
+    ];
+    prop::collection::vec(tricky, 0..12).prop_map(|chars| chars.into_iter().collect())
+}
+
+/// Formats `event` and checks the line's shape; returns the parsed object.
+fn round_trip(record: &Record<'_>, format: &EventFormat) -> serde_json::Map<String, Value> {
+    let mut out = Vec::new();
+    format.format(record, &mut out);
+    assert_eq!(out.last(), Some(&b'\n'), "line must end in LF");
+    assert_eq!(
+        out.iter().filter(|&&b| b == b'\n').count(),
+        1,
+        "exactly one LF"
+    );
+    let line = std::str::from_utf8(&out).unwrap();
+    match serde_json::from_str(line) {
+        Ok(Value::Object(map)) => map,
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_text_round_trips(
+        a in text(),
+        b in text(),
+        c in text(),
+        d in text(),
+        list in prop::collection::vec(text(), 0..4),
+        brief in any::<bool>(),
+    ) {
+        let format = EventFormat::new().with_brief(brief);
+        let strs: Vec<&str> = list.iter().map(String::as_str).collect();
+        let json = serde_json::to_string(&Value::String(d.clone())).unwrap();
+        let events = [
+            Event::Version { exe: &a },
+            Event::Start { argv: &strs },
+            Event::CmdAncestry { ancestry: &strs },
+            Event::CmdPath { path: &a },
+            Event::CmdName { name: &a, hierarchy: &b },
+            Event::CmdMode { name: &a },
+            Event::Alias { alias: &a, argv: &strs },
+            Event::DefParam { scope: &a, param: &b, value: Some(&c) },
+            Event::DefRepo { repo: 3, worktree: &a },
+            Event::RegionEnter {
+                region: RegionInfo { repo: Some(1), category: Some(&a), label: Some(&b), msg: Some(&c) },
+                nesting: 1,
+            },
+            Event::RegionLeave {
+                region: RegionInfo { repo: None, category: Some(&a), label: Some(&b), msg: Some(&c) },
+                nesting: 2,
+                t_rel_us: 5,
+            },
+            Event::Data { repo: Some(0), category: &a, key: &b, value: &c, nesting: 1, t_rel_us: 1 },
+            Event::DataJson { repo: None, category: &a, key: &b, json: &json, nesting: 1, t_rel_us: 1 },
+            Event::Printf { msg: Some(&a) },
+            Event::Error { msg: Some(&a), fmt: Some(&b) },
+            Event::ChildStart(ChildInfo {
+                child_id: 4,
+                class: &a,
+                hook_name: Some(&b),
+                cd: Some(&c),
+                use_shell: true,
+                is_git: false,
+                argv: &strs,
+            }),
+            Event::ChildReady { child_id: 1, pid: 2, ready: &a, elapsed_us: 3 },
+            Event::Exec { exec_id: 0, exe: Some(&a), argv: &strs },
+            Event::Timer {
+                per_thread: true,
+                timer: TimerInfo { category: &a, name: &b, intervals: 1, total_ns: 1, min_ns: 1, max_ns: 1 },
+            },
+            Event::Counter { per_thread: false, category: &a, name: &b, value: 9 },
+        ];
+        for event in events {
+            let record = Record {
+                event,
+                time: Timestamp { wall_us: 1_795_303_297_816_991, t_abs_us: 410 },
+                sid: &b,
+                depth: 0,
+                thread: &c,
+                callsite: Callsite { file: Some(&d), line: 12 },
+                open_regions: 0,
+            };
+            let map = round_trip(&record, &format);
+            prop_assert_eq!(&map["event"], event.name());
+            prop_assert_eq!(&map["sid"], b.as_str());
+            prop_assert_eq!(&map["thread"], c.as_str());
+            if !brief && !d.is_empty() {
+                prop_assert_eq!(&map["file"], d.as_str());
+            } else {
+                prop_assert!(!map.contains_key("file"));
+            }
+            let list_value = Value::from(strs.clone());
+            let expected: Vec<(&str, Value)> = match event {
+                Event::Version { .. } => vec![("exe", a.clone().into())],
+                Event::Start { .. } => vec![("argv", list_value)],
+                Event::CmdAncestry { .. } => vec![("ancestry", list_value)],
+                Event::CmdPath { .. } => vec![("path", a.clone().into())],
+                Event::CmdName { .. } => {
+                    let mut e = vec![("name", a.clone().into())];
+                    if !b.is_empty() {
+                        e.push(("hierarchy", b.clone().into()));
+                    }
+                    e
+                }
+                Event::CmdMode { .. } => vec![("name", a.clone().into())],
+                Event::Alias { .. } => vec![("alias", a.clone().into()), ("argv", list_value)],
+                Event::DefParam { .. } => vec![
+                    ("scope", a.clone().into()),
+                    ("param", b.clone().into()),
+                    ("value", c.clone().into()),
+                ],
+                Event::DefRepo { .. } => vec![("worktree", a.clone().into())],
+                Event::RegionEnter { .. } | Event::RegionLeave { .. } => vec![
+                    ("category", a.clone().into()),
+                    ("label", b.clone().into()),
+                    ("msg", c.clone().into()),
+                ],
+                Event::Data { .. } => vec![
+                    ("category", a.clone().into()),
+                    ("key", b.clone().into()),
+                    ("value", c.clone().into()),
+                ],
+                Event::DataJson { .. } => vec![
+                    ("category", a.clone().into()),
+                    ("key", b.clone().into()),
+                    ("value", d.clone().into()),
+                ],
+                Event::Printf { .. } => vec![("msg", a.clone().into())],
+                Event::ChildReady { .. } => vec![("ready", a.clone().into())],
+                Event::Error { .. } => vec![("msg", a.clone().into()), ("fmt", b.clone().into())],
+                Event::ChildStart(_) => vec![
+                    ("child_class", a.clone().into()),
+                    ("hook_name", b.clone().into()),
+                    ("cd", c.clone().into()),
+                    ("argv", list_value),
+                ],
+                Event::Exec { .. } => vec![("exe", a.clone().into()), ("argv", list_value)],
+                Event::Timer { .. } | Event::Counter { .. } => {
+                    vec![("category", a.clone().into()), ("name", b.clone().into())]
+                }
+                _ => vec![],
+            };
+            prop_assert!(!expected.is_empty());
+            for (key, value) in expected {
+                prop_assert_eq!(map.get(key), Some(&value), "key {}", key);
+            }
+        }
+    }
+}

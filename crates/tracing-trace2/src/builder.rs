@@ -1,0 +1,128 @@
+//! Builds the Trace2 layer from [`Settings`]: opens the destination of every enabled
+//! target and pairs it with its formatter, in git's order (normal, perf, event).
+
+use tracing_trace2_core::dst::{self, OpenSettings, Opened};
+use tracing_trace2_core::{Session, Target, Trace2Layer, clock, redact};
+use tracing_trace2_event::EventFormat;
+use tracing_trace2_normal::NormalFormat;
+use tracing_trace2_perf::PerfFormat;
+
+use crate::config::Settings;
+
+/// Configures and builds the Trace2 layer of a program.
+///
+/// ```no_run
+/// use tracing_subscriber::prelude::*;
+///
+/// let layer = tracing_trace2::Trace2::from_env()
+///     .with_exe_version(env!("CARGO_PKG_VERSION"))
+///     .layer();
+/// tracing_subscriber::registry().with(layer).init();
+/// ```
+#[derive(Clone, Debug)]
+pub struct Trace2 {
+    settings: Settings,
+    exe_version: String,
+}
+
+impl Trace2 {
+    /// Settings from the `GIT_TRACE2*` environment and the `trace2.*` keys of the
+    /// system and global git config, as git reads them.
+    pub fn from_env() -> Trace2 {
+        Trace2::with_settings(Settings::from_env())
+    }
+
+    /// Explicit settings.
+    pub fn with_settings(settings: Settings) -> Trace2 {
+        Trace2 {
+            settings,
+            exe_version: "0.0.0".to_owned(),
+        }
+    }
+
+    /// The version written as `exe` in the `version` line: the program's own version
+    /// (pass `env!("CARGO_PKG_VERSION")`).
+    pub fn with_exe_version(mut self, version: impl Into<String>) -> Trace2 {
+        self.exe_version = version.into();
+        self
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The version written as `exe`.
+    pub fn exe_version(&self) -> &str {
+        &self.exe_version
+    }
+
+    /// Opens the enabled targets and returns the layer writing to them, or `None` when
+    /// no target is enabled (then nothing is installed and tracing costs nothing extra).
+    ///
+    /// Warnings about target values and destinations go to stderr as git prints them.
+    /// Config problems that would stop git (an unreadable file, a valueless `trace2.*`
+    /// key) and a `GIT_TRACE2_REDACT` value that is not a boolean are reported as
+    /// warnings instead, and redaction then stays on.
+    pub fn layer(&self) -> Option<Trace2Layer> {
+        let s = &self.settings;
+        if s.normal_target.is_none() && s.perf_target.is_none() && s.event_target.is_none() {
+            return None;
+        }
+        for warning in &s.warnings {
+            dst::warning(warning);
+        }
+        match &s.redact {
+            Ok(on) => redact::set_enabled(*on),
+            Err(message) => {
+                dst::warning(&format!("{message}; URL redaction stays on"));
+                redact::set_enabled(true);
+            }
+        }
+        let session = Session::global();
+        let offset = clock::local_offset_secs();
+        let open = |env_name: &'static str, value: &Option<String>| {
+            let value = value.as_deref()?;
+            let settings = OpenSettings {
+                env_name,
+                dst_debug: s.dst_debug,
+                max_files: s.max_files,
+                sid_component: session.own_component().to_owned(),
+            };
+            match dst::open(value, &settings) {
+                Opened::Sink(sink) => Some((sink, false)),
+                Opened::Sentinel(sink) => Some((sink, true)),
+                Opened::Disabled => None,
+            }
+        };
+        let mut builder = Trace2Layer::builder().with_exe_version(&self.exe_version);
+        let mut any = false;
+        if let Some((sink, _)) = open(tracing_trace2_normal::ENV_NAME, &s.normal_target) {
+            let format = NormalFormat::new()
+                .with_brief(s.normal_brief)
+                .with_utc_offset(offset);
+            builder = builder.with_target(self.target(tracing_trace2_normal::target(format, sink)));
+            any = true;
+        }
+        if let Some((sink, _)) = open(tracing_trace2_perf::ENV_NAME, &s.perf_target) {
+            let format = PerfFormat::new()
+                .with_brief(s.perf_brief)
+                .with_utc_offset(offset);
+            builder = builder.with_target(self.target(tracing_trace2_perf::target(format, sink)));
+            any = true;
+        }
+        if let Some((sink, sentinel)) = open(tracing_trace2_event::ENV_NAME, &s.event_target) {
+            let format = EventFormat::new()
+                .with_brief(s.event_brief)
+                .with_max_nesting(s.event_nesting);
+            let target = tracing_trace2_event::target(format, sink).with_too_many_files(sentinel);
+            builder = builder.with_target(self.target(target));
+            any = true;
+        }
+        any.then(|| builder.build())
+    }
+
+    fn target(&self, target: Target) -> Target {
+        target.with_dst_debug(self.settings.dst_debug)
+    }
+}

@@ -1,0 +1,456 @@
+//! Trace2 settings, read from the environment and git's config files as git does.
+//!
+//! Git takes its `trace2.*` settings from the system and global config files only
+//! (repository and command-line config are ignored for them), then lets each
+//! environment variable override its key when the variable is set and non-empty. The
+//! override happens on the raw string, before parsing, so `GIT_TRACE2_BRIEF=maybe`
+//! replaces a configured `true` and then falls back to the default. [`Settings::load`]
+//! reproduces that, including `[include]` and `[includeIf "hasconfig:remote.*.url:…"]`
+//! (followed as git does outside a repository; `gitdir:`, `gitdir/i:` and `onbranch:`
+//! conditions need a repository and so never apply to a program that is not git).
+//!
+//! Where git would die (a config file it cannot parse, a valueless `trace2.*` key, a
+//! malformed `GIT_CONFIG_PARAMETERS`), the broken piece is skipped instead and git's
+//! message is kept in [`Settings::warnings`] for the caller to print or ignore.
+//!
+//! The system file is `$GIT_CONFIG_SYSTEM` or `/etc/gitconfig` (the path of a git built
+//! with the usual `/usr` prefix; a git built for another prefix reads another file).
+
+mod parse;
+mod sources;
+#[cfg(test)]
+pub(crate) mod test_git;
+pub(crate) mod wildmatch;
+
+use sources::{RemoteUrls, SourceReader, command_entries, config_files, is_remote_url};
+
+/// Environment lookup used while loading: returns a variable's value if it is set.
+pub type EnvFn<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Which config source an entry came from; the names are the `scope:` of `def_param`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ConfigScope {
+    /// The system file (`/etc/gitconfig` or `$GIT_CONFIG_SYSTEM`) and its includes.
+    System,
+    /// The user's files (XDG and `~/.gitconfig`, or `$GIT_CONFIG_GLOBAL`) and their includes.
+    Global,
+    /// Command-line config passed down through `GIT_CONFIG_COUNT` / `GIT_CONFIG_PARAMETERS`.
+    Command,
+    /// A value the program itself sets, outside any file.
+    Unknown,
+}
+
+impl ConfigScope {
+    /// The scope name git prints (`system`, `global`, `command`, `unknown`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigScope::System => "system",
+            ConfigScope::Global => "global",
+            ConfigScope::Command => "command",
+            ConfigScope::Unknown => "unknown",
+        }
+    }
+}
+
+/// One config entry as git's config machinery reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigEntry {
+    /// Where the entry was read.
+    pub scope: ConfigScope,
+    /// Key normalised as git does: section and name lower-case, subsection as written.
+    pub key: String,
+    /// The value; `None` for a valueless key (`[core] bare`).
+    pub value: Option<String>,
+}
+
+/// Every Trace2 setting of a process, resolved from config and environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Normal target (`GIT_TRACE2` / `trace2.normalTarget`), raw; `None` when unset or empty.
+    pub normal_target: Option<String>,
+    /// `GIT_TRACE2_BRIEF` / `trace2.normalBrief`.
+    pub normal_brief: bool,
+    /// Perf target (`GIT_TRACE2_PERF` / `trace2.perfTarget`), raw; `None` when unset or empty.
+    pub perf_target: Option<String>,
+    /// `GIT_TRACE2_PERF_BRIEF` / `trace2.perfBrief`.
+    pub perf_brief: bool,
+    /// Event target (`GIT_TRACE2_EVENT` / `trace2.eventTarget`), raw; `None` when unset or empty.
+    pub event_target: Option<String>,
+    /// `GIT_TRACE2_EVENT_BRIEF` / `trace2.eventBrief`.
+    pub event_brief: bool,
+    /// `GIT_TRACE2_EVENT_NESTING` / `trace2.eventNesting`; 2 unless a value above 0 is given.
+    pub event_nesting: u32,
+    /// Patterns of `GIT_TRACE2_CONFIG_PARAMS` / `trace2.configParams`, trimmed, in order.
+    pub config_params: Vec<String>,
+    /// Names of `GIT_TRACE2_ENV_VARS` / `trace2.envVars`, trimmed, in order.
+    pub env_vars: Vec<String>,
+    /// `GIT_TRACE2_DST_DEBUG` / `trace2.destinationDebug`: report destination failures.
+    pub dst_debug: bool,
+    /// `GIT_TRACE2_MAX_FILES` / `trace2.maxFiles`; 0 means no limit.
+    pub max_files: u32,
+    /// `GIT_TRACE2_REDACT` (environment only). `Err` holds git's fatal message for a
+    /// value that is not a boolean; git stops the process there.
+    pub redact: Result<bool, String>,
+    /// `GIT_TRACE2_PARENT_SID` when set and non-empty.
+    pub parent_sid: Option<String>,
+    /// `GIT_TRACE2_PARENT_NAME` when set and non-empty.
+    pub parent_name: Option<String>,
+    /// The config entries `def_param` reports on, in git's read order (system, global,
+    /// command). Read only when [`Settings::config_params`] is not empty.
+    pub config_entries: Vec<ConfigEntry>,
+    /// Values of the [`Settings::env_vars`] that were set and non-empty at load time.
+    pub env_var_values: Vec<(String, String)>,
+    /// Git's message for each broken config piece that was skipped (git would have died).
+    pub warnings: Vec<String>,
+}
+
+impl Default for Settings {
+    /// Everything off, as with no config and an empty environment.
+    fn default() -> Self {
+        Settings {
+            normal_target: None,
+            normal_brief: false,
+            perf_target: None,
+            perf_brief: false,
+            event_target: None,
+            event_brief: false,
+            event_nesting: 2,
+            config_params: Vec::new(),
+            env_vars: Vec::new(),
+            dst_debug: false,
+            max_files: 0,
+            redact: Ok(true),
+            parent_sid: None,
+            parent_name: None,
+            config_entries: Vec::new(),
+            env_var_values: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// The configurable settings: config key (lower-case, as git compares it) and variable.
+const KEYS: [(&str, &str); 11] = [
+    ("trace2.normaltarget", "GIT_TRACE2"),
+    ("trace2.normalbrief", "GIT_TRACE2_BRIEF"),
+    ("trace2.perftarget", "GIT_TRACE2_PERF"),
+    ("trace2.perfbrief", "GIT_TRACE2_PERF_BRIEF"),
+    ("trace2.eventtarget", "GIT_TRACE2_EVENT"),
+    ("trace2.eventbrief", "GIT_TRACE2_EVENT_BRIEF"),
+    ("trace2.eventnesting", "GIT_TRACE2_EVENT_NESTING"),
+    ("trace2.configparams", "GIT_TRACE2_CONFIG_PARAMS"),
+    ("trace2.envvars", "GIT_TRACE2_ENV_VARS"),
+    ("trace2.destinationdebug", "GIT_TRACE2_DST_DEBUG"),
+    ("trace2.maxfiles", "GIT_TRACE2_MAX_FILES"),
+];
+
+impl Settings {
+    /// Loads the settings of this process from its environment and git's config files.
+    pub fn from_env() -> Settings {
+        Settings::load(&|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// Loads the settings with `env` as the environment (for tests and embedders).
+    pub fn load(env: EnvFn<'_>) -> Settings {
+        let mut warnings = Vec::new();
+        let files = config_files(env, &mut warnings);
+
+        // Settings come from the files only; `hasconfig:` includes see the files' URLs.
+        let file_urls = remote_urls(env, &files, None);
+        let mut reader = SourceReader {
+            env,
+            urls: RemoteUrls::Known(&file_urls),
+            warnings: Vec::new(),
+        };
+        let mut file_entries = Vec::new();
+        for (path, scope) in &files {
+            reader.read_file(path, *scope, 0, &mut file_entries);
+        }
+        add_new(&mut warnings, reader.warnings);
+
+        let mut raw: [Option<String>; KEYS.len()] = Default::default();
+        for entry in &file_entries {
+            let Some(i) = KEYS.iter().position(|(key, _)| *key == entry.key) else {
+                continue;
+            };
+            match &entry.value {
+                Some(v) => raw[i] = Some(v.clone()),
+                None => warnings.push(format!("missing value for '{}'", entry.key)),
+            }
+        }
+        for (i, (_, var)) in KEYS.iter().enumerate() {
+            if let Some(v) = env(var).filter(|v| !v.is_empty()) {
+                raw[i] = Some(v);
+            }
+        }
+        let [
+            normal,
+            normal_brief,
+            perf,
+            perf_brief,
+            event,
+            event_brief,
+            nesting,
+            params,
+            vars,
+            dst_debug,
+            max_files,
+        ] = raw;
+
+        let config_params = split_list(params.as_deref());
+        let env_vars = split_list(vars.as_deref());
+        let env_var_values = env_vars
+            .iter()
+            .filter_map(|name| {
+                env(name)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (name.clone(), v))
+            })
+            .collect();
+        let config_entries = if config_params.is_empty() {
+            Vec::new()
+        } else {
+            visible_entries(env, &files, &file_urls, file_entries, &mut warnings)
+        };
+
+        Settings {
+            normal_target: normal.filter(|v| !v.is_empty()),
+            normal_brief: brief(normal_brief.as_deref()),
+            perf_target: perf.filter(|v| !v.is_empty()),
+            perf_brief: brief(perf_brief.as_deref()),
+            event_target: event.filter(|v| !v.is_empty()),
+            event_brief: brief(event_brief.as_deref()),
+            event_nesting: nesting
+                .as_deref()
+                .map(atoi)
+                .filter(|&n| n > 0)
+                .map_or(2, |n| n.unsigned_abs()),
+            config_params,
+            env_vars,
+            dst_debug: dst_debug.as_deref().is_some_and(|v| atoi(v) > 0),
+            max_files: max_files
+                .as_deref()
+                .map(atoi)
+                .filter(|&n| n >= 0)
+                .map_or(0, |n| n.unsigned_abs()),
+            redact: redact_setting(env("GIT_TRACE2_REDACT")),
+            parent_sid: env("GIT_TRACE2_PARENT_SID").filter(|v| !v.is_empty()),
+            parent_name: env("GIT_TRACE2_PARENT_NAME").filter(|v| !v.is_empty()),
+            config_entries,
+            env_var_values,
+            warnings,
+        }
+    }
+}
+
+/// A key normalised as git does for keys given by a program (`None` if invalid).
+pub(crate) fn normalise_key(key: &str) -> Option<String> {
+    parse::canonical_key(key).ok()
+}
+
+/// Appends the warnings not already present (sources read twice report only once).
+fn add_new(warnings: &mut Vec<String>, new: Vec<String>) {
+    for w in new {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+}
+
+/// The `remote.*.url` values that decide `hasconfig:` includes, gathered as git does:
+/// every such include is followed while gathering.
+fn remote_urls(
+    env: EnvFn<'_>,
+    files: &[(std::path::PathBuf, ConfigScope)],
+    command: Option<Vec<parse::RawEntry>>,
+) -> Vec<String> {
+    let mut reader = SourceReader {
+        env,
+        urls: RemoteUrls::Collecting,
+        warnings: Vec::new(),
+    };
+    let mut entries = Vec::new();
+    for (path, scope) in files {
+        reader.read_file(path, *scope, 0, &mut entries);
+    }
+    if let Some(raw) = command {
+        reader.push_entries(raw, ConfigScope::Command, None, 0, &mut entries);
+    }
+    entries
+        .into_iter()
+        .filter(|e| is_remote_url(&e.key))
+        .filter_map(|e| e.value)
+        .collect()
+}
+
+/// The entries git lists for `def_param`: files then command line. Command-line
+/// remote URLs also count for `hasconfig:` here, so the files are re-read when they
+/// add any.
+fn visible_entries(
+    env: EnvFn<'_>,
+    files: &[(std::path::PathBuf, ConfigScope)],
+    file_urls: &[String],
+    file_entries: Vec<ConfigEntry>,
+    warnings: &mut Vec<String>,
+) -> Vec<ConfigEntry> {
+    let (command, command_error) = command_entries(env);
+    let all_urls = remote_urls(env, files, Some(command.clone()));
+    let mut reader = SourceReader {
+        env,
+        urls: RemoteUrls::Known(&all_urls),
+        warnings: Vec::new(),
+    };
+    let mut entries = if all_urls.len() == file_urls.len() {
+        file_entries
+    } else {
+        let mut again = Vec::new();
+        for (path, scope) in files {
+            reader.read_file(path, *scope, 0, &mut again);
+        }
+        again
+    };
+    reader.push_entries(command, ConfigScope::Command, None, 0, &mut entries);
+    add_new(warnings, reader.warnings);
+    if let Some(e) = command_error {
+        add_new(warnings, vec![e]);
+    }
+    entries
+}
+
+/// Splits a comma list as git does for patterns and variable names; empty items are
+/// dropped (git keeps them, but they can match nothing).
+fn split_list(raw: Option<&str>) -> Vec<String> {
+    raw.map(|s| {
+        s.split(',')
+            .map(|item| {
+                item.trim_matches(|c: char| c.is_ascii_whitespace())
+                    .to_string()
+            })
+            .filter(|item| !item.is_empty())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// A brief flag: an unparsable value leaves the default (false).
+fn brief(raw: Option<&str>) -> bool {
+    raw.and_then(parse_git_bool).unwrap_or(false)
+}
+
+/// `GIT_TRACE2_REDACT` by git's environment-boolean rule: unset means true, empty false.
+fn redact_setting(raw: Option<String>) -> Result<bool, String> {
+    match raw {
+        None => Ok(true),
+        Some(v) => parse_git_bool(&v)
+            .ok_or_else(|| format!("bad boolean environment value '{v}' for 'GIT_TRACE2_REDACT'")),
+    }
+}
+
+/// Parses a boolean the way git does: `true`/`yes`/`on` and `false`/`no`/`off`/empty
+/// (any case), or an integer (C syntax: decimal, `0x` hex, `0` octal, optional sign and
+/// `k`/`m`/`g` unit suffix) that fits an `int`, true when non-zero. `None` otherwise.
+pub fn parse_git_bool(value: &str) -> Option<bool> {
+    const TRUE: [&str; 3] = ["true", "yes", "on"];
+    const FALSE: [&str; 4] = ["false", "no", "off", ""];
+    if TRUE.iter().any(|t| value.eq_ignore_ascii_case(t)) {
+        return Some(true);
+    }
+    if FALSE.iter().any(|f| value.eq_ignore_ascii_case(f)) {
+        return Some(false);
+    }
+    parse_git_int(value).map(|n| n != 0)
+}
+
+/// Git's `int` config parsing (strtoimax with base 0, then a unit suffix, then a range
+/// check against `int`).
+fn parse_git_int(value: &str) -> Option<i64> {
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let negative = match b.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let (radix, digits_start) = if b.get(i) == Some(&b'0')
+        && matches!(b.get(i + 1), Some(b'x' | b'X'))
+        && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+    {
+        (16, i + 2)
+    } else if b.get(i) == Some(&b'0') {
+        (8, i)
+    } else {
+        (10, i)
+    };
+    let mut end = digits_start;
+    let mut magnitude: u128 = 0;
+    while let Some(d) = b.get(end).and_then(|&c| (c as char).to_digit(radix)) {
+        magnitude = magnitude
+            .saturating_mul(u128::from(radix))
+            .saturating_add(u128::from(d));
+        end += 1;
+    }
+    if end == digits_start {
+        return None;
+    }
+    // strtoimax reports overflow beyond the 64-bit range; git then rejects the value.
+    let limit = if negative {
+        1u128 << 63
+    } else {
+        (1u128 << 63) - 1
+    };
+    if magnitude > limit {
+        return None;
+    }
+    let factor: u128 = match &value[end..] {
+        "" => 1,
+        "k" | "K" => 1 << 10,
+        "m" | "M" => 1 << 20,
+        "g" | "G" => 1 << 30,
+        _ => return None,
+    };
+    let int_limit = if negative {
+        1u128 << 31
+    } else {
+        (1u128 << 31) - 1
+    };
+    if magnitude > int_limit / factor {
+        return None;
+    }
+    let total = (magnitude * factor) as i64;
+    Some(if negative { -total } else { total })
+}
+
+/// C's `atoi` as glibc implements it: blanks, sign, decimal digits, stop at anything
+/// else (0 if no digits); out-of-range values are clamped to 64 bits and then truncated
+/// to `int`.
+fn atoi(value: &str) -> i32 {
+    let b = value.as_bytes();
+    let mut i = 0;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let negative = b.get(i) == Some(&b'-');
+    if matches!(b.get(i), Some(b'-' | b'+')) {
+        i += 1;
+    }
+    let mut n: i128 = 0;
+    while let Some(d) = b.get(i).filter(|c| c.is_ascii_digit()) {
+        n = (n * 10 + i128::from(d - b'0')).min(i128::from(i64::MAX) + 1);
+        i += 1;
+    }
+    let n = if negative { -n } else { n };
+    let clamped = n.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+    clamped as i32
+}
+
+#[cfg(test)]
+mod tests;

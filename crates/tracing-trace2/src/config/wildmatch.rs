@@ -1,0 +1,331 @@
+//! Git's `wildmatch` glob semantics, as far as Trace2 settings need them.
+//!
+//! Two callers: `trace2.configParams` patterns (case-insensitive, `*` crosses `/`) and
+//! `includeIf "hasconfig:remote.*.url:…"` conditions (case-sensitive, path-aware). The
+//! quirks mirrored here were checked against git 2.47.3: under case folding only the
+//! text and plain pattern letters are folded, so `[R]` and `\A` never match a folded
+//! text letter, while ranges like `[A-Z]` also accept the upper-case form of the text.
+
+/// How [`wildmatch`] treats `/` and letter case.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WildFlags {
+    /// Compare ASCII letters without regard to case (git's `WM_CASEFOLD`).
+    pub casefold: bool,
+    /// `*`, `?` and classes do not match `/`; `**` between slashes crosses them
+    /// (git's `WM_PATHNAME`).
+    pub pathname: bool,
+}
+
+/// Outcome of one matching attempt; the abort variants let a failed tail stop the
+/// backtracking of every enclosing `*` early, which keeps matching linear-ish and also
+/// makes a malformed pattern fail as a whole, as git's does.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Outcome {
+    Match,
+    NoMatch,
+    AbortAll,
+    AbortToDoubleStar,
+}
+
+/// True if `text` matches the glob `pattern` under `flags`.
+pub(crate) fn wildmatch(pattern: &str, text: &str, flags: WildFlags) -> bool {
+    match_from(pattern.as_bytes(), text.as_bytes(), flags) == Outcome::Match
+}
+
+fn fold(c: u8, flags: WildFlags) -> u8 {
+    if flags.casefold {
+        c.to_ascii_lowercase()
+    } else {
+        c
+    }
+}
+
+fn match_from(pat: &[u8], text: &[u8], flags: WildFlags) -> Outcome {
+    let mut p = 0;
+    let mut t = 0;
+    while p < pat.len() {
+        let pc = pat[p];
+        if t >= text.len() && pc != b'*' {
+            return Outcome::AbortAll;
+        }
+        match pc {
+            b'*' => return match_star(pat, p, &text[t..], flags),
+            b'?' => {
+                if flags.pathname && text[t] == b'/' {
+                    return Outcome::NoMatch;
+                }
+            }
+            b'[' => match match_class(pat, p + 1, fold(text[t], flags), flags) {
+                Ok((true, end)) => p = end,
+                Ok((false, _)) => return Outcome::NoMatch,
+                Err(abort) => return abort,
+            },
+            b'\\' => {
+                // The escaped byte is compared as written: git does not fold it.
+                p += 1;
+                if p >= pat.len() || pat[p] != fold(text[t], flags) {
+                    return Outcome::NoMatch;
+                }
+            }
+            _ => {
+                if fold(pc, flags) != fold(text[t], flags) {
+                    return Outcome::NoMatch;
+                }
+            }
+        }
+        p += 1;
+        t += 1;
+    }
+    if t < text.len() {
+        Outcome::NoMatch
+    } else {
+        Outcome::Match
+    }
+}
+
+/// Handles a run of `*` starting at `pat[start]` against the remaining `text`.
+fn match_star(pat: &[u8], start: usize, text: &[u8], flags: WildFlags) -> Outcome {
+    let mut p = start;
+    while p < pat.len() && pat[p] == b'*' {
+        p += 1;
+    }
+    let stars = p - start;
+    let crosses_slash = if !flags.pathname {
+        true
+    } else if stars >= 2 {
+        let at_segment_start = start == 0 || pat[start - 1] == b'/';
+        let rest = &pat[p..];
+        let at_segment_end = rest.is_empty()
+            || rest[0] == b'/'
+            || (rest.len() >= 2 && rest[0] == b'\\' && rest[1] == b'/');
+        if at_segment_start && at_segment_end {
+            // `**/` may also stand for no directory at all.
+            if rest.first() == Some(&b'/') && match_from(&rest[1..], text, flags) == Outcome::Match
+            {
+                return Outcome::Match;
+            }
+            true
+        } else {
+            false
+        }
+    } else {
+        false
+    };
+    let rest = &pat[p..];
+    if rest.is_empty() {
+        if !crosses_slash && text.contains(&b'/') {
+            return Outcome::AbortToDoubleStar;
+        }
+        return Outcome::Match;
+    }
+    for i in 0..text.len() {
+        let outcome = match_from(rest, &text[i..], flags);
+        if outcome != Outcome::NoMatch {
+            if !crosses_slash || outcome != Outcome::AbortToDoubleStar {
+                return outcome;
+            }
+        } else if !crosses_slash && text[i] == b'/' {
+            return Outcome::AbortToDoubleStar;
+        }
+    }
+    Outcome::AbortAll
+}
+
+/// Matches the folded text byte `tc` against the class whose body starts at
+/// `pat[start]` (just after `[`). Returns whether it matched and the index of the
+/// closing `]`, or the abort outcome for a malformed class.
+fn match_class(
+    pat: &[u8],
+    start: usize,
+    tc: u8,
+    flags: WildFlags,
+) -> Result<(bool, usize), Outcome> {
+    let at = |i: usize| pat.get(i).copied();
+    let mut p = start;
+    let negated = matches!(at(p), Some(b'!') | Some(b'^'));
+    if negated {
+        p += 1;
+    }
+    let mut matched = false;
+    // `prev` is the previous literal member, the start of a possible range; 0 means
+    // "none" (after a range or a named class), as a range may not start there.
+    let mut prev: u8 = 0;
+    let mut first = true;
+    loop {
+        let Some(mut pc) = at(p) else {
+            return Err(Outcome::AbortAll);
+        };
+        if pc == b']' && !first {
+            break;
+        }
+        first = false;
+        if pc == b'\\' {
+            p += 1;
+            pc = at(p).ok_or(Outcome::AbortAll)?;
+            if tc == pc {
+                matched = true;
+            }
+        } else if pc == b'-' && prev != 0 && at(p + 1).is_some_and(|c| c != b']') {
+            p += 1;
+            let mut hi = at(p).ok_or(Outcome::AbortAll)?;
+            if hi == b'\\' {
+                p += 1;
+                hi = at(p).ok_or(Outcome::AbortAll)?;
+            }
+            if (prev..=hi).contains(&tc)
+                || (flags.casefold
+                    && tc.is_ascii_lowercase()
+                    && (prev..=hi).contains(&tc.to_ascii_uppercase()))
+            {
+                matched = true;
+            }
+            pc = 0;
+        } else if pc == b'[' && at(p + 1) == Some(b':') {
+            let name_start = p + 2;
+            let mut q = name_start;
+            while at(q).is_some_and(|c| c != b']') {
+                q += 1;
+            }
+            if q >= pat.len() {
+                return Err(Outcome::AbortAll);
+            }
+            if q == name_start || pat[q - 1] != b':' {
+                // No `:]`: the `[` is an ordinary member.
+                if tc == b'[' {
+                    matched = true;
+                }
+            } else {
+                let name = &pat[name_start..q - 1];
+                if named_class(name, tc, flags).ok_or(Outcome::AbortAll)? {
+                    matched = true;
+                }
+                p = q;
+                pc = 0;
+            }
+        } else if tc == pc {
+            matched = true;
+        }
+        prev = pc;
+        p += 1;
+    }
+    if matched == negated || (flags.pathname && tc == b'/') {
+        return Ok((false, p));
+    }
+    Ok((true, p))
+}
+
+/// Tests `c` against a POSIX class name; `None` for an unknown name.
+fn named_class(name: &[u8], c: u8, flags: WildFlags) -> Option<bool> {
+    Some(match name {
+        b"alnum" => c.is_ascii_alphanumeric(),
+        b"alpha" => c.is_ascii_alphabetic(),
+        b"blank" => c == b' ' || c == b'\t',
+        b"cntrl" => c.is_ascii_control(),
+        b"digit" => c.is_ascii_digit(),
+        b"graph" => c.is_ascii_graphic(),
+        b"lower" => c.is_ascii_lowercase() || (flags.casefold && c.is_ascii_uppercase()),
+        b"print" => c.is_ascii_graphic() || c == b' ',
+        b"punct" => c.is_ascii_punctuation(),
+        b"space" => matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c),
+        b"upper" => c.is_ascii_uppercase() || (flags.casefold && c.is_ascii_lowercase()),
+        b"xdigit" => c.is_ascii_hexdigit(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FOLD: WildFlags = WildFlags {
+        casefold: true,
+        pathname: false,
+    };
+    const PATH: WildFlags = WildFlags {
+        casefold: false,
+        pathname: true,
+    };
+    const PLAIN: WildFlags = WildFlags {
+        casefold: false,
+        pathname: false,
+    };
+
+    // Expectations for FOLD cases come from running git 2.47.3 with
+    // GIT_TRACE2_CONFIG_PARAMS=<pattern> against keys `remote.A/B.url` and
+    // `remote.leg.url` (see the params tests, which re-check them against git).
+    #[test]
+    fn casefold_quirks_match_git() {
+        let key = "remote.A/B.url";
+        assert!(wildmatch("remote.**url", key, FOLD));
+        assert!(wildmatch("REMOTE.a/b.url", key, FOLD));
+        assert!(!wildmatch("[R]emote.*", key, FOLD));
+        assert!(wildmatch("[Q-S]emote.*", key, FOLD));
+        assert!(wildmatch("[!R]emote.*", key, FOLD));
+        assert!(wildmatch("remote.[a]/b.url", key, FOLD));
+        assert!(!wildmatch("remote.\\A/B.url", key, FOLD));
+        assert!(wildmatch("remote.A?B.url", key, FOLD));
+        assert!(wildmatch("remote.a[/]b.url", key, FOLD));
+        assert!(wildmatch("remote.[[:lower:]]/b.url", key, FOLD));
+        assert!(wildmatch("remote.[[:alpha]/b.url", key, FOLD));
+        assert!(!wildmatch("remote.[[:foo:]]/b.url", key, FOLD));
+        assert!(!wildmatch("remote.[a", key, FOLD));
+        assert!(!wildmatch("remote.A/B.url\\", key, FOLD));
+        assert!(wildmatch("remote.[]a]/b.url", key, FOLD));
+        assert!(wildmatch("remote.[[:upper:]]/b.url", key, FOLD));
+    }
+
+    #[test]
+    fn literals_question_and_star() {
+        assert!(wildmatch("abc", "abc", PLAIN));
+        assert!(!wildmatch("abc", "abcd", PLAIN));
+        assert!(!wildmatch("abcd", "abc", PLAIN));
+        assert!(!wildmatch("ABC", "abc", PLAIN));
+        assert!(wildmatch("a?c", "abc", PLAIN));
+        assert!(!wildmatch("a?c", "ac", PLAIN));
+        assert!(wildmatch("*", "", PLAIN));
+        assert!(wildmatch("a*", "a", PLAIN));
+        assert!(wildmatch("a*c", "a.b/c", PLAIN));
+        assert!(wildmatch("*.url", "remote.x.url", PLAIN));
+        assert!(!wildmatch("*.url", "remote.x.urls", PLAIN));
+        assert!(wildmatch("a*b*c", "aXbYbZc", PLAIN));
+        assert!(!wildmatch("", "a", PLAIN));
+        assert!(wildmatch("", "", PLAIN));
+        assert!(wildmatch("\\*", "*", PLAIN));
+        assert!(!wildmatch("\\*", "a", PLAIN));
+    }
+
+    #[test]
+    fn classes_ranges_and_negation() {
+        assert!(wildmatch("[a-c]x", "bx", PLAIN));
+        assert!(!wildmatch("[a-c]x", "dx", PLAIN));
+        assert!(wildmatch("[!a-c]x", "dx", PLAIN));
+        assert!(wildmatch("[^a-c]x", "dx", PLAIN));
+        assert!(!wildmatch("[^a-c]x", "ax", PLAIN));
+        assert!(wildmatch("[a-]", "-", PLAIN));
+        assert!(wildmatch("[\\]]", "]", PLAIN));
+        assert!(wildmatch("[a\\-z]", "-", PLAIN));
+        assert!(!wildmatch("[a\\-z]", "b", PLAIN));
+        assert!(wildmatch("[[:digit:]][[:xdigit:]]", "9f", PLAIN));
+        assert!(!wildmatch("[[:digit:]]", "x", PLAIN));
+        assert!(wildmatch("[[:space:][:punct:]]", ".", PLAIN));
+        assert!(!wildmatch("[abc", "a", PLAIN));
+        assert!(!wildmatch("[a-\\", "a", PLAIN));
+    }
+
+    #[test]
+    fn pathname_semantics() {
+        assert!(!wildmatch("https://x/*", "https://x/y/z", PATH));
+        assert!(wildmatch("https://x/*", "https://x/y", PATH));
+        assert!(wildmatch("https://x/**", "https://x/y/z", PATH));
+        assert!(wildmatch("a/**/b", "a/b", PATH));
+        assert!(wildmatch("a/**/b", "a/x/y/b", PATH));
+        assert!(wildmatch("**/b", "x/y/b", PATH));
+        assert!(!wildmatch("a**b", "a/b", PATH));
+        assert!(wildmatch("a**b", "axxb", PATH));
+        assert!(!wildmatch("a?b", "a/b", PATH));
+        assert!(!wildmatch("a[/]b", "a/b", PATH));
+        assert!(wildmatch("a?b", "a/b", PLAIN));
+        assert!(!wildmatch("*/c", "a/b/c", PATH));
+        assert!(wildmatch("*/c", "a/b/c", PLAIN));
+    }
+}
