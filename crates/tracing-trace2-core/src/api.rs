@@ -146,6 +146,42 @@ pub fn def_repo(repo: i64, worktree: &str) {
     emit!(Level::INFO, loc, "def_repo", repo, worktree);
 }
 
+/// `region_enter` without a span: for code that needs git's exact region calls, where
+/// the leave may carry another message than the enter. Spans are the usual way.
+/// Empty strings are left out of the lines.
+#[track_caller]
+pub fn region_enter(category: &str, label: &str, msg: Option<&str>, repo: Option<i64>) {
+    let loc = Location::caller();
+    emit!(
+        Level::INFO,
+        loc,
+        "region_enter",
+        category,
+        label,
+        has_msg = msg.is_some(),
+        msg = msg.unwrap_or(""),
+        has_repo = repo.is_some(),
+        repo = repo.unwrap_or(0)
+    );
+}
+
+/// `region_leave` for the innermost region opened with [`region_enter`] on this thread.
+#[track_caller]
+pub fn region_leave(category: &str, label: &str, msg: Option<&str>, repo: Option<i64>) {
+    let loc = Location::caller();
+    emit!(
+        Level::INFO,
+        loc,
+        "region_leave",
+        category,
+        label,
+        has_msg = msg.is_some(),
+        msg = msg.unwrap_or(""),
+        has_repo = repo.is_some(),
+        repo = repo.unwrap_or(0)
+    );
+}
+
 /// `printf`: a free-form message (an empty message is written without text).
 #[track_caller]
 pub fn printf(msg: &str) {

@@ -160,6 +160,12 @@ struct Inner {
     version: Once,
 }
 
+/// Stack marker of a region opened by `api::region_enter` (span ids are never 0 or
+/// `u64::MAX`).
+const API_REGION: u64 = u64::MAX;
+/// Stack marker of the region git writes for `thread_start` on the main thread.
+const THREAD_ON_MAIN: u64 = 0;
+
 /// Formatted lines waiting to be written: `(target index, end offset)` per line.
 #[derive(Default)]
 struct Lines {
@@ -299,10 +305,10 @@ impl Trace2Layer {
         let mut start = 0;
         for &(index, end) in &lines.ends {
             let target = &self.inner.targets[index];
-            if target.is_enabled() {
-                if let Err(err) = target.sink.write_line(&lines.buf[start..end]) {
-                    self.disable(index, &err);
-                }
+            if target.is_enabled()
+                && let Err(err) = target.sink.write_line(&lines.buf[start..end])
+            {
+                self.disable(index, &err);
             }
             start = end;
         }
@@ -426,9 +432,9 @@ impl Trace2Layer {
         };
         if let Some(key) = fields.key.get() {
             if let Some(json) = fields.json.get() {
-                match serde_json::from_str::<serde_json::Value>(json) {
-                    Ok(value) => datum(key, &value.to_string(), true),
-                    Err(_) => datum(key, json, false),
+                match crate::text::compact_json(json) {
+                    Some(compact) => datum(key, &compact, true),
+                    None => datum(key, json, false),
                 }
                 wrote = true;
             } else if let Some(value) = fields.value.get() {
@@ -499,6 +505,40 @@ impl Trace2Layer {
                 let record = self.record(t, Event::Printf { msg: None }, now, callsite, open);
                 self.ensure_version(&record, Some(text("exe")));
             }
+            "region_enter" | "region_leave" => {
+                let region = RegionInfo {
+                    repo: f.bool("has_repo").then(|| f.int("repo").unwrap_or(0)),
+                    category: f.str("category").filter(|s| !s.is_empty()),
+                    label: f.str("label").filter(|s| !s.is_empty()),
+                    msg: f.bool("has_msg").then(|| text("msg")),
+                };
+                if kind == "region_enter" {
+                    let event = Event::RegionEnter {
+                        region,
+                        nesting: open + 1,
+                    };
+                    let record = self.record(t, event, now, callsite, open);
+                    self.format_all(&record, lines);
+                    t.stack.push(Frame {
+                        span: API_REGION,
+                        start_us: now.t_abs_us,
+                        repeats: 0,
+                    });
+                } else {
+                    // As in git, a leave closes the innermost region opened this way.
+                    let Some(pos) = t.stack.iter().rposition(|f| f.span == API_REGION) else {
+                        return;
+                    };
+                    let frame = t.stack.remove(pos);
+                    let event = Event::RegionLeave {
+                        region,
+                        nesting: pos as u32 + 1,
+                        t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
+                    };
+                    let record = self.record(t, event, now, callsite, pos as u32);
+                    self.format_all(&record, lines);
+                }
+            }
             "thread_start" if t.is_main => {
                 // Git turns a thread_start on the main thread into a region.
                 let msg = format!("thread-proc on main: {}", text("name"));
@@ -518,7 +558,7 @@ impl Trace2Layer {
                 );
                 self.format_all(&record, lines);
                 t.stack.push(Frame {
-                    span: 0,
+                    span: THREAD_ON_MAIN,
                     start_us: now.t_abs_us,
                     repeats: 0,
                 });
@@ -529,7 +569,7 @@ impl Trace2Layer {
                 self.format_all(&record, lines);
             }
             "thread_exit" if t.is_main => {
-                let Some(pos) = t.stack.iter().rposition(|f| f.span == 0) else {
+                let Some(pos) = t.stack.iter().rposition(|f| f.span == THREAD_ON_MAIN) else {
                     return;
                 };
                 let frame = t.stack.remove(pos);
@@ -740,10 +780,10 @@ where
         let Some(_busy) = Busy::enter() else { return };
         let mut fields = RegionFields::default();
         values.record(&mut fields);
-        if let Some(span) = ctx.span(id) {
-            if let Some(state) = span.extensions_mut().get_mut::<RegionState>() {
-                state.record(&fields);
-            }
+        if let Some(span) = ctx.span(id)
+            && let Some(state) = span.extensions_mut().get_mut::<RegionState>()
+        {
+            state.record(&fields);
         }
     }
 

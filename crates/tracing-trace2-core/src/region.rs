@@ -1,7 +1,8 @@
 //! Per-span region state, kept in the span's extensions.
 //!
 //! When a span is created the core layer records its fields into a [`RegionState`]:
-//! the category (`category` field, else the span's target), the label (the span's name),
+//! the category (`category` field, else the span's target), the label (`label` field,
+//! else the span's name),
 //! the message (`msg` field, followed by the other fields as `name=value`) and the
 //! repository id (`repo` field). Entering the span then opens a Trace2 region with these
 //! inputs on the current thread, and leaving it closes the region.
@@ -18,12 +19,16 @@ pub const CATEGORY_FIELD: &str = "category";
 pub const MSG_FIELD: &str = "msg";
 /// Field that carries a repository id.
 pub const REPO_FIELD: &str = "repo";
+/// Field that overrides the region's label (by default the span's name, which must be
+/// a constant in `tracing`).
+pub const LABEL_FIELD: &str = "label";
 
 /// What a span contributes to its Trace2 region.
 #[derive(Clone, Debug, Default)]
 pub struct RegionState {
     category: Option<String>,
     label: &'static str,
+    label_field: Option<String>,
     msg_field: Option<String>,
     other_fields: String,
     msg: Option<String>,
@@ -40,12 +45,14 @@ impl RegionState {
         }
     }
 
-    /// The inputs of this region's `region_enter`/`region_leave` lines.
+    /// The inputs of this region's `region_enter`/`region_leave` lines. An empty
+    /// category or label is left out of the lines, as git leaves out a null one.
     pub fn info(&self) -> RegionInfo<'_> {
+        let present = |s: &str| !s.is_empty();
         RegionInfo {
             repo: self.repo,
-            category: self.category.as_deref(),
-            label: Some(self.label),
+            category: self.category.as_deref().filter(|s| present(s)),
+            label: Some(self.label_field.as_deref().unwrap_or(self.label)).filter(|s| present(s)),
             msg: self.msg.as_deref(),
         }
     }
@@ -57,6 +64,9 @@ impl RegionState {
         }
         if let Some(msg) = &values.msg {
             self.msg_field = Some(msg.clone());
+        }
+        if let Some(label) = &values.label {
+            self.label_field = Some(label.clone());
         }
         if values.repo.is_some() {
             self.repo = values.repo;
@@ -81,6 +91,7 @@ impl RegionState {
 #[derive(Debug, Default)]
 pub struct RegionFields {
     category: Option<String>,
+    label: Option<String>,
     msg: Option<String>,
     repo: Option<i64>,
     others: String,
@@ -107,6 +118,7 @@ impl Visit for RegionFields {
     fn record_str(&mut self, field: &Field, value: &str) {
         match field_name(field) {
             CATEGORY_FIELD => self.category = Some(value.to_owned()),
+            LABEL_FIELD => self.label = Some(value.to_owned()),
             MSG_FIELD => self.msg = Some(value.to_owned()),
             _ => self.other(field).push_str(value),
         }
@@ -131,6 +143,7 @@ impl Visit for RegionFields {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         match field_name(field) {
             CATEGORY_FIELD => self.category = Some(format!("{value:?}")),
+            LABEL_FIELD => self.label = Some(format!("{value:?}")),
             MSG_FIELD | "message" => self.msg = Some(format!("{value:?}")),
             REPO_FIELD => {
                 let text = format!("{value:?}");
@@ -157,15 +170,19 @@ mod tests {
         let mut state = RegionState::new("read_index", "my_crate::index");
         assert_eq!(state.info().category, Some("my_crate::index"));
         assert_eq!(state.info().msg, None);
-        let mut fields = RegionFields::default();
-        fields.msg = Some(".git/index".into());
-        fields.others = "entries=3".into();
+        let fields = RegionFields {
+            msg: Some(".git/index".into()),
+            others: "entries=3".into(),
+            ..RegionFields::default()
+        };
         state.record(&fields);
         assert_eq!(state.info().msg, Some(".git/index entries=3"));
-        let mut later = RegionFields::default();
-        later.others = "bytes=10".into();
-        later.category = Some("index".into());
-        later.repo = Some(1);
+        let later = RegionFields {
+            others: "bytes=10".into(),
+            category: Some("index".into()),
+            repo: Some(1),
+            ..RegionFields::default()
+        };
         state.record(&later);
         let info = state.info();
         assert_eq!(info.msg, Some(".git/index entries=3 bytes=10"));

@@ -348,3 +348,43 @@ mod tests {
         );
     }
 }
+
+/// `text` as compact JSON (whitespace outside strings removed, key order kept), or `None`
+/// when it is not valid JSON. Git embeds a `data_json` value verbatim and compact.
+pub fn compact_json(text: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(text).ok()?;
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if !c.is_ascii_whitespace() {
+            in_string = c == '"';
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::compact_json;
+
+    #[test]
+    fn compacts_and_keeps_key_order() {
+        assert_eq!(
+            compact_json("{ \"z\": 1,\n  \"a\" : [1, \"t w\\\"o \"] }").as_deref(),
+            Some("{\"z\":1,\"a\":[1,\"t w\\\"o \"]}")
+        );
+        assert_eq!(compact_json("{\"a\":"), None);
+        assert_eq!(compact_json(" 7 ").as_deref(), Some("7"));
+    }
+}

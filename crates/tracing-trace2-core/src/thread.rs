@@ -35,6 +35,8 @@ pub(crate) struct ThreadState {
     pub is_main: bool,
     pub start_us: u64,
     pub stack: Vec<Frame>,
+    /// Created under the name `thread_start` gave, by that same call.
+    fresh: bool,
 }
 
 impl ThreadState {
@@ -51,15 +53,14 @@ impl ThreadState {
             is_main,
             start_us: if is_main { 0 } else { start_us },
             stack: Vec::with_capacity(16),
+            fresh: base.is_some(),
         }
     }
 
     /// Renames this thread as `thread_start` asks: a new number and the given base
     /// (unless it was created under that name by this very call).
     pub fn register(&mut self, base: &str, start_us: u64) {
-        let created_as_base =
-            self.start_us == start_us && self.name.split_once(':').map(|(_, b)| b) == Some(base);
-        if !created_as_base {
+        if !std::mem::take(&mut self.fresh) {
             self.name = numbered_name(base);
         }
         self.start_us = start_us;

@@ -39,9 +39,22 @@ impl WriteMode {
     }
 }
 
-/// Writes `buf` with one system call; returns the count the kernel took (short writes
-/// are not retried, as in git).
+/// Writes `buf` with one system call (repeated only when a signal interrupted it before
+/// anything was written); returns the count the kernel took. Short writes are not
+/// retried, as in git.
 pub(crate) fn write_fd(fd: RawFd, buf: &[u8], mode: WriteMode) -> io::Result<usize> {
+    loop {
+        let result = write_once(fd, buf, mode);
+        // EINTR means nothing was written, so trying again cannot split the line.
+        match &result {
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            _ => return result,
+        }
+    }
+}
+
+/// One system call for `buf`.
+fn write_once(fd: RawFd, buf: &[u8], mode: WriteMode) -> io::Result<usize> {
     let written = match mode {
         // SAFETY: `buf` is valid for `buf.len()` bytes for the duration of the call.
         WriteMode::Plain => unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) },

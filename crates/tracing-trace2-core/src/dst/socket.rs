@@ -10,7 +10,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::Opened;
 use super::fd::{FdSink, WriteMode};
@@ -89,7 +89,7 @@ fn connect(path: &[u8], ty: libc::c_int) -> io::Result<OwnedFd> {
     unsafe {
         libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC);
     }
-    set_send_timeout(&fd)?;
+    set_send_timeout(&fd, SOCKET_TIMEOUT)?;
 
     // SAFETY: an all-zero sockaddr_un is valid; the path (shorter than sun_path) is
     // copied in, leaving the NUL terminator in place.
@@ -98,25 +98,41 @@ fn connect(path: &[u8], ty: libc::c_int) -> io::Result<OwnedFd> {
     for (slot, &byte) in addr.sun_path.iter_mut().zip(path) {
         *slot = byte as libc::c_char;
     }
-    // SAFETY: `addr` is a valid sockaddr_un and the length is its size.
-    let rc = unsafe {
-        libc::connect(
-            fd.as_raw_fd(),
-            (&raw const addr).cast::<libc::sockaddr>(),
-            std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
+    // A signal (with or without SA_RESTART, since a timeout is set) ends a blocked
+    // connect with EINTR; try again for what is left of the time allowed.
+    let deadline = Instant::now() + SOCKET_TIMEOUT;
+    loop {
+        // SAFETY: `addr` is a valid sockaddr_un and the length is its size.
+        let rc = unsafe {
+            libc::connect(
+                fd.as_raw_fd(),
+                (&raw const addr).cast::<libc::sockaddr>(),
+                std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        let left = deadline.saturating_duration_since(Instant::now());
+        match err.raw_os_error() {
+            // Where an interrupted connect carries on in the background.
+            Some(libc::EISCONN) => break,
+            Some(libc::EINTR) if !left.is_zero() => set_send_timeout(&fd, left)?,
+            _ => return Err(err),
+        }
     }
+    set_send_timeout(&fd, SOCKET_TIMEOUT)?;
     Ok(fd)
 }
 
-/// Bounds how long connect and send may block (see [`SOCKET_TIMEOUT`]).
-fn set_send_timeout(fd: &OwnedFd) -> io::Result<()> {
+/// Bounds how long connect and send may block.
+fn set_send_timeout(fd: &OwnedFd, limit: Duration) -> io::Result<()> {
+    // A zero timeval would mean "no limit".
+    let limit = limit.max(Duration::from_micros(1));
     let timeout = libc::timeval {
-        tv_sec: SOCKET_TIMEOUT.as_secs() as libc::time_t,
-        tv_usec: SOCKET_TIMEOUT.subsec_micros() as libc::suseconds_t,
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_usec: limit.subsec_micros() as libc::suseconds_t,
     };
     // SAFETY: the option value is a valid timeval of the stated size.
     let rc = unsafe {
@@ -140,7 +156,6 @@ mod tests {
     use crate::dst::test_support::{child_or_run, git_stderr, open_collect, settings};
     use std::io::Read;
     use std::os::unix::net::{UnixDatagram, UnixListener};
-    use std::time::Instant;
 
     const LINES: [&[u8]; 3] = [b"version 2.47.3\n", b"start git version\n", b"atexit\n"];
 

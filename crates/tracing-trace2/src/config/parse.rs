@@ -2,7 +2,7 @@
 //!
 //! Written to accept and reject exactly what git 2.47.3 does for the inputs Trace2
 //! settings come from; the behaviour below (legacy `[a.B]` sections are lower-cased,
-//! tabs in unquoted values become spaces, `name # comment` without `=` is an error, a
+//! blanks inside unquoted values are kept but trailing ones dropped, `name # comment` without `=` is an error, a
 //! key before any section is accepted as a bare name) was checked against that binary.
 
 /// One `name = value` line of a config file, in file order.
@@ -173,9 +173,9 @@ fn parse_subsection(r: &mut Reader<'_>, mut name: Vec<u8>) -> Result<Vec<u8>, us
         }
         name.push(c);
     }
-    let c = r.next();
-    if c != b']' {
-        return Err(r.current_line(c));
+    // Here git does not step back over a consumed newline.
+    if r.next() != b']' {
+        return Err(r.line);
     }
     // Git's subsection rule: a header like `[a ""]` gives the key prefix "a.".
     Ok(name)
@@ -210,9 +210,9 @@ fn parse_value(r: &mut Reader<'_>) -> Result<String, ParseError> {
     let mut value: Vec<u8> = Vec::new();
     let mut quoted = false;
     let mut in_comment = false;
-    // Unquoted blanks are held back so trailing ones can be dropped; each pending blank
-    // becomes one space once something follows it.
-    let mut pending_spaces = 0usize;
+    // Unquoted blanks are held back so trailing ones can be dropped; they are kept as
+    // written once something follows them (leading ones never count).
+    let mut pending: Vec<u8> = Vec::new();
     loop {
         let c = r.next();
         if c == b'\n' {
@@ -228,7 +228,7 @@ fn parse_value(r: &mut Reader<'_>) -> Result<String, ParseError> {
         }
         if is_space(c) && !quoted {
             if !value.is_empty() {
-                pending_spaces += 1;
+                pending.push(c);
             }
             continue;
         }
@@ -236,8 +236,7 @@ fn parse_value(r: &mut Reader<'_>) -> Result<String, ParseError> {
             in_comment = true;
             continue;
         }
-        value.extend(std::iter::repeat_n(b' ', pending_spaces));
-        pending_spaces = 0;
+        value.append(&mut pending);
         match c {
             b'\\' => {
                 let escaped = match r.next() {
@@ -348,7 +347,7 @@ mod tests {
     #[test]
     fn values_comments_and_escapes() {
         assert_eq!(entries("[a]\nk =   v  w  \n"), one("a.k", Some("v  w")));
-        assert_eq!(entries("[a]\nk = v\tw\n"), one("a.k", Some("v w")));
+        assert_eq!(entries("[a]\nk = v\tw\n"), one("a.k", Some("v\tw")));
         assert_eq!(entries("[a]\nk = v ; c\n"), one("a.k", Some("v")));
         assert_eq!(entries("[a]\nk = v#c\n"), one("a.k", Some("v")));
         assert_eq!(
@@ -361,7 +360,7 @@ mod tests {
         );
         assert_eq!(
             entries("[a]\nk = one \\\n  two\n"),
-            one("a.k", Some("one two"))
+            one("a.k", Some("one   two"))
         );
         assert_eq!(entries("[a]\nk = x\"y\"z\n"), one("a.k", Some("xyz")));
         assert_eq!(entries("[a]\nk =\n"), one("a.k", Some("")));
@@ -399,11 +398,53 @@ mod tests {
         assert_eq!(err_line("[a_b]\n"), 1);
         assert_eq!(err_line("[a \"x]\n"), 1);
         assert_eq!(err_line("[a x]\n"), 1);
-        assert_eq!(err_line("[a \"x\"\n"), 1);
+        assert_eq!(err_line("[a \"x\"\n"), 2);
         assert_eq!(err_line("[a]\nk = \"open\n"), 2);
         assert_eq!(err_line("[a]\nk = bad\\q\n"), 2);
         assert_eq!(err_line("[a]\nk.x = 1\n"), 2);
         assert_eq!(err_line("[a]\n\n\nk = \"x"), 4);
+    }
+
+    /// Config texts whose parse is compared with `git config -z -l -f`.
+    const CORPUS: &[&str] = &[
+        "[a]\nk = one \\\n  two\n\tv\n[b \"x y\"]\nz = \"a\"  b  \n",
+        "[Core]\n\tBare = true\n[Remote \"Origin\"]\nURL = x\n[Remote.Origin]\nURL = y\n",
+        "[a \"q\\\"x\\\\y\\z\"]\nk=v\n[a  \t\"b c\"]k=v",
+        "[a]\nk =   v  w  \nk2 = v\tw\nk3 = v ; c\nk4 = v#c\nk5 = \" v ; #\t\"\n",
+        "[a]\nk = a\\\"b\\\\c\\nd\\te\\bf\nk2 = x\"y\"z\nk3 =\nk4 = \"\" v\n",
+        "[a]\r\nk = v\r\n\tflag\r\nother  \n",
+        "\u{feff}# c\n; c\n  [a] ; c\n\tk = v\n[b] x = 1 [c] y = 2\n",
+        "[a]\nk=1\nK=2\n[A]\nk=3\n[a \"\"]\nk=v\n",
+        "top = 1\n[a]\nk = \"x\" y \"z \" \t\nk2 = x \\\n\nk3 = end\\",
+        "[a.B.c]\nx = 1\n[a \"B.c\"]\nx = 2\n[-a-]\n\tx-y = \\\"\n",
+    ];
+
+    #[test]
+    fn parse_matches_git_config_list() {
+        let s = crate::config::test_git::Scratch::new();
+        for text in CORPUS {
+            let file = s.write("c", "");
+            std::fs::write(&file, text).unwrap();
+            let out = std::process::Command::new(crate::config::test_git::git_binary())
+                .args(["config", "-z", "-l", "-f", &file])
+                .env_clear()
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{text:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            let want: Vec<(String, Option<String>)> = stdout
+                .split_terminator('\0')
+                .map(|item| match item.split_once('\n') {
+                    Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                    None => (item.to_string(), None),
+                })
+                .collect();
+            assert_eq!(entries(text), want, "{text:?}");
+        }
     }
 
     #[test]

@@ -93,10 +93,10 @@ pub(crate) fn command_entries(env: EnvFn<'_>) -> (Vec<RawEntry>, Option<String>)
             }
         }
     }
-    if let Some(params) = env("GIT_CONFIG_PARAMETERS") {
-        if let Err(e) = parse_parameters(&params, &mut out) {
-            return (out, Some(e));
-        }
+    if let Some(params) = env("GIT_CONFIG_PARAMETERS")
+        && let Err(e) = parse_parameters(&params, &mut out)
+    {
+        return (out, Some(e));
     }
     (out, None)
 }
@@ -275,10 +275,10 @@ impl SourceReader<'_> {
             let by_url = condition
                 .as_deref()
                 .is_some_and(|c| c.starts_with("hasconfig:"));
-            if let Some(cond) = &condition {
-                if !self.condition_holds(cond) {
-                    continue;
-                }
+            if let Some(cond) = &condition
+                && !self.condition_holds(cond)
+            {
+                continue;
             }
             let Some(path) = self.include_path(&value, base) else {
                 continue;
