@@ -184,7 +184,8 @@ struct Busy;
 
 impl Busy {
     fn enter() -> Option<Busy> {
-        BUSY.try_with(|busy| (!busy.replace(true)).then_some(Busy))
+        // `then`, not `then_some`: a `Busy` built for nothing would reset the flag on drop.
+        BUSY.try_with(|busy| (!busy.replace(true)).then(|| Busy))
             .ok()
             .flatten()
     }

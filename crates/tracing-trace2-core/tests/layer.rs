@@ -1,0 +1,283 @@
+//! How the core layer maps `tracing` calls to Trace2 records, seen through a formatter
+//! that prints every record's fields, and how it handles failing sinks.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use tracing::{Level, error, info, info_span, warn};
+use tracing_subscriber::prelude::*;
+use tracing_trace2_core::{Event, Format, MemorySink, Record, Sink, Target, Trace2Layer, api};
+
+/// Prints each record as `name key=value ...` with the fields a test needs.
+struct Describe;
+
+impl Format for Describe {
+    fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = write!(s, "{} open={}", r.event.name(), r.open_regions);
+        match r.event {
+            Event::RegionEnter { region, nesting } | Event::RegionLeave { region, nesting, .. } => {
+                let _ = write!(
+                    s,
+                    " n={nesting} cat={:?} label={:?} msg={:?} repo={:?}",
+                    region.category, region.label, region.msg, region.repo
+                );
+            }
+            Event::Data { category, key, value, nesting, repo, .. } => {
+                let _ = write!(s, " n={nesting} cat={category} {key}={value} repo={repo:?}");
+            }
+            Event::DataJson { category, key, json, .. } => {
+                let _ = write!(s, " cat={category} {key}={json}");
+            }
+            Event::Printf { msg } => {
+                let _ = write!(s, " msg={msg:?}");
+            }
+            Event::Error { msg, fmt } => {
+                let _ = write!(s, " msg={msg:?} fmt={fmt:?}");
+            }
+            Event::Version { exe } => {
+                let _ = write!(s, " exe={exe}");
+            }
+            _ => {}
+        }
+        s.push('\n');
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
+fn run(f: impl FnOnce()) -> Vec<String> {
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_exe_version("9.9")
+        .with_target(Target::new("GIT_TRACE2_EVENT", Describe, sink.clone()))
+        .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), f);
+    sink.to_string_lossy().lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn version_comes_first_and_once() {
+    let lines = run(|| {
+        info!("one");
+        api::version("1.2");
+        info!("two");
+    });
+    assert_eq!(lines[0], "version open=0 exe=9.9");
+    assert_eq!(lines.iter().filter(|l| l.starts_with("version")).count(), 1);
+    assert_eq!(lines.len(), 3);
+}
+
+#[test]
+fn explicit_version_names_the_program() {
+    let lines = run(|| {
+        api::version("1.2");
+        info!("after");
+    });
+    assert_eq!(lines[0], "version open=0 exe=1.2");
+}
+
+#[test]
+fn spans_become_regions_with_nesting() {
+    let lines = run(|| {
+        let outer = info_span!("outer", category = "cat", msg = "m", repo = 3);
+        let _o = outer.enter();
+        let inner = info_span!(target: "my_target", "inner", path = "/x", n = 2);
+        let _i = inner.enter();
+        info!(category = "c2", key = "k", value = "v");
+    });
+    assert_eq!(
+        &lines[1..],
+        &[
+            "region_enter open=0 n=1 cat=Some(\"cat\") label=Some(\"outer\") msg=Some(\"m\") repo=Some(3)",
+            "region_enter open=1 n=2 cat=Some(\"my_target\") label=Some(\"inner\") msg=Some(\"path=/x n=2\") repo=None",
+            "data open=2 n=3 cat=c2 k=v repo=None",
+            "region_leave open=1 n=2 cat=Some(\"my_target\") label=Some(\"inner\") msg=Some(\"path=/x n=2\") repo=None",
+            "region_leave open=0 n=1 cat=Some(\"cat\") label=Some(\"outer\") msg=Some(\"m\") repo=Some(3)",
+        ]
+    );
+}
+
+#[test]
+fn label_and_empty_fields() {
+    let lines = run(|| {
+        info_span!("name", label = "dynamic", category = "").in_scope(|| {});
+        info_span!("name", label = "").in_scope(|| {});
+    });
+    assert!(lines[1].contains("cat=None label=Some(\"dynamic\")"), "{lines:?}");
+    assert!(lines[3].contains("label=None"), "{lines:?}");
+}
+
+#[test]
+fn recorded_fields_update_the_region() {
+    let lines = run(|| {
+        let span = info_span!("r", category = "c", msg = tracing::field::Empty);
+        let _e = span.enter();
+        span.record("msg", "later");
+    });
+    assert!(lines[1].contains("msg=None"), "{lines:?}");
+    assert!(lines[2].contains("msg=Some(\"later\")"), "{lines:?}");
+}
+
+#[test]
+fn a_span_entered_twice_is_one_region() {
+    let lines = run(|| {
+        let span = info_span!("twice");
+        let _a = span.enter();
+        let _b = span.enter();
+    });
+    assert_eq!(lines.iter().filter(|l| l.starts_with("region_enter")).count(), 1);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("region_leave")).count(), 1);
+}
+
+#[test]
+fn out_of_order_exit_closes_the_right_region() {
+    let lines = run(|| {
+        let a = info_span!("a");
+        let b = info_span!("b");
+        let ga = a.enter();
+        let gb = b.enter();
+        drop(ga); // a leaves while b is still open
+        info!(key = "k", value = "v");
+        drop(gb);
+    });
+    assert!(lines[3].starts_with("region_leave open=0 n=1") && lines[3].contains("\"a\""), "{lines:?}");
+    assert!(lines[4].starts_with("data open=1 n=2"), "{lines:?}");
+    assert!(lines[5].starts_with("region_leave open=0 n=1") && lines[5].contains("\"b\""), "{lines:?}");
+}
+
+#[test]
+fn a_span_left_on_another_thread_has_no_region_there() {
+    let lines = run(|| {
+        let span = info_span!("moved");
+        let entered = span.clone().entered();
+        let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+        std::thread::spawn(move || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let _g = span.enter();
+            })
+        })
+        .join()
+        .unwrap();
+        drop(entered);
+    });
+    // main: enter + leave; the other thread: its own enter + leave.
+    assert_eq!(lines.iter().filter(|l| l.starts_with("region_enter")).count(), 2);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("region_leave")).count(), 2);
+}
+
+#[test]
+fn events_become_messages() {
+    let lines = run(|| {
+        info!("plain {}", 1);
+        info!(target: "t", n = 5, flag = true, ratio = 0.5, "counted");
+        info!(category = "c", key = "k", value = 7);
+        info!(category = "c", key = "j", json = "{ \"z\": 1, \"a\": [true] }");
+        info!(category = "c", key = "bad", json = "{nope");
+        warn!(path = "/p", "cannot {}", "read");
+        error!("boom");
+        tracing::event!(Level::DEBUG, repo = 4, key = "r", value = "x");
+    });
+    assert_eq!(
+        &lines[1..],
+        &[
+            "printf open=0 msg=Some(\"plain 1\")",
+            "printf open=0 msg=Some(\"counted\")",
+            "data open=0 n=1 cat=t n=5 repo=None",
+            "data open=0 n=1 cat=t flag=true repo=None",
+            "data open=0 n=1 cat=t ratio=0.5 repo=None",
+            "data open=0 n=1 cat=c k=7 repo=None",
+            "data_json open=0 cat=c j={\"z\":1,\"a\":[true]}",
+            "data open=0 n=1 cat=c bad={nope repo=None",
+            "error open=0 msg=Some(\"cannot read path=/p\") fmt=Some(\"cannot read\")",
+            "error open=0 msg=Some(\"boom\") fmt=Some(\"boom\")",
+            "data open=0 n=1 cat=layer r=x repo=Some(4)",
+        ]
+    );
+}
+
+#[test]
+fn thread_start_on_the_main_thread_is_a_region() {
+    // Runs on a test thread, so use a real `main`-named thread.
+    let lines = std::thread::Builder::new()
+        .name("main".into())
+        .spawn(|| {
+            run(|| {
+                api::thread_start("misuse");
+                api::thread_exit();
+            })
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(
+        &lines[1..],
+        &[
+            "region_enter open=0 n=1 cat=None label=None msg=Some(\"thread-proc on main: misuse\") repo=None",
+            "region_leave open=0 n=1 cat=None label=None msg=Some(\"thread-proc on main\") repo=None",
+        ]
+    );
+}
+
+/// A sink whose writes fail after `ok` lines.
+struct Failing {
+    ok: Mutex<usize>,
+}
+
+impl Sink for Failing {
+    fn write_line(&self, _line: &[u8]) -> io::Result<()> {
+        let mut ok = self.ok.lock().unwrap();
+        if *ok == 0 {
+            return Err(io::Error::from_raw_os_error(libc_epipe()));
+        }
+        *ok -= 1;
+        Ok(())
+    }
+}
+
+/// EPIPE on Linux.
+fn libc_epipe() -> i32 {
+    32
+}
+
+#[test]
+fn a_failing_target_is_disabled_and_reported_to_the_others() {
+    let good = MemorySink::new();
+    let failing = Arc::new(Failing { ok: Mutex::new(1) });
+    let layer = Trace2Layer::builder()
+        .with_target(Target::new("GIT_TRACE2", Describe, failing.clone()).with_dst_debug(true))
+        .with_target(Target::new("GIT_TRACE2_EVENT", Describe, good.clone()))
+        .build();
+    let probe = layer.clone();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        info!("first");
+        info!("second");
+        info!("third");
+    });
+    let lines: Vec<String> = good.to_string_lossy().lines().map(str::to_owned).collect();
+    // As in git (dst-badfd.*): the failure is reported during the same call, so the
+    // other targets get the error line before that call's own line.
+    assert_eq!(lines[0], "version open=0 exe=0.1.0");
+    assert_eq!(lines[2], "printf open=0 msg=Some(\"first\")");
+    assert_eq!(
+        lines[1],
+        "error open=0 msg=Some(\"unable to write trace to 'GIT_TRACE2': Broken pipe\") \
+         fmt=Some(\"unable to write trace to '%s': %s\")"
+    );
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    assert!(!probe.targets()[0].is_enabled());
+    assert!(probe.targets()[1].is_enabled());
+}
+
+#[test]
+fn without_dst_debug_a_failure_is_silent() {
+    let good = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(Target::new("GIT_TRACE2", Describe, Failing { ok: Mutex::new(0) }))
+        .with_target(Target::new("GIT_TRACE2_EVENT", Describe, good.clone()))
+        .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        info!("first");
+    });
+    assert!(!good.to_string_lossy().contains("error"));
+}
