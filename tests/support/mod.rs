@@ -40,23 +40,30 @@ pub fn mask_json(line: &str, keys: &[&str]) -> String {
 
 fn value_end(s: &str, start: usize) -> usize {
     let bytes = s.as_bytes();
-    if bytes.get(start) == Some(&b'"') {
-        let mut i = start + 1;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'\\' => i += 2,
-                b'"' => return i + 1,
-                _ => i += 1,
+    let (mut depth, mut in_string, mut i) = (0usize, false, start);
+    while i < bytes.len() {
+        match (in_string, bytes[i]) {
+            (true, b'\\') => i += 1,
+            (true, b'"') => {
+                in_string = false;
+                if depth == 0 {
+                    return i + 1;
+                }
             }
+            (false, b'"') => in_string = true,
+            (false, b'[' | b'{') => depth += 1,
+            (false, b']' | b'}') if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            (false, b',' | b'}' | b']') if depth == 0 => return i,
+            _ => {}
         }
-        bytes.len()
-    } else {
-        let mut i = start;
-        while i < bytes.len() && !matches!(bytes[i], b',' | b'}' | b']') {
-            i += 1;
-        }
-        i
+        i += 1;
     }
+    bytes.len()
 }
 
 /// The keys whose values differ from run to run in an Event line.
