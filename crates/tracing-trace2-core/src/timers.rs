@@ -1,0 +1,782 @@
+//! Stopwatch timers and counters, with the per-thread and process totals Git writes
+//! (`th_timer`, `th_counter`, `timer`, `counter`).
+//!
+//! A program declares its timers and counters as statics:
+//!
+//! ```
+//! use tracing_trace2_core::timers::{Counter, PerThread, Timer};
+//!
+//! static PARSE: Timer = Timer::new("index", "parse", PerThread::Yes);
+//! static ENTRIES: Counter = Counter::new("index", "entries", PerThread::No);
+//!
+//! fn parse(entries: &[&str]) {
+//!     let _running = PARSE.scope();
+//!     ENTRIES.add(entries.len() as u64);
+//! }
+//! parse(&["a", "b"]);
+//! ```
+//!
+//! Values are kept per thread and cost no lock and no allocation once a thread has used
+//! a given timer or counter: each static gets an index the first time any thread uses it
+//! (the only lock, taken once per static), and each thread keeps its values in a
+//! thread-local table at that index. Nothing is written while timing. When a thread
+//! leaves through [`emit_thread_totals`] (the thread helpers of the facade call it, and
+//! the process lifecycle calls it for the main thread), its `th_timer`/`th_counter`
+//! lines are written and its values are added to the process totals, which
+//! [`emit_process_totals`] writes just before `atexit`. A thread that never calls it is
+//! never added, as in Git.
+//!
+//! The table order Git uses for its compiled-in table is here the order in which the
+//! statics were first used (or [`Timer::register`]ed / [`Counter::register`]ed).
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use crate::api;
+
+/// Whether a timer or counter also wants one line per thread (`th_timer`/`th_counter`)
+/// at each thread's exit, besides the process total.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PerThread {
+    /// Only the process total is written.
+    No,
+    /// Each thread writes its own values at its exit, too.
+    Yes,
+}
+
+/// What both kinds of statics carry: their name and the index they get on first use.
+#[derive(Debug)]
+struct Declared {
+    category: &'static str,
+    name: &'static str,
+    per_thread: bool,
+    /// 0 until registered, then the table index + 1.
+    slot: AtomicUsize,
+}
+
+impl Declared {
+    const fn new(category: &'static str, name: &'static str, per_thread: PerThread) -> Declared {
+        Declared {
+            category,
+            name,
+            per_thread: matches!(per_thread, PerThread::Yes),
+            slot: AtomicUsize::new(0),
+        }
+    }
+
+    fn meta(&self) -> Meta {
+        Meta {
+            category: self.category,
+            name: self.name,
+            per_thread: self.per_thread,
+        }
+    }
+
+    /// The table index, if some thread already used this static.
+    #[inline]
+    fn index(&self) -> Option<usize> {
+        self.slot.load(Ordering::Acquire).checked_sub(1)
+    }
+
+    /// The table index, registering the static in `table` on its first use.
+    #[inline]
+    fn index_or_register(&self, kind: Kind) -> usize {
+        match self.index() {
+            Some(index) => index,
+            None => self.register_slow(kind),
+        }
+    }
+
+    #[cold]
+    fn register_slow(&self, kind: Kind) -> usize {
+        let mut registry = registry();
+        // Another thread may have won the race while this one waited for the lock.
+        if let Some(index) = self.index() {
+            return index;
+        }
+        let index = match kind {
+            Kind::Timer => {
+                registry.timers.push((self.meta(), TimerData::default()));
+                registry.timers.len() - 1
+            }
+            Kind::Counter => {
+                registry.counters.push((self.meta(), 0));
+                registry.counters.len() - 1
+            }
+        };
+        self.slot.store(index + 1, Ordering::Release);
+        index
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Timer,
+    Counter,
+}
+
+/// A stopwatch timer: the time spent between [`start`](Timer::start) and
+/// [`stop`](Timer::stop) on each thread, as interval count, total, shortest and
+/// longest interval.
+///
+/// Starts and stops are per thread. A start while the same timer already runs on the
+/// same thread only deepens it: the interval is the outermost start/stop pair. A stop
+/// with no matching start on this thread is ignored. A timer still running when its
+/// thread's totals are written does not count its open interval.
+///
+/// Timers must be statics (the methods take `&'static self`), so that each one is
+/// registered once.
+#[derive(Debug)]
+pub struct Timer(Declared);
+
+impl Timer {
+    /// A timer in `category` named `name`; `per_thread` asks for `th_timer` lines.
+    pub const fn new(category: &'static str, name: &'static str, per_thread: PerThread) -> Timer {
+        Timer(Declared::new(category, name, per_thread))
+    }
+
+    /// The timer's category.
+    pub fn category(&self) -> &'static str {
+        self.0.category
+    }
+
+    /// The timer's name.
+    pub fn name(&self) -> &'static str {
+        self.0.name
+    }
+
+    /// Whether the timer writes `th_timer` lines.
+    pub fn per_thread(&self) -> PerThread {
+        if self.0.per_thread {
+            PerThread::Yes
+        } else {
+            PerThread::No
+        }
+    }
+
+    /// Gives the timer its place in the output order now rather than at its first use.
+    /// Registering again does nothing.
+    pub fn register(&'static self) {
+        self.0.index_or_register(Kind::Timer);
+    }
+
+    /// Starts an interval on this thread (or deepens a running one).
+    #[inline]
+    pub fn start(&'static self) {
+        let index = self.0.index_or_register(Kind::Timer);
+        with_local(|local| {
+            let slot = local.timer(index);
+            slot.depth = slot.depth.saturating_add(1);
+            if slot.depth == 1 {
+                // Read last, so the bookkeeping above is not timed.
+                slot.started = Some(Instant::now());
+            }
+        });
+    }
+
+    /// Ends the outermost interval on this thread (or undoes one nested start).
+    #[inline]
+    pub fn stop(&'static self) {
+        // Read first, so the bookkeeping below is not timed.
+        let now = Instant::now();
+        let Some(index) = self.0.index() else {
+            return;
+        };
+        with_local(|local| {
+            if let Some(slot) = local.timers.get_mut(index) {
+                slot.stop(now);
+            }
+        });
+    }
+
+    /// Starts an interval that ends when the returned guard is dropped.
+    #[inline]
+    #[must_use = "the interval ends when the guard is dropped"]
+    pub fn scope(&'static self) -> TimerGuard {
+        self.start();
+        TimerGuard { timer: self }
+    }
+
+    /// Runs `f` inside one interval of this timer.
+    #[inline]
+    pub fn time<R>(&'static self, f: impl FnOnce() -> R) -> R {
+        let _running = self.scope();
+        f()
+    }
+}
+
+/// Stops its timer when dropped (see [`Timer::scope`]).
+#[derive(Debug)]
+pub struct TimerGuard {
+    timer: &'static Timer,
+}
+
+impl Drop for TimerGuard {
+    fn drop(&mut self) {
+        self.timer.stop();
+    }
+}
+
+/// A counter: an unsigned 64-bit sum kept per thread (additions wrap around, as Git's
+/// do).
+///
+/// Counters must be statics (the methods take `&'static self`), so that each one is
+/// registered once.
+#[derive(Debug)]
+pub struct Counter(Declared);
+
+impl Counter {
+    /// A counter in `category` named `name`; `per_thread` asks for `th_counter` lines.
+    pub const fn new(category: &'static str, name: &'static str, per_thread: PerThread) -> Counter {
+        Counter(Declared::new(category, name, per_thread))
+    }
+
+    /// The counter's category.
+    pub fn category(&self) -> &'static str {
+        self.0.category
+    }
+
+    /// The counter's name.
+    pub fn name(&self) -> &'static str {
+        self.0.name
+    }
+
+    /// Whether the counter writes `th_counter` lines.
+    pub fn per_thread(&self) -> PerThread {
+        if self.0.per_thread {
+            PerThread::Yes
+        } else {
+            PerThread::No
+        }
+    }
+
+    /// Gives the counter its place in the output order now rather than at its first
+    /// use. Registering again does nothing.
+    pub fn register(&'static self) {
+        self.0.index_or_register(Kind::Counter);
+    }
+
+    /// Adds `value` to this thread's sum.
+    #[inline]
+    pub fn add(&'static self, value: u64) {
+        let index = self.0.index_or_register(Kind::Counter);
+        with_local(|local| {
+            let sum = local.counter(index);
+            *sum = sum.wrapping_add(value);
+        });
+    }
+}
+
+/// A timer's accumulated values (nanoseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct TimerData {
+    intervals: u64,
+    total_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl TimerData {
+    fn add_interval(&mut self, ns: u64) {
+        self.total_ns = self.total_ns.wrapping_add(ns);
+        if self.intervals == 0 {
+            self.min_ns = ns;
+            self.max_ns = ns;
+        } else {
+            self.min_ns = self.min_ns.min(ns);
+            self.max_ns = self.max_ns.max(ns);
+        }
+        self.intervals += 1;
+    }
+
+    fn merge(&mut self, other: &TimerData) {
+        if other.intervals == 0 {
+            return;
+        }
+        if self.intervals == 0 {
+            self.min_ns = other.min_ns;
+            self.max_ns = other.max_ns;
+        } else {
+            self.min_ns = self.min_ns.min(other.min_ns);
+            self.max_ns = self.max_ns.max(other.max_ns);
+        }
+        self.total_ns = self.total_ns.wrapping_add(other.total_ns);
+        self.intervals += other.intervals;
+    }
+
+    fn emit(&self, meta: &Meta, per_thread: bool) {
+        api::timer(
+            per_thread,
+            meta.category,
+            meta.name,
+            self.intervals,
+            self.total_ns,
+            self.min_ns,
+            self.max_ns,
+        );
+    }
+}
+
+/// One timer on one thread.
+#[derive(Clone, Copy, Debug, Default)]
+struct LocalTimer {
+    data: TimerData,
+    /// Starts not yet stopped (nested starts deepen, only the outermost pair counts).
+    depth: u32,
+    /// Start of the outermost running interval.
+    started: Option<Instant>,
+}
+
+impl LocalTimer {
+    fn stop(&mut self, now: Instant) {
+        if self.depth == 0 {
+            return;
+        }
+        self.depth -= 1;
+        if self.depth > 0 {
+            return;
+        }
+        if let Some(started) = self.started.take() {
+            let ns = now.saturating_duration_since(started).as_nanos();
+            self.data
+                .add_interval(u64::try_from(ns).unwrap_or(u64::MAX));
+        }
+    }
+}
+
+/// This thread's values, indexed like the registry.
+struct Local {
+    timers: Vec<LocalTimer>,
+    counters: Vec<u64>,
+}
+
+impl Local {
+    #[inline]
+    fn timer(&mut self, index: usize) -> &mut LocalTimer {
+        if index >= self.timers.len() {
+            self.timers.resize(index + 1, LocalTimer::default());
+        }
+        &mut self.timers[index]
+    }
+
+    #[inline]
+    fn counter(&mut self, index: usize) -> &mut u64 {
+        if index >= self.counters.len() {
+            self.counters.resize(index + 1, 0);
+        }
+        &mut self.counters[index]
+    }
+
+    /// Takes the finished values, leaving running intervals running.
+    fn take(&mut self) -> (Vec<TimerData>, Vec<u64>) {
+        let timers = self
+            .timers
+            .iter_mut()
+            .map(|t| std::mem::take(&mut t.data))
+            .collect();
+        let counters = self.counters.iter_mut().map(std::mem::take).collect();
+        (timers, counters)
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local { timers: Vec::new(), counters: Vec::new() })
+    };
+}
+
+/// Runs `f` on this thread's values; does nothing while the thread is being torn down.
+#[inline]
+fn with_local(f: impl FnOnce(&mut Local)) {
+    let _ = LOCAL.try_with(|cell| {
+        if let Ok(mut local) = cell.try_borrow_mut() {
+            f(&mut local);
+        }
+    });
+}
+
+/// A timer's or counter's declaration, as the registry keeps it.
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    category: &'static str,
+    name: &'static str,
+    per_thread: bool,
+}
+
+/// Every registered timer and counter, in registration order, with its process total.
+struct Registry {
+    timers: Vec<(Meta, TimerData)>,
+    counters: Vec<(Meta, u64)>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    timers: Vec::new(),
+    counters: Vec::new(),
+});
+
+fn registry() -> MutexGuard<'static, Registry> {
+    // The registry stays consistent whatever panicked while holding it: each update is
+    // a single push or addition.
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Writes the calling thread's `th_timer` lines (per-thread timers with at least one
+/// interval on this thread, in table order), then its `th_counter` lines (per-thread
+/// counters non-zero on this thread), then adds its values to the process totals and
+/// clears them, so a second call adds nothing twice.
+///
+/// The thread helpers call this right before `thread_exit`; the process lifecycle
+/// calls it for the main thread right before [`emit_process_totals`].
+pub fn emit_thread_totals() {
+    let mut taken = None;
+    with_local(|local| taken = Some(local.take()));
+    let Some((timers, counters)) = taken else {
+        return;
+    };
+    if timers.iter().all(|t| t.intervals == 0) && counters.iter().all(|&c| c == 0) {
+        return;
+    }
+    // Names are copied out so that no lock is held while the lines are written.
+    let (timer_meta, counter_meta): (Vec<Meta>, Vec<Meta>) = {
+        let registry = registry();
+        (
+            registry.timers.iter().map(|(m, _)| *m).collect(),
+            registry.counters.iter().map(|(m, _)| *m).collect(),
+        )
+    };
+    for (data, meta) in timers.iter().zip(&timer_meta) {
+        if meta.per_thread && data.intervals > 0 {
+            data.emit(meta, true);
+        }
+    }
+    for (&value, meta) in counters.iter().zip(&counter_meta) {
+        if meta.per_thread && value != 0 {
+            api::counter(true, meta.category, meta.name, value);
+        }
+    }
+    let mut registry = registry();
+    for ((_, total), data) in registry.timers.iter_mut().zip(&timers) {
+        total.merge(data);
+    }
+    for ((_, total), &value) in registry.counters.iter_mut().zip(&counters) {
+        *total = total.wrapping_add(value);
+    }
+}
+
+/// Writes the process totals: `timer` for every timer with at least one interval, then
+/// `counter` for every non-zero counter, in table order. Totals hold the values of the
+/// threads that went through [`emit_thread_totals`]. They are cleared as they are
+/// written, so a second call writes only what was added since.
+///
+/// The process lifecycle calls this right before `atexit`.
+pub fn emit_process_totals() {
+    let (timers, counters): (Vec<_>, Vec<_>) = {
+        let mut registry = registry();
+        (
+            registry
+                .timers
+                .iter_mut()
+                .filter(|(_, t)| t.intervals > 0)
+                .map(|(m, t)| (*m, std::mem::take(t)))
+                .collect(),
+            registry
+                .counters
+                .iter_mut()
+                .filter(|(_, c)| *c != 0)
+                .map(|(m, c)| (*m, std::mem::take(c)))
+                .collect(),
+        )
+    };
+    for (meta, data) in &timers {
+        data.emit(meta, false);
+    }
+    for (meta, value) in &counters {
+        api::counter(false, meta.category, meta.name, *value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Event, Format, MemorySink, Record, Target, Trace2Layer};
+    use std::time::Duration;
+    use tracing_subscriber::prelude::*;
+
+    /// This thread's finished values of `timer`, without taking them.
+    fn local_timer(timer: &'static Timer) -> TimerData {
+        let index = timer.0.index().expect("registered");
+        let mut out = TimerData::default();
+        with_local(|l| out = l.timers.get(index).map(|t| t.data).unwrap_or_default());
+        out
+    }
+
+    fn local_counter(counter: &'static Counter) -> u64 {
+        let index = counter.0.index().expect("registered");
+        let mut out = 0;
+        with_local(|l| out = l.counters.get(index).copied().unwrap_or_default());
+        out
+    }
+
+    fn total_timer(timer: &'static Timer) -> TimerData {
+        registry().timers[timer.0.index().expect("registered")].1
+    }
+
+    fn total_counter(counter: &'static Counter) -> u64 {
+        registry().counters[counter.0.index().expect("registered")].1
+    }
+
+    /// Held by the tests that read or write process totals, which all tests share.
+    static TOTALS: Mutex<()> = Mutex::new(());
+
+    fn totals_lock() -> MutexGuard<'static, ()> {
+        TOTALS.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    #[test]
+    fn nested_starts_count_the_outermost_pair() {
+        static T: Timer = Timer::new("test", "nested", PerThread::No);
+        std::thread::spawn(|| {
+            T.start();
+            T.start();
+            std::thread::sleep(Duration::from_millis(2));
+            T.stop();
+            // Still running: the inner stop closed nothing.
+            assert_eq!(local_timer(&T).intervals, 0);
+            std::thread::sleep(Duration::from_millis(2));
+            T.stop();
+            let data = local_timer(&T);
+            assert_eq!(data.intervals, 1);
+            assert!(data.total_ns >= 4_000_000, "{data:?}");
+            assert_eq!(data.min_ns, data.total_ns);
+            assert_eq!(data.max_ns, data.total_ns);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn stop_without_start_is_ignored() {
+        static NEVER: Timer = Timer::new("test", "never-started", PerThread::No);
+        static ONCE: Timer = Timer::new("test", "stopped-twice", PerThread::No);
+        std::thread::spawn(|| {
+            NEVER.stop();
+            assert_eq!(NEVER.0.index(), None, "a stop alone registers nothing");
+            ONCE.start();
+            ONCE.stop();
+            ONCE.stop();
+            assert_eq!(local_timer(&ONCE).intervals, 1);
+            ONCE.start();
+            ONCE.stop();
+            assert_eq!(local_timer(&ONCE).intervals, 2);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn min_max_and_total() {
+        let mut data = TimerData::default();
+        for ns in [30, 10, 50, 20] {
+            data.add_interval(ns);
+        }
+        assert_eq!(
+            data,
+            TimerData {
+                intervals: 4,
+                total_ns: 110,
+                min_ns: 10,
+                max_ns: 50
+            }
+        );
+        let mut merged = TimerData::default();
+        merged.merge(&TimerData::default());
+        assert_eq!(
+            merged,
+            TimerData::default(),
+            "an unused timer merges nothing"
+        );
+        merged.merge(&data);
+        assert_eq!(
+            merged, data,
+            "the first merge takes min and max as they are"
+        );
+        let mut other = TimerData::default();
+        other.add_interval(5);
+        other.add_interval(7);
+        merged.merge(&other);
+        assert_eq!(
+            merged,
+            TimerData {
+                intervals: 6,
+                total_ns: 122,
+                min_ns: 5,
+                max_ns: 50
+            }
+        );
+    }
+
+    #[test]
+    fn per_thread_values_are_added_only_at_emit() {
+        static T: Timer = Timer::new("test", "merge", PerThread::Yes);
+        static C: Counter = Counter::new("test", "merge", PerThread::Yes);
+        let _totals = totals_lock();
+        let spawn = |n: u64, emit: bool| {
+            std::thread::spawn(move || {
+                for _ in 0..n {
+                    T.time(|| std::thread::sleep(Duration::from_micros(100)));
+                    C.add(n);
+                }
+                let mine = (local_timer(&T), local_counter(&C));
+                if emit {
+                    emit_thread_totals();
+                    assert_eq!(local_timer(&T), TimerData::default(), "cleared");
+                    assert_eq!(local_counter(&C), 0, "cleared");
+                }
+                mine
+            })
+        };
+        let (t2, c2) = spawn(2, true).join().unwrap();
+        let (t3, c3) = spawn(3, true).join().unwrap();
+        let (t4, c4) = spawn(4, false).join().unwrap();
+        assert_eq!((t2.intervals, c2), (2, 4));
+        assert_eq!((t3.intervals, c3), (3, 9));
+        assert_eq!((t4.intervals, c4), (4, 16));
+        let total = total_timer(&T);
+        assert_eq!(
+            total.intervals, 5,
+            "the thread that never emitted is not added"
+        );
+        assert_eq!(total.total_ns, t2.total_ns + t3.total_ns);
+        assert_eq!(total.min_ns, t2.min_ns.min(t3.min_ns));
+        assert_eq!(total.max_ns, t2.max_ns.max(t3.max_ns));
+        assert_eq!(total_counter(&C), 13);
+    }
+
+    #[test]
+    fn counters_are_u64_and_wrap() {
+        static BIG: Counter = Counter::new("test", "big", PerThread::No);
+        std::thread::spawn(|| {
+            BIG.add(u64::MAX - 1);
+            assert_eq!(local_counter(&BIG), u64::MAX - 1);
+            BIG.add(3);
+            assert_eq!(local_counter(&BIG), 1, "wraps as Git's uint64_t does");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn registration_is_once_and_in_first_use_order() {
+        static A: Counter = Counter::new("test", "order-a", PerThread::No);
+        static B: Counter = Counter::new("test", "order-b", PerThread::No);
+        B.register();
+        A.add(1);
+        B.register();
+        let (a, b) = (A.0.index().unwrap(), B.0.index().unwrap());
+        assert!(b < a);
+        let registry = registry();
+        assert_eq!(registry.counters[a].0.name, "order-a");
+        assert_eq!(registry.counters[b].0.name, "order-b");
+        assert_eq!(
+            registry
+                .counters
+                .iter()
+                .filter(|(m, _)| m.name == "order-b")
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn accessors() {
+        static T: Timer = Timer::new("cat", "t", PerThread::Yes);
+        static C: Counter = Counter::new("cat", "c", PerThread::No);
+        assert_eq!(
+            (T.category(), T.name(), T.per_thread()),
+            ("cat", "t", PerThread::Yes)
+        );
+        assert_eq!(
+            (C.category(), C.name(), C.per_thread()),
+            ("cat", "c", PerThread::No)
+        );
+    }
+
+    /// Renders timer and counter records as `<event> <category>/<name> <values>`.
+    struct Lines;
+    impl Format for Lines {
+        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+            let line = match &record.event {
+                Event::Timer { timer, .. } => format!(
+                    "{} {}/{} {}\n",
+                    record.event.name(),
+                    timer.category,
+                    timer.name,
+                    timer.intervals
+                ),
+                Event::Counter {
+                    category,
+                    name,
+                    value,
+                    ..
+                } => format!("{} {category}/{name} {value}\n", record.event.name()),
+                _ => return,
+            };
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
+
+    /// Both emit functions write what spec 10.2 lists, in that order, and nothing twice.
+    #[test]
+    fn emission_order_and_once_only() {
+        static T1: Timer = Timer::new("emit", "t1", PerThread::No);
+        static T2: Timer = Timer::new("emit", "t2", PerThread::Yes);
+        static C1: Counter = Counter::new("emit", "c1", PerThread::Yes);
+        static C2: Counter = Counter::new("emit", "c2", PerThread::No);
+        static UNUSED: Counter = Counter::new("emit", "zero", PerThread::Yes);
+        T1.register();
+        T2.register();
+        C1.register();
+        C2.register();
+        UNUSED.register();
+        let _totals = totals_lock();
+        let sink = MemorySink::new();
+        let layer = Trace2Layer::builder()
+            .with_target(Target::new("GIT_TRACE2_EVENT", Lines, sink.clone()))
+            .build();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        tracing::dispatcher::with_default(&dispatch, || {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    tracing::dispatcher::with_default(&dispatch, || {
+                        // Used out of table order: the lines still follow the table.
+                        C2.add(5);
+                        C1.add(2);
+                        UNUSED.add(0);
+                        T2.time(|| ());
+                        T1.time(|| ());
+                        T1.time(|| ());
+                        emit_thread_totals();
+                        emit_thread_totals();
+                    })
+                });
+            });
+            emit_process_totals();
+            emit_process_totals();
+        });
+        let text = sink.to_string_lossy();
+        let ours: Vec<&str> = text.lines().filter(|l| l.contains(" emit/")).collect();
+        assert_eq!(
+            ours,
+            [
+                "th_timer emit/t2 1",
+                "th_counter emit/c1 2",
+                "timer emit/t1 2",
+                "timer emit/t2 1",
+                "counter emit/c1 2",
+                "counter emit/c2 5",
+            ]
+        );
+    }
+}

@@ -1,0 +1,373 @@
+//! Threads as Trace2 sees them: `thread_start` when a thread begins, then at its end
+//! the thread's `th_timer`/`th_counter` lines and `thread_exit`.
+//!
+//! Git names each thread it announces `thNN:<name>` (a process-wide number, the whole
+//! cut to 24 bytes) and adds the thread's timer and counter values to the process
+//! totals when it exits. Three ways to get the same for a Rust thread:
+//!
+//! * [`spawn`] / [`Builder`]: like `std::thread::spawn`, with a name; the Trace2 lines
+//!   are written around the closure, also when it panics (the panic then goes on to
+//!   the `JoinHandle` as usual).
+//! * [`ThreadGuard`]: for threads the program creates itself; `thread_start` now,
+//!   totals and `thread_exit` when the guard drops.
+//! * [`start_handler`] / [`exit_handler`] (or [`announce`] / [`finish`]): for thread
+//!   pools that call hooks on their worker threads, such as rayon:
+//!
+//! ```ignore
+//! // (rayon is not a dependency of this crate; tests/timers.rs runs this.)
+//! let pool = rayon::ThreadPoolBuilder::new()
+//!     .num_threads(4)
+//!     .start_handler(tracing_trace2::thread::start_handler("rayon"))
+//!     .exit_handler(tracing_trace2::thread::exit_handler())
+//!     .build()?;
+//! ```
+//!
+//! A thread that writes Trace2 lines without any of these is named `thNN:unknown` (or
+//! after its Rust name) when it first writes, and its timers and counters are never
+//! added to the process totals, as in Git.
+//!
+//! On the main thread Git turns `thread_start`/`thread_exit` into a region
+//! (`thread-proc on main`) and leaves the main thread's totals to the process exit;
+//! so do these helpers.
+
+use std::io;
+use std::marker::PhantomData;
+use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
+
+use tracing_trace2_core::{api, timers};
+
+/// Spawns a thread named `name` that announces itself to Trace2 and, when `f` returns
+/// or panics, writes its timer and counter lines and `thread_exit`.
+///
+/// The Rust thread gets `name` as its name; Trace2 calls it `thNN:name`. Fails only
+/// when the operating system cannot create the thread.
+///
+/// ```
+/// let worker = tracing_trace2::thread::spawn("preload", || 6 * 7)?;
+/// assert_eq!(worker.join().ok(), Some(42));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn spawn<F, T>(name: &str, f: F) -> io::Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    Builder::new(name).spawn(f)
+}
+
+/// A thread factory like `std::thread::Builder`, whose threads announce themselves to
+/// Trace2 as [`spawn`]'s do.
+#[derive(Debug)]
+pub struct Builder {
+    name: String,
+    stack_size: Option<usize>,
+}
+
+impl Builder {
+    /// A builder for threads named `name`.
+    pub fn new(name: impl Into<String>) -> Builder {
+        Builder {
+            name: name.into(),
+            stack_size: None,
+        }
+    }
+
+    /// The stack size of the new thread, in bytes.
+    pub fn stack_size(mut self, size: usize) -> Builder {
+        self.stack_size = Some(size);
+        self
+    }
+
+    fn std_builder(&self) -> std::thread::Builder {
+        let builder = std::thread::Builder::new().name(self.name.clone());
+        match self.stack_size {
+            Some(size) => builder.stack_size(size),
+            None => builder,
+        }
+    }
+
+    /// Spawns the thread (see [`spawn`]).
+    pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let builder = self.std_builder();
+        let name = self.name;
+        builder.spawn(move || run(&name, f))
+    }
+
+    /// Spawns a scoped thread (see `std::thread::scope`), which may borrow from the
+    /// caller's stack.
+    ///
+    /// ```
+    /// let data = [1, 2, 3];
+    /// let sum = std::thread::scope(|s| {
+    ///     let worker = tracing_trace2::thread::Builder::new("sum").spawn_scoped(s, || data.iter().sum::<i32>())?;
+    ///     Ok::<_, std::io::Error>(worker.join().unwrap_or_default())
+    /// })?;
+    /// assert_eq!(sum, 6);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_scoped<'scope, 'env, F, T>(
+        self,
+        scope: &'scope Scope<'scope, 'env>,
+        f: F,
+    ) -> io::Result<ScopedJoinHandle<'scope, T>>
+    where
+        F: FnOnce() -> T + Send + 'scope,
+        T: Send + 'scope,
+    {
+        let builder = self.std_builder();
+        let name = self.name;
+        builder.spawn_scoped(scope, move || run(&name, f))
+    }
+}
+
+/// The body of every helper-spawned thread: the guard's drop also runs while a panic
+/// unwinds, so the lines are written before the panic reaches the `JoinHandle`.
+fn run<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let _trace2 = ThreadGuard::start(name);
+    f()
+}
+
+/// Announces the calling thread to Trace2 for as long as it lives: `thread_start` now,
+/// and when dropped the thread's `th_timer`/`th_counter` lines (its values then join
+/// the process totals) and `thread_exit`.
+///
+/// For threads the program creates itself:
+///
+/// ```
+/// std::thread::spawn(|| {
+///     let _trace2 = tracing_trace2::thread::ThreadGuard::start("loader");
+///     // … work …
+/// })
+/// .join()
+/// .ok();
+/// ```
+///
+/// The guard belongs to its thread (it is not `Send`).
+#[derive(Debug)]
+#[must_use = "the thread ends for Trace2 when the guard is dropped"]
+pub struct ThreadGuard {
+    _thread_bound: PhantomData<*const ()>,
+}
+
+impl ThreadGuard {
+    /// Writes `thread_start` for the calling thread, which Trace2 names `thNN:name`.
+    #[track_caller]
+    pub fn start(name: &str) -> ThreadGuard {
+        api::thread_start(name);
+        ThreadGuard {
+            _thread_bound: PhantomData,
+        }
+    }
+}
+
+impl Drop for ThreadGuard {
+    fn drop(&mut self) {
+        finish();
+    }
+}
+
+/// Writes `thread_start` for the calling thread, which Trace2 names `thNN:name`; to be
+/// paired with [`finish`] on the same thread.
+#[track_caller]
+pub fn announce(name: &str) {
+    api::thread_start(name);
+}
+
+/// Ends the calling thread for Trace2: its `th_timer`/`th_counter` lines (its values
+/// then join the process totals), then `thread_exit`. On the main thread only the
+/// `thread_exit` (a region leave there) is written: the main thread's totals belong to
+/// the process exit.
+#[track_caller]
+pub fn finish() {
+    if !is_main_thread() {
+        timers::emit_thread_totals();
+    }
+    api::thread_exit();
+}
+
+/// A hook for a pool's worker start (such as rayon's `ThreadPoolBuilder::start_handler`):
+/// each worker announces itself as `thNN:name`. The worker index is not used.
+pub fn start_handler(name: impl Into<String>) -> impl Fn(usize) + Send + Sync + 'static {
+    let name = name.into();
+    move |_index| announce(&name)
+}
+
+/// A hook for a pool's worker exit (such as rayon's `ThreadPoolBuilder::exit_handler`):
+/// each worker writes its totals and `thread_exit` (see [`finish`]).
+pub fn exit_handler() -> impl Fn(usize) + Send + Sync + 'static {
+    |_index| finish()
+}
+
+/// The same test the core layer uses to call a thread `main`.
+fn is_main_thread() -> bool {
+    std::thread::current().name() == Some("main")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::prelude::*;
+    use tracing_trace2_core::timers::{Counter, PerThread};
+    use tracing_trace2_core::{Event, Format, MemorySink, Record, Target, Trace2Layer};
+
+    /// Renders records as `<thread> <event>[ <counter value>]`.
+    struct Names;
+    impl Format for Names {
+        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+            let value = match &record.event {
+                Event::Counter { value, .. } => format!(" {value}"),
+                _ => String::new(),
+            };
+            let line = format!("{} {}{value}\n", record.thread, record.event.name());
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
+
+    /// Runs `f` with a layer writing [`Names`] lines, on every thread `f` starts through
+    /// `spawn_with`, and returns the lines.
+    fn traced(f: impl FnOnce(&tracing::Dispatch)) -> Vec<String> {
+        let sink = MemorySink::new();
+        let layer = Trace2Layer::builder()
+            .with_target(Target::new("GIT_TRACE2_EVENT", Names, sink.clone()))
+            .build();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        tracing::dispatcher::with_default(&dispatch, || f(&dispatch));
+        sink.to_string_lossy()
+            .lines()
+            .filter(|l| !l.contains(" version"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `(thread name, rest)` of each line of a thread other than `first`.
+    fn named(lines: &[String]) -> Vec<(String, String)> {
+        lines
+            .iter()
+            .map(|l| {
+                let (t, rest) = l.split_once(' ').unwrap();
+                (t.to_owned(), rest.to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spawn_writes_start_totals_and_exit() {
+        static WORK: Counter = Counter::new("thread-test", "spawn", PerThread::Yes);
+        let lines = traced(|d| {
+            let d = d.clone();
+            let handle = spawn("worker-with-a-rather-long-name", move || {
+                // The default must outlive the closure: the helper writes the thread's
+                // last lines after it returns.
+                std::mem::forget(tracing::dispatcher::set_default(&d));
+                WORK.add(3);
+                // The Rust thread carries the plain name.
+                std::thread::current().name().map(str::to_owned)
+            })
+            .unwrap();
+            assert_eq!(
+                handle.join().unwrap().as_deref(),
+                Some("worker-with-a-rather-long-name")
+            );
+        });
+        // thread_start ran before the closure set the dispatcher, so it went nowhere;
+        // the other lines carry the name it gave.
+        let lines = named(&lines);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0].1, "th_counter 3");
+        assert_eq!(lines[1].1, "thread_exit");
+        assert_eq!(lines[0].0, lines[1].0);
+        assert_eq!(lines[0].0.len(), 24, "cut to 24 bytes: {}", lines[0].0);
+        assert!(lines[0].0.starts_with("th"));
+        assert!(lines[0].0.contains(":worker-with-a"));
+    }
+
+    #[test]
+    fn a_panicking_thread_still_ends() {
+        static WORK: Counter = Counter::new("thread-test", "panic", PerThread::Yes);
+        let lines = traced(|d| {
+            let d = d.clone();
+            let result = std::thread::spawn(move || {
+                tracing::dispatcher::with_default(&d, || {
+                    run("doomed", || {
+                        WORK.add(1);
+                        panic!("worker failed");
+                    })
+                })
+            })
+            .join();
+            let payload = result.expect_err("the panic reaches the JoinHandle");
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"worker failed"));
+        });
+        let events: Vec<String> = named(&lines).into_iter().map(|(_, e)| e).collect();
+        assert_eq!(events, ["thread_start", "th_counter 1", "thread_exit"]);
+        assert!(lines[0].contains(":doomed "), "{lines:?}");
+    }
+
+    #[test]
+    fn guard_and_pool_hooks() {
+        static WORK: Counter = Counter::new("thread-test", "hooks", PerThread::Yes);
+        let lines = traced(|d| {
+            let (start, exit) = (start_handler("pool"), exit_handler());
+            let d2 = d.clone();
+            std::thread::spawn(move || {
+                tracing::dispatcher::with_default(&d2, || {
+                    start(7);
+                    WORK.add(2);
+                    exit(7);
+                })
+            })
+            .join()
+            .unwrap();
+            let d3 = d.clone();
+            std::thread::spawn(move || {
+                tracing::dispatcher::with_default(&d3, || {
+                    let _guard = ThreadGuard::start("guarded");
+                    WORK.add(5);
+                })
+            })
+            .join()
+            .unwrap();
+        });
+        let lines = named(&lines);
+        let events: Vec<&str> = lines.iter().map(|(_, e)| e.as_str()).collect();
+        assert_eq!(
+            events,
+            [
+                "thread_start",
+                "th_counter 2",
+                "thread_exit",
+                "thread_start",
+                "th_counter 5",
+                "thread_exit"
+            ]
+        );
+        assert!(lines[0].0.ends_with(":pool"), "{lines:?}");
+        assert!(lines[3].0.ends_with(":guarded"), "{lines:?}");
+    }
+
+    #[test]
+    fn scoped_threads_borrow() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let lines = traced(|d| {
+            std::thread::scope(|s| {
+                Builder::new("scoped")
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(s, || {
+                        std::mem::forget(tracing::dispatcher::set_default(d));
+                        seen.lock()
+                            .unwrap()
+                            .push(std::thread::current().name().map(str::to_owned));
+                    })
+                    .unwrap();
+            });
+        });
+        assert_eq!(*seen.lock().unwrap(), [Some("scoped".to_owned())]);
+        let events: Vec<String> = named(&lines).into_iter().map(|(_, e)| e).collect();
+        assert_eq!(events, ["thread_exit"]);
+    }
+}
