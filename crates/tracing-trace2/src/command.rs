@@ -1,0 +1,508 @@
+//! Child processes: `child_start`, `child_exit`, `child_ready` and `exec` for
+//! `std::process::Command`, and the environment that makes a child's trace nest under
+//! ours.
+//!
+//! ```no_run
+//! use std::process::Command;
+//! use tracing_trace2::command::Trace2CommandExt;
+//!
+//! # fn main() -> std::io::Result<()> {
+//! // child_start[0] git status --short … child_exit[0] pid:… code:0
+//! let status = Command::new("git").args(["status", "--short"]).trace2_status()?;
+//!
+//! // A hook: class "hook", hook name "pre-commit".
+//! let mut hook = Command::new(".git/hooks/pre-commit");
+//! let status = hook.trace2_hook("pre-commit").status()?;
+//!
+//! // A child of a class of our own, waited for later.
+//! let mut child = Command::new("sleep").arg("1").trace2_class("helper").spawn()?;
+//! child.wait()?;
+//! # Ok(()) }
+//! ```
+//!
+//! What `child_start` shows is read from the command: the program and its arguments
+//! (`argv`, redacted as git redacts), the directory set with `current_dir` (`cd`). A
+//! command whose program is named `git` is a git child (its line reads `git <args>`, as
+//! git writes its own sub-commands); [`Traced::trace2_git`] says so for a git run under
+//! another name, or denies it. [`Traced::trace2_shell`] marks a command that runs
+//! through a shell, and [`Traced::trace2_argv`] replaces the argv shown (git shows a
+//! shell alias as the alias text and its arguments, not as `sh -c …`).
+//!
+//! While the process lifecycle runs ([`crate::lifecycle`]), every traced command gets
+//! `GIT_TRACE2_PARENT_SID` and `GIT_TRACE2_PARENT_NAME` from this process's session, so
+//! a git (or another traced program) started by it writes its lines under our session
+//! id, one level deeper, with our command hierarchy. A value the program set on the
+//! command itself is kept.
+//!
+//! `child_exit` is written when the child is reaped: by [`TracedChild::wait`],
+//! [`TracedChild::try_wait`] once it reports an exit, [`TracedChild::wait_with_output`],
+//! or when a [`TracedChild`] is dropped after its process ended. The code is the exit
+//! status, or 128 + the signal number for a child killed by a signal; a command that
+//! cannot be started gets `child_exit` with pid -1 and code -1, as in git. A child
+//! dropped while still running gets no `child_exit` (nobody saw it end); one released
+//! with [`TracedChild::ready`] gets `child_ready` instead.
+
+use std::ffi::OsStr;
+use std::io::{self, Read};
+use std::path::Path;
+use std::process::{
+    Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Output, Stdio,
+};
+
+use tracing_trace2_core::Session;
+use tracing_trace2_core::api::{self, ChildStart, ChildToken};
+
+/// Trace2 for `std::process::Command`: the `trace2*` methods start the command and
+/// write `child_start`, then `child_exit` when it is reaped.
+pub trait Trace2CommandExt {
+    /// Traces this command as an unclassified child (class `?`); set more with the
+    /// [`Traced`] methods, then start it.
+    fn trace2(&mut self) -> Traced<'_>;
+
+    /// Traces this command with a child class (`pager`, `editor`, `transport/ssh`, …).
+    fn trace2_class(&mut self, class: &str) -> Traced<'_>;
+
+    /// Traces this command as the hook `hook_name` (class `hook`).
+    fn trace2_hook(&mut self, hook_name: &str) -> Traced<'_>;
+
+    /// [`Command::spawn`], traced as an unclassified child.
+    fn trace2_spawn(&mut self) -> io::Result<TracedChild>;
+
+    /// [`Command::status`], traced as an unclassified child.
+    fn trace2_status(&mut self) -> io::Result<ExitStatus>;
+
+    /// [`Command::output`], traced as an unclassified child (see [`Traced::output`]).
+    fn trace2_output(&mut self) -> io::Result<Output>;
+}
+
+impl Trace2CommandExt for Command {
+    fn trace2(&mut self) -> Traced<'_> {
+        Traced {
+            cmd: self,
+            class: "?".to_owned(),
+            hook_name: None,
+            git: None,
+            use_shell: false,
+            argv: None,
+        }
+    }
+
+    fn trace2_class(&mut self, class: &str) -> Traced<'_> {
+        self.trace2().trace2_class(class)
+    }
+
+    fn trace2_hook(&mut self, hook_name: &str) -> Traced<'_> {
+        self.trace2().trace2_hook(hook_name)
+    }
+
+    #[track_caller]
+    fn trace2_spawn(&mut self) -> io::Result<TracedChild> {
+        self.trace2().spawn()
+    }
+
+    #[track_caller]
+    fn trace2_status(&mut self) -> io::Result<ExitStatus> {
+        self.trace2().status()
+    }
+
+    #[track_caller]
+    fn trace2_output(&mut self) -> io::Result<Output> {
+        self.trace2().output()
+    }
+}
+
+/// A command with what its `child_start` line says about it; made by
+/// [`Trace2CommandExt`], started by [`Traced::spawn`], [`Traced::status`],
+/// [`Traced::output`] or [`Traced::exec`].
+#[derive(Debug)]
+#[must_use = "a Traced command does nothing until it is started"]
+pub struct Traced<'a> {
+    cmd: &'a mut Command,
+    class: String,
+    hook_name: Option<String>,
+    git: Option<bool>,
+    use_shell: bool,
+    argv: Option<Vec<String>>,
+}
+
+impl Traced<'_> {
+    /// The child class (`?` unless set).
+    pub fn trace2_class(mut self, class: &str) -> Self {
+        class.clone_into(&mut self.class);
+        self
+    }
+
+    /// Marks the child as the hook `hook_name`: class `hook` and a hook name.
+    pub fn trace2_hook(mut self, hook_name: &str) -> Self {
+        "hook".clone_into(&mut self.class);
+        self.hook_name = Some(hook_name.to_owned());
+        self
+    }
+
+    /// Whether the child is a git sub-command (default: when the program's file name is
+    /// `git`). A git child's argv is written as `git <arguments>`.
+    pub fn trace2_git(mut self, git: bool) -> Self {
+        self.git = Some(git);
+        self
+    }
+
+    /// Whether the child runs through a shell (`use_shell`; default no).
+    pub fn trace2_shell(mut self, use_shell: bool) -> Self {
+        self.use_shell = use_shell;
+        self
+    }
+
+    /// The argv written instead of the command's program and arguments (for a git
+    /// child: the arguments after `git`).
+    pub fn trace2_argv<I, S>(mut self, argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.argv = Some(argv.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Starts the command ([`Command::spawn`]) after `child_start`; a failure to start is
+    /// traced as `child_exit` with pid and code -1.
+    #[track_caller]
+    pub fn spawn(mut self) -> io::Result<TracedChild> {
+        let token = self.start();
+        match self.cmd.spawn() {
+            Ok(child) => Ok(TracedChild {
+                child,
+                token,
+                open: true,
+            }),
+            Err(err) => {
+                api::child_exit(&token, -1, -1);
+                Err(err)
+            }
+        }
+    }
+
+    /// Runs the command to its end ([`Command::status`]).
+    #[track_caller]
+    pub fn status(self) -> io::Result<ExitStatus> {
+        self.spawn()?.wait()
+    }
+
+    /// Runs the command and collects its output. Unlike [`Command::output`], which keeps
+    /// stdio settings made on the command, this always reads stdout and stderr and gives
+    /// the child an empty stdin (the defaults of `output`): to collect the output of a
+    /// command with other stdio, use [`Traced::spawn`] and
+    /// [`TracedChild::wait_with_output`].
+    #[track_caller]
+    pub fn output(self) -> io::Result<Output> {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        self.spawn()?.wait_with_output()
+    }
+
+    /// Replaces this process with the command ([`std::os::unix::process::CommandExt::exec`])
+    /// after an `exec` line (exe = the program, argv = program and arguments). Returns
+    /// only if the exec failed, after an `exec_result` line with the error number.
+    ///
+    /// The layer's sinks are flushed first. The new image sees this session as its
+    /// parent (its session id gets two components, with the same pid).
+    #[cfg(unix)]
+    #[track_caller]
+    pub fn exec(self) -> io::Error {
+        use std::os::unix::process::CommandExt;
+
+        let exe = lossy(self.cmd.get_program());
+        let argv = match &self.argv {
+            Some(argv) => argv.clone(),
+            None => full_argv(self.cmd),
+        };
+        set_child_env(self.cmd);
+        let exec_id = api::exec(Some(&exe), &argv);
+        crate::lifecycle::flush();
+        let err = self.cmd.exec();
+        api::exec_result(exec_id, err.raw_os_error().map_or(-1, i64::from));
+        err
+    }
+
+    /// Writes `child_start` and sets the session variables on the command.
+    #[track_caller]
+    fn start(&mut self) -> ChildToken {
+        let is_git = self
+            .git
+            .unwrap_or_else(|| is_git_program(self.cmd.get_program()));
+        let argv = match &self.argv {
+            Some(argv) => argv.clone(),
+            None if is_git => self.cmd.get_args().map(lossy).collect(),
+            None => full_argv(self.cmd),
+        };
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let cd = self
+            .cmd
+            .get_current_dir()
+            .map(|d| d.to_string_lossy().into_owned());
+        set_child_env(self.cmd);
+        api::child_start(&ChildStart {
+            class: &self.class,
+            hook_name: self.hook_name.as_deref(),
+            cd: cd.as_deref(),
+            use_shell: self.use_shell,
+            is_git,
+            argv: &argv,
+        })
+    }
+}
+
+/// How a background child was released ([`TracedChild::ready`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ready {
+    /// The child said it is ready.
+    Ready,
+    /// The parent gave up waiting.
+    Timeout,
+    /// The child failed to get ready.
+    Error,
+}
+
+impl Ready {
+    /// The word written in `child_ready`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ready::Ready => "ready",
+            Ready::Timeout => "timeout",
+            Ready::Error => "error",
+        }
+    }
+}
+
+/// A running child whose `child_exit` is written when it is reaped.
+#[derive(Debug)]
+pub struct TracedChild {
+    child: Child,
+    token: ChildToken,
+    /// No `child_exit` or `child_ready` written yet.
+    open: bool,
+}
+
+impl TracedChild {
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The child's Trace2 id (0, 1, 2, … in this process).
+    pub fn child_id(&self) -> u64 {
+        self.token.id()
+    }
+
+    /// The child's stdin, when it was piped ([`Child::stdin`]).
+    pub fn stdin(&mut self) -> &mut Option<ChildStdin> {
+        &mut self.child.stdin
+    }
+
+    /// The child's stdout, when it was piped ([`Child::stdout`]).
+    pub fn stdout(&mut self) -> &mut Option<ChildStdout> {
+        &mut self.child.stdout
+    }
+
+    /// The child's stderr, when it was piped ([`Child::stderr`]).
+    pub fn stderr(&mut self) -> &mut Option<ChildStderr> {
+        &mut self.child.stderr
+    }
+
+    /// Kills the child ([`Child::kill`]); its `child_exit` comes when it is reaped.
+    pub fn kill(&mut self) -> io::Result<()> {
+        self.child.kill()
+    }
+
+    /// Waits for the child to end ([`Child::wait`]) and writes `child_exit` (once).
+    #[track_caller]
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        let status = self.child.wait()?;
+        self.exited(status);
+        Ok(status)
+    }
+
+    /// Checks whether the child has ended ([`Child::try_wait`]); writes `child_exit`
+    /// (once) when it has.
+    #[track_caller]
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let status = self.child.try_wait()?;
+        if let Some(status) = status {
+            self.exited(status);
+        }
+        Ok(status)
+    }
+
+    /// Collects the child's piped stdout and stderr and waits for it
+    /// ([`Child::wait_with_output`]), then writes `child_exit`.
+    #[track_caller]
+    pub fn wait_with_output(mut self) -> io::Result<Output> {
+        // As std does: close stdin first so a child reading it can finish.
+        drop(self.child.stdin.take());
+        let stderr = self.child.stderr.take();
+        let stderr_reader = stderr.map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                pipe.read_to_end(&mut buf).map(|_| buf)
+            })
+        });
+        let mut stdout = Vec::new();
+        let read_out = match self.child.stdout.take() {
+            Some(mut pipe) => pipe.read_to_end(&mut stdout).map(|_| ()),
+            None => Ok(()),
+        };
+        let stderr = match stderr_reader {
+            Some(reader) => reader
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the stderr reader panicked"))),
+            None => Ok(Vec::new()),
+        };
+        let status = self.wait()?;
+        read_out?;
+        Ok(Output {
+            status,
+            stdout,
+            stderr: stderr?,
+        })
+    }
+
+    /// Releases a background child: writes `child_ready` and hands back the process,
+    /// which is not traced any further (no `child_exit`, as in git).
+    #[track_caller]
+    pub fn ready(mut self, ready: Ready) -> Child {
+        self.open = false;
+        api::child_ready(&self.token, i64::from(self.child.id()), ready.as_str());
+        // The child moves out of a type with a destructor: the rest needs no dropping.
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; the child is read out once.
+        unsafe { std::ptr::read(&this.child) }
+    }
+
+    #[track_caller]
+    fn exited(&mut self, status: ExitStatus) {
+        if std::mem::take(&mut self.open) {
+            api::child_exit(
+                &self.token,
+                i64::from(self.child.id()),
+                i64::from(exit_code(status)),
+            );
+        }
+    }
+}
+
+impl Drop for TracedChild {
+    fn drop(&mut self) {
+        if self.open
+            && let Ok(Some(status)) = self.child.try_wait()
+        {
+            self.exited(status);
+        }
+    }
+}
+
+/// The code git reports for a child: its exit status, or 128 + the signal that killed it.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    if let Some(code) = status.code() {
+        return code;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return 128 + signal;
+        }
+    }
+    -1
+}
+
+/// Sets the session variables on a command, unless tracing is off or the program set
+/// them on the command itself.
+fn set_child_env(cmd: &mut Command) {
+    if !crate::lifecycle::is_active() {
+        return;
+    }
+    for (key, value) in Session::global().child_env() {
+        let set_by_program = cmd.get_envs().any(|(k, _)| k == OsStr::new(key));
+        if !set_by_program {
+            cmd.env(key, value);
+        }
+    }
+}
+
+fn is_git_program(program: &OsStr) -> bool {
+    Path::new(program)
+        .file_name()
+        .is_some_and(|name| name == "git" || name == "git.exe")
+}
+
+fn full_argv(cmd: &Command) -> Vec<String> {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(lossy)
+        .collect()
+}
+
+fn lossy(s: &OsStr) -> String {
+    s.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_children_are_detected_by_program_name() {
+        assert!(is_git_program(OsStr::new("git")));
+        assert!(is_git_program(OsStr::new("/usr/local/bin/git")));
+        assert!(!is_git_program(OsStr::new("git-lfs")));
+        assert!(!is_git_program(OsStr::new("/usr/bin/digit")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn exit_codes_follow_git() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
+        // Killed by SIGTERM (15): 128 + 15.
+        assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_reports_the_error() {
+        let err = Command::new("/nonexistent/trace2-no-such-program")
+            .trace2_spawn()
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn output_status_and_ready_pass_through() {
+        let out = Command::new("sh")
+            .args(["-c", "echo out; echo err >&2; exit 3"])
+            .trace2_output()
+            .unwrap();
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+        assert_eq!(out.status.code(), Some(3));
+        let status = Command::new("true").trace2_status().unwrap();
+        assert!(status.success());
+        let mut child = Command::new("sleep").arg("5").trace2_spawn().unwrap();
+        assert_eq!(child.try_wait().unwrap(), None);
+        child.kill().unwrap();
+        assert_eq!(exit_code(child.wait().unwrap()), 128 + 9);
+        let mut released = Command::new("true")
+            .trace2_spawn()
+            .unwrap()
+            .ready(Ready::Ready);
+        assert!(released.wait().unwrap().success());
+    }
+
+    #[test]
+    fn session_variables_are_left_alone_while_tracing_is_off() {
+        let mut cmd = Command::new("true");
+        set_child_env(&mut cmd);
+        assert_eq!(cmd.get_envs().count(), 0);
+    }
+}

@@ -1,0 +1,106 @@
+//! A program wired for Trace2 from `main` to exit: the lifecycle guard, traced child
+//! processes, and every way out of a process. The lifecycle and interop tests run it
+//! (they compile this file into their own binary), and it shows the wiring a real
+//! program needs:
+//!
+//! ```sh
+//! GIT_TRACE2=/tmp/l.normal GIT_TRACE2_PERF=/tmp/l.perf GIT_TRACE2_EVENT=/tmp/l.event \
+//!     cargo run -q --example lifecycle -- run git version
+//! ```
+//!
+//! Sub-commands (the first argument; none means `return`):
+//!
+//! | arguments | how the process ends |
+//! |---|---|
+//! | `return` | `main` returns, the guard is dropped: code 0 |
+//! | `exit-code <n>` | `main` returns `guard.finish(ExitCode::from(n))` |
+//! | `result-err` | `main` returns `guard.finish(Err(..))`: code 1 |
+//! | `exit <n>` | `guard.exit(n)` |
+//! | `process-exit <n>` | `std::process::exit(n)`, without the guard |
+//! | `panic <message>` | a panic that unwinds out of `main`: code 101 |
+//! | `panic-abort <message>` | a panic whose unwinding panics again: the process aborts |
+//! | `flood` | writes to stdout until that fails (SIGPIPE ignored, as in Rust) |
+//! | `flood-sigpipe` | the same with SIGPIPE's default action, as git has it |
+//! | `run <cmd> [args] [-- <cmd> [args]]…` | runs each command as a traced child; the code of the last |
+//! | `exec <cmd> [args]` | replaces itself with the command; if that fails, exits with code 1 |
+
+use std::io::Write;
+use std::process::{Command, ExitCode};
+
+use tracing_subscriber::prelude::*;
+use tracing_trace2::api;
+use tracing_trace2::command::Trace2CommandExt;
+
+/// Panics when dropped: a second panic during unwinding makes Rust abort.
+struct PanicOnDrop(String);
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            panic!("{} (again, while unwinding)", self.0);
+        }
+    }
+}
+
+pub(crate) fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().map_or("return", String::as_str);
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<i32>().ok()).unwrap_or(0);
+
+    // A program with its own subscriber: take the layer, install it with the other
+    // layers, then start the lifecycle (version, start, cmd_ancestry).
+    let mut lifecycle = tracing_trace2::Trace2::from_env()
+        .with_exe_version(env!("CARGO_PKG_VERSION"))
+        .lifecycle();
+    if mode == "flood-sigpipe" {
+        lifecycle = lifecycle.with_default_sigpipe();
+    }
+    tracing_subscriber::registry()
+        .with(lifecycle.layer())
+        .init();
+    let trace2 = lifecycle.start();
+    api::cmd_name("lifecycle");
+
+    match mode {
+        "exit-code" => trace2.finish(ExitCode::from(number(1) as u8)),
+        "result-err" => trace2.finish(Err::<(), _>("the result was an error")),
+        "exit" => trace2.exit(number(1)),
+        "process-exit" => std::process::exit(number(1)),
+        "panic" => panic!("{}", args.get(1).map_or("panic", String::as_str)),
+        "panic-abort" => {
+            let message = args.get(1).map_or("panic", String::as_str);
+            let _bomb = PanicOnDrop(message.to_owned());
+            panic!("{message}");
+        }
+        "flood" | "flood-sigpipe" => loop {
+            // println! panics once stdout is a closed pipe (EPIPE).
+            println!("a line for a reader that stops reading");
+        },
+        "run" => {
+            let mut code = 0;
+            for words in args[1..].split(|a| a == "--") {
+                let Some((program, rest)) = words.split_first() else {
+                    continue;
+                };
+                let status = Command::new(program).args(rest).trace2_status();
+                code = match status {
+                    Ok(status) => tracing_trace2::command::exit_code(status),
+                    Err(err) => {
+                        let _ = writeln!(std::io::stderr(), "{program}: {err}");
+                        127
+                    }
+                };
+            }
+            trace2.finish(ExitCode::from(code as u8))
+        }
+        "exec" => {
+            let Some((program, rest)) = args[1..].split_first() else {
+                trace2.exit(2)
+            };
+            let err = Command::new(program).args(rest).trace2().exec();
+            let _ = writeln!(std::io::stderr(), "{program}: {err}");
+            trace2.exit(1)
+        }
+        _ => ExitCode::SUCCESS, // `return`: the guard is dropped here
+    }
+}
