@@ -13,7 +13,8 @@
 //! the process lifecycle lines travel through it.
 
 use std::panic::Location;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use tracing::Level;
@@ -92,7 +93,9 @@ pub fn cmd_path(path: &str) {
 }
 
 /// `cmd_name`: the command verb. Its hierarchy (`<parent hierarchy>/<name>`) becomes the
-/// hierarchy children inherit; repeated calls chain, as in git.
+/// hierarchy children inherit; repeated calls chain, as in git. The first call of the
+/// process then runs the hook set with [`set_after_first_cmd_name`] (git lists the
+/// `def_param` events there).
 #[track_caller]
 pub fn cmd_name(name: &str) {
     let loc = Location::caller();
@@ -104,6 +107,25 @@ pub fn cmd_name(name: &str) {
         name,
         hierarchy = hierarchy.as_str()
     );
+    if !CMD_NAME_SEEN.swap(true, Ordering::AcqRel)
+        && let Some(hook) = AFTER_FIRST_CMD_NAME.get()
+    {
+        hook();
+    }
+}
+
+/// What runs once, right after the first `cmd_name` of the process.
+type CmdNameHook = Box<dyn Fn() + Send + Sync>;
+
+static AFTER_FIRST_CMD_NAME: OnceLock<CmdNameHook> = OnceLock::new();
+static CMD_NAME_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// Sets the function the first [`cmd_name`] of the process calls right after its own
+/// event (the facade emits the `def_param` listing there, as git does). Only the first
+/// hook set is kept: returns `false` when one was already set. A hook set after the
+/// first `cmd_name` never runs.
+pub fn set_after_first_cmd_name(hook: impl Fn() + Send + Sync + 'static) -> bool {
+    AFTER_FIRST_CMD_NAME.set(Box::new(hook)).is_ok()
 }
 
 /// `cmd_mode`: a command sub-mode.
@@ -452,4 +474,18 @@ pub fn atexit() {
 pub fn signal(signo: i32) {
     let loc = Location::caller();
     emit!(Level::INFO, loc, "signal", signo);
+}
+
+/// `error` with an explicit source location (`None`: no file:line at all), for reports
+/// whose origin is known but is not the caller, such as a panic's location.
+pub fn error_at(file: Option<&str>, line: u32, msg: &str, fmt: &str) {
+    tracing::event!(
+        target: "trace2",
+        Level::ERROR,
+        event = "error",
+        file = file.unwrap_or(""),
+        line,
+        msg,
+        fmt
+    );
 }

@@ -45,6 +45,7 @@ pub mod session;
 pub mod sink;
 pub mod text;
 mod thread;
+pub mod timers;
 
 pub use layer::{Target, Trace2Layer, Trace2LayerBuilder};
 pub use record::{Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp};

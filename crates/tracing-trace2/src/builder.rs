@@ -1,13 +1,18 @@
 //! Builds the Trace2 layer from [`Settings`]: opens the destination of every enabled
-//! target and pairs it with its formatter, in git's order (normal, perf, event).
+//! target and pairs it with its formatter, in git's order (normal, perf, event),
+//! optionally behind a background writer, and arranges the `def_param` listing that
+//! follows the first `cmd_name`.
 
-use tracing_trace2_core::dst::{self, OpenSettings, Opened};
-use tracing_trace2_core::{Session, Target, Trace2Layer, clock, redact};
+use tracing_trace2_core::dst::{
+    self, BackgroundGuard, BackgroundOptions, BackgroundSink, OpenSettings, Opened,
+};
+use tracing_trace2_core::{Session, Sink, Target, Trace2Layer, api, clock, redact};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
 
 use crate::config::Settings;
+use crate::params;
 
 /// Configures and builds the Trace2 layer of a program.
 ///
@@ -23,6 +28,7 @@ use crate::config::Settings;
 pub struct Trace2 {
     settings: Settings,
     exe_version: String,
+    background: Option<BackgroundOptions>,
 }
 
 impl Trace2 {
@@ -37,6 +43,7 @@ impl Trace2 {
         Trace2 {
             settings,
             exe_version: "0.0.0".to_owned(),
+            background: None,
         }
     }
 
@@ -45,6 +52,35 @@ impl Trace2 {
     pub fn with_exe_version(mut self, version: impl Into<String>) -> Trace2 {
         self.exe_version = version.into();
         self
+    }
+
+    /// Writes every enabled target through a background writer: the traced thread only
+    /// formats and enqueues, a worker thread per target writes (see
+    /// [`tracing_trace2_core::dst::background`] for the guarantees and which exits
+    /// are covered). Off unless this is called; no environment variable turns it on.
+    pub fn with_background_writer(mut self, options: BackgroundOptions) -> Trace2 {
+        self.background = Some(options);
+        self
+    }
+
+    /// The background writer options, when one is asked for.
+    pub fn background_writer(&self) -> Option<&BackgroundOptions> {
+        self.background.as_ref()
+    }
+
+    /// Reports a config value the program itself sets, as git reports its own config
+    /// writes: a `def_param` with scope `unknown` when `key` matches one of the
+    /// `GIT_TRACE2_CONFIG_PARAMS` / `trace2.configParams` patterns (every time, not
+    /// once). The value is redacted. Returns whether an event was emitted.
+    #[track_caller]
+    pub fn report_config_write(&self, key: &str, value: Option<&str>) -> bool {
+        match params::config_write_param(&self.settings, key, value) {
+            Some(p) => {
+                api::def_param(p.scope, &p.param, p.value.as_deref());
+                true
+            }
+            None => false,
+        }
     }
 
     /// The settings in use.
@@ -64,7 +100,27 @@ impl Trace2 {
     /// Config problems that would stop git (an unreadable file, a valueless `trace2.*`
     /// key) and a `GIT_TRACE2_REDACT` value that is not a boolean are reported as
     /// warnings instead, and redaction then stays on.
+    ///
+    /// With a background writer, the writers run until the process exits (they are
+    /// flushed and joined by the exit handler); use [`Trace2::layer_with_guard`] to
+    /// stop them earlier.
     pub fn layer(&self) -> Option<Trace2Layer> {
+        let (layer, guard) = self.layer_with_guard();
+        // The writers must outlive this call: the exit handler shuts them down.
+        std::mem::forget(guard);
+        layer
+    }
+
+    /// [`Trace2::layer`], with a guard that flushes and joins the background writers
+    /// when dropped (an empty guard without a background writer). Lines traced after
+    /// the guard is dropped are written synchronously.
+    pub fn layer_with_guard(&self) -> (Option<Trace2Layer>, BackgroundGuard) {
+        let mut guard = BackgroundGuard::new();
+        let layer = self.build(&mut guard);
+        (layer, guard)
+    }
+
+    fn build(&self, guard: &mut BackgroundGuard) -> Option<Trace2Layer> {
         let s = &self.settings;
         if s.normal_target.is_none() && s.perf_target.is_none() && s.event_target.is_none() {
             return None;
@@ -81,7 +137,7 @@ impl Trace2 {
         }
         let session = Session::global();
         let offset = clock::local_offset_secs();
-        let open = |env_name: &'static str, value: &Option<String>| {
+        let mut open = |env_name: &'static str, value: &Option<String>| {
             let value = value.as_deref()?;
             let settings = OpenSettings {
                 env_name,
@@ -89,11 +145,21 @@ impl Trace2 {
                 max_files: s.max_files,
                 sid_component: session.own_component().to_owned(),
             };
-            match dst::open(value, &settings) {
-                Opened::Sink(sink) => Some((sink, false)),
-                Opened::Sentinel(sink) => Some((sink, true)),
-                Opened::Disabled => None,
-            }
+            let (sink, sentinel) = match dst::open(value, &settings) {
+                Opened::Sink(sink) => (sink, false),
+                Opened::Sentinel(sink) => (sink, true),
+                Opened::Disabled => return None,
+            };
+            let sink: Box<dyn Sink> = match &self.background {
+                Some(options) => {
+                    let writer =
+                        BackgroundSink::new(sink, env_name, options).with_dst_debug(s.dst_debug);
+                    guard.merge(writer.guard());
+                    Box::new(writer)
+                }
+                None => sink,
+            };
+            Some((sink, sentinel))
         };
         let mut builder = Trace2Layer::builder().with_exe_version(&self.exe_version);
         let mut any = false;
@@ -119,7 +185,27 @@ impl Trace2 {
             builder = builder.with_target(self.target(target));
             any = true;
         }
-        any.then(|| builder.build())
+        if !any {
+            return None;
+        }
+        self.set_def_param_hook();
+        Some(builder.build())
+    }
+
+    /// Arranges the `def_param` listing (spec 8.3) to follow the first `cmd_name` of
+    /// the process: matching config entries, then the set environment variables.
+    fn set_def_param_hook(&self) {
+        let listing = params::def_params(&self.settings);
+        if listing.is_empty() {
+            return;
+        }
+        // Only the first layer built in a process sets the listing, as git reads its
+        // settings once.
+        api::set_after_first_cmd_name(move || {
+            for p in &listing {
+                api::def_param(p.scope, &p.param, p.value.as_deref());
+            }
+        });
     }
 
     fn target(&self, target: Target) -> Target {

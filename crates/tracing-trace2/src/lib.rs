@@ -33,10 +33,16 @@
 //! Crates: [`core`] holds the model and the layer, [`normal`], [`perf`] and [`event`] the
 //! three formats; this facade reads git's settings ([`config`]) and builds the layer.
 
+mod ancestry;
 mod builder;
+pub mod command;
 pub mod config;
+pub mod lifecycle;
 pub mod params;
+pub mod thread;
 pub use builder::Trace2;
+pub use command::{Trace2CommandExt, TracedChild};
+pub use lifecycle::{Lifecycle, Trace2Guard, exit};
 pub use config::Settings;
 pub use tracing_trace2_core as core;
 pub use tracing_trace2_core::{Trace2Layer, api};

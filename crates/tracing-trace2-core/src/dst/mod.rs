@@ -13,7 +13,9 @@
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
 //! | `socket` | `af_unix:` stream and datagram sockets |
 //! | `warn` | git's warning texts and `strerror` |
+//! | `background` | the opt-in background writer wrapping any sink |
 
+pub mod background;
 mod dir;
 mod fd;
 mod file;
@@ -24,6 +26,7 @@ mod warn;
 #[cfg(test)]
 mod test_support;
 
+pub use background::{BackgroundGuard, BackgroundOptions, BackgroundSink};
 pub use dir::DISCARD_SENTINEL;
 pub use socket::SOCKET_TIMEOUT;
 pub use target_value::{SocketKind, TargetValue, parse_target};

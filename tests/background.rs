@@ -1,0 +1,325 @@
+//! The background writer seen from outside: the `emit` example runs as a child process
+//! (this very binary, with `TRACE2_EMIT_CHILD` set, so that its main thread is a real
+//! `main` and its ending is a real return, `exit` or panic) and every line it traced is
+//! counted in the files it wrote.
+
+#[path = "../examples/emit.rs"]
+mod emit;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, ExitCode, Output, Stdio};
+
+const CHILD: &str = "TRACE2_EMIT_CHILD";
+
+fn main() -> ExitCode {
+    if std::env::var_os(CHILD).is_some() {
+        return emit::main();
+    }
+    run(&[
+        ("lossless_return", lossless_return),
+        ("lossless_return_with_guard", lossless_return_with_guard),
+        ("lossless_exit", lossless_exit),
+        ("lossless_panic", lossless_panic),
+        ("two_threads_1e5_in_order", two_threads_1e5_in_order),
+        ("lossy_reports_its_drops", lossy_reports_its_drops),
+        ("direct_writer_for_reference", direct_writer_for_reference),
+    ])
+}
+
+/// A minimal test runner: this binary has no libtest harness (see the module doc).
+fn run(tests: &[(&str, fn())]) -> ExitCode {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in tests {
+        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let ok = std::panic::catch_unwind(test).is_ok();
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    println!("test result: {passed} passed; {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The `emit` program with a clean Trace2 environment (no host config, no GIT_*).
+fn emit(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GIT_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env(CHILD, "1")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .args(args)
+        .envs(env.iter().copied());
+    cmd
+}
+
+/// The Event lines of a file, each checked to be one complete JSON object.
+fn event_lines(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.ends_with('\n'), "torn last line in {}", path.display());
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Checks that `lines` printf lines of each of `threads` threads arrived, in order;
+/// returns how many lines of each event kind there were.
+fn check_printf(events: &[serde_json::Value], threads: u64, lines: u64) -> HashMap<String, u64> {
+    let mut next = vec![0u64; threads as usize];
+    let mut kinds = HashMap::new();
+    for e in events {
+        let kind = e["event"].as_str().unwrap().to_owned();
+        if kind == "printf" {
+            let msg = e["msg"].as_str().unwrap();
+            let (t, i) = msg.split_once(' ').unwrap();
+            let t: usize = t.trim_start_matches('t').parse().unwrap();
+            let i: u64 = i.parse().unwrap();
+            assert_eq!(i, next[t], "thread {t} out of order");
+            next[t] += 1;
+        }
+        *kinds.entry(kind).or_insert(0) += 1;
+    }
+    assert_eq!(
+        next,
+        vec![lines; threads as usize],
+        "printf lines per thread"
+    );
+    kinds
+}
+
+/// Normal-format printf lines, counted per thread and checked in order.
+fn check_normal_printf(path: &Path, threads: u64, lines: u64) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut next = vec![0u64; threads as usize];
+    let mut others = Vec::new();
+    for line in text.lines() {
+        match line.strip_prefix('t').and_then(|r| r.split_once(' ')) {
+            Some((t, i)) if t.parse::<usize>().is_ok() => {
+                let t: usize = t.parse().unwrap();
+                assert_eq!(i.parse::<u64>().unwrap(), next[t]);
+                next[t] += 1;
+            }
+            _ => others.push(line.split(' ').next().unwrap_or("").to_owned()),
+        }
+    }
+    assert_eq!(next, vec![lines; threads as usize]);
+    others
+}
+
+struct Run {
+    out: Output,
+    events: Vec<serde_json::Value>,
+    normal_others: Vec<String>,
+}
+
+/// Runs `emit` through the background writer into an Event and a brief Normal file.
+fn run_ending(end: &str, extra: &[&str], threads: u64, lines: u64) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let event = dir.path().join("trace.event");
+    let normal = dir.path().join("trace.normal");
+    let (t, n) = (threads.to_string(), lines.to_string());
+    let mut args = vec!["--threads", &t, "--lines", &n, "--end", end, "--code", "3"];
+    args.extend_from_slice(&["--background", "lossless", "--capacity", "16"]);
+    args.extend_from_slice(extra);
+    let out = emit(
+        &args,
+        &[
+            ("GIT_TRACE2_EVENT", event.to_str().unwrap()),
+            ("GIT_TRACE2", normal.to_str().unwrap()),
+            ("GIT_TRACE2_BRIEF", "1"),
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("emit: {lines} lines from {threads} threads\n")
+    );
+    let events = event_lines(&event);
+    let normal_others = check_normal_printf(&normal, threads, lines);
+    Run {
+        out,
+        events,
+        normal_others,
+    }
+}
+
+fn assert_complete_run(run: &Run, threads: u64, lines: u64, code: i32) {
+    assert_eq!(run.out.status.code(), Some(code), "{:?}", run.out);
+    let kinds = check_printf(&run.events, threads, lines);
+    for kind in ["version", "start", "cmd_name", "exit", "atexit"] {
+        assert_eq!(kinds.get(kind), Some(&1), "{kind}: {kinds:?}");
+    }
+    assert_eq!(run.events.last().unwrap()["event"], "atexit");
+    assert_eq!(
+        run.normal_others,
+        ["version", "start", "cmd_name", "exit", "atexit"]
+    );
+    assert!(run.out.stderr.is_empty(), "{:?}", run.out);
+}
+
+fn lossless_return() {
+    let run = run_ending("return", &[], 2, 20_000);
+    assert_complete_run(&run, 2, 20_000, 3);
+}
+
+fn lossless_return_with_guard() {
+    let run = run_ending("return", &["--guard"], 2, 20_000);
+    assert_complete_run(&run, 2, 20_000, 3);
+}
+
+fn lossless_exit() {
+    let run = run_ending("exit", &[], 2, 20_000);
+    assert_complete_run(&run, 2, 20_000, 3);
+}
+
+fn lossless_panic() {
+    let run = run_ending("panic", &[], 2, 20_000);
+    assert_eq!(run.out.status.code(), Some(101), "{:?}", run.out);
+    let stderr = String::from_utf8_lossy(&run.out.stderr);
+    assert!(stderr.contains("emit: told to panic"), "{stderr}");
+    let kinds = check_printf(&run.events, 2, 20_000);
+    for kind in ["version", "start", "cmd_name"] {
+        assert_eq!(kinds.get(kind), Some(&1), "{kind}: {kinds:?}");
+    }
+    // A panic is not an exit the program reports: no exit/atexit lines, and nothing
+    // else lost.
+    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    assert_eq!(run.normal_others, ["version", "start", "cmd_name"]);
+}
+
+fn two_threads_1e5_in_order() {
+    let run = run_ending("return", &[], 2, 100_000);
+    assert_complete_run(&run, 2, 100_000, 3);
+}
+
+/// The same run without the background writer: the line set the writer must match.
+fn direct_writer_for_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let event = dir.path().join("trace.event");
+    let out = emit(
+        &["--threads", "2", "--lines", "1000", "--end", "exit"],
+        &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let events = event_lines(&event);
+    let kinds = check_printf(&events, 2, 1000);
+    assert_eq!(kinds.len(), 6, "{kinds:?}");
+}
+
+/// A pipe whose write end becomes fd 3 of the child: returns (read end, our copy of
+/// the write end, to be dropped once the child has started).
+fn pipe_to_fd3(cmd: &mut Command) -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let raw = write.as_raw_fd();
+    // SAFETY: dup2 is async-signal-safe; the new fd 3 does not inherit O_CLOEXEC.
+    unsafe {
+        cmd.pre_exec(move || {
+            // dup2 onto itself keeps close-on-exec: clear it instead.
+            let ok = if raw == 3 {
+                libc::fcntl(raw, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(raw, 3)
+            };
+            if ok < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    (read, write)
+}
+
+/// Lossy mode over a pipe nobody reads until the program has traced everything: the
+/// pipe fills, the worker waits, the queue overflows. Every line is either delivered or
+/// counted in the drop report, which is the last line.
+fn lossy_reports_its_drops() {
+    let (threads, lines) = (2u64, 20_000u64);
+    let (t, n) = (threads.to_string(), lines.to_string());
+    let mut cmd = emit(
+        &[
+            "--threads",
+            &t,
+            "--lines",
+            &n,
+            "--background",
+            "lossy",
+            "--capacity",
+            "8",
+        ],
+        &[("GIT_TRACE2_EVENT", "3")],
+    );
+    let (read, write) = pipe_to_fd3(&mut cmd);
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    // Only the child may hold the write end, or EOF never comes.
+    drop(write);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut said = String::new();
+    stdout.read_line(&mut said).unwrap();
+    assert_eq!(
+        said,
+        format!("emit: {lines} lines from {threads} threads\n")
+    );
+    let mut trace = String::new();
+    std::fs::File::from(read)
+        .read_to_string(&mut trace)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let events: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "error", "{last}");
+    let msg = last["msg"].as_str().unwrap();
+    let dropped: u64 = msg
+        .strip_prefix("trace2: background writer for 'GIT_TRACE2_EVENT' dropped ")
+        .and_then(|r| r.strip_suffix(" lines"))
+        .unwrap_or_else(|| panic!("{msg}"))
+        .parse()
+        .unwrap();
+    assert_eq!(
+        last["fmt"],
+        "trace2: background writer for '%s' dropped %lu lines"
+    );
+    assert!(dropped > 0);
+    // version, start, cmd_name, the printf lines, exit, atexit were all sent.
+    let sent = threads * lines + 5;
+    assert_eq!(events.len() as u64 - 1 + dropped, sent);
+    // What arrived is still in per-thread order.
+    let mut next = [0u64; 2];
+    for e in &events {
+        if e["event"] == "printf" {
+            let (t, i) = e["msg"].as_str().unwrap().split_once(' ').unwrap();
+            let t: usize = t[1..].parse().unwrap();
+            let i: u64 = i.parse().unwrap();
+            assert!(i >= next[t], "thread {t} out of order");
+            next[t] = i + 1;
+        }
+    }
+}
