@@ -13,10 +13,10 @@
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
+use tracing_trace2::Trace2;
 use tracing_trace2::api;
 use tracing_trace2::command::{Trace2CommandExt, exit_code};
 use tracing_trace2::core::timers::{Counter, PerThread, Timer};
-use tracing_trace2::Trace2;
 
 /// git's compiled-in test timers and counters (spec §10.1).
 static TEST1_TIMER: Timer = Timer::new("test", "test1", PerThread::No);
@@ -86,9 +86,7 @@ pub(crate) fn main() -> ExitCode {
         "008bug" => {
             bug("a bug message");
             bug("another bug message");
-            bug_exit(
-                "an explicit BUG_if_bug() following bug() call(s) is nice, but not required",
-            );
+            bug_exit("an explicit BUG_if_bug() following bug() call(s) is nice, but not required");
         }
         "100timer" => {
             let [count, delay] = ints_or_die(rest, "expect <count> <ms_delay>");
@@ -98,8 +96,7 @@ pub(crate) fn main() -> ExitCode {
             0
         }
         "101timer" => {
-            let [count, delay, threads] =
-                ints_or_die(rest, "expect <count> <ms_delay> <threads>");
+            let [count, delay, threads] = ints_or_die(rest, "expect <count> <ms_delay> <threads>");
             run_threads("ut_101", threads, move || {
                 for _ in 0..count {
                     TEST2_TIMER.time(|| sleep_ms(delay));
@@ -257,7 +254,7 @@ fn exec_git(args: &[String]) -> i32 {
 
 fn data(args: &[String]) -> i32 {
     let usage = "expect <cat0> <k0> <v0> [<cat1> <k1> <v1> [...]]";
-    if args.len() % 3 != 0 || args.iter().any(String::is_empty) {
+    if !args.len().is_multiple_of(3) || args.iter().any(String::is_empty) {
         die(usage);
     }
     for triple in args.chunks(3) {
@@ -277,7 +274,9 @@ fn ancestry(args: &[String]) -> i32 {
         "normal" => "GIT_TRACE2",
         "perf" => "GIT_TRACE2_PERF",
         "event" => "GIT_TRACE2_EVENT",
-        _ => die(&format!("invalid target '{target}', expected: normal, perf, event")),
+        _ => die(&format!(
+            "invalid target '{target}', expected: normal, perf, event"
+        )),
     };
     let mut command = Command::new(program);
     command

@@ -5,21 +5,22 @@
 
 #[path = "../examples/emit.rs"]
 mod emit;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Command, ExitCode, Output, Stdio};
 
-const CHILD: &str = "TRACE2_EMIT_CHILD";
+use support::process::{self, EMIT_CHILD};
 
 fn main() -> ExitCode {
-    if std::env::var_os(CHILD).is_some() {
+    if std::env::var_os(EMIT_CHILD).is_some() {
         return emit::main();
     }
-    run(&[
+    support::runner::run_tests(&[
         ("lossless_return", lossless_return),
         ("lossless_return_with_guard", lossless_return_with_guard),
         ("lossless_exit", lossless_exit),
@@ -30,44 +31,10 @@ fn main() -> ExitCode {
     ])
 }
 
-/// A minimal test runner: this binary has no libtest harness (see the module doc).
-fn run(tests: &[(&str, fn())]) -> ExitCode {
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let (mut passed, mut failed) = (0, 0);
-    for (name, test) in tests {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        let ok = std::panic::catch_unwind(test).is_ok();
-        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
-        if ok {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-    }
-    println!("test result: {passed} passed; {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
 /// The `emit` program with a clean Trace2 environment (no host config, no GIT_*).
 fn emit(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GIT_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env(CHILD, "1")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    let mut cmd = process::clean_command(std::env::current_exe().unwrap());
+    process::without_config(cmd.env(EMIT_CHILD, "1"))
         .args(args)
         .envs(env.iter().copied());
     cmd
@@ -77,9 +44,7 @@ fn emit(args: &[&str], env: &[(&str, &str)]) -> Command {
 fn event_lines(path: &Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(path).unwrap();
     assert!(text.ends_with('\n'), "torn last line in {}", path.display());
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    support::json_lines(text.lines())
 }
 
 /// Checks that `lines` printf lines of each of `threads` threads arrived, in order;
@@ -232,25 +197,8 @@ fn direct_writer_for_reference() {
 /// A pipe whose write end becomes fd 3 of the child: returns (read end, our copy of
 /// the write end, to be dropped once the child has started).
 fn pipe_to_fd3(cmd: &mut Command) -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    let raw = write.as_raw_fd();
-    // SAFETY: dup2 is async-signal-safe; the new fd 3 does not inherit O_CLOEXEC.
-    unsafe {
-        cmd.pre_exec(move || {
-            // dup2 onto itself keeps close-on-exec: clear it instead.
-            let ok = if raw == 3 {
-                libc::fcntl(raw, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(raw, 3)
-            };
-            if ok < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    let (read, write) = process::pipe();
+    process::give_fd(cmd, write.as_raw_fd(), 3);
     (read, write)
 }
 
@@ -290,10 +238,7 @@ fn lossy_reports_its_drops() {
         .unwrap();
     let status = child.wait().unwrap();
     assert!(status.success());
-    let events: Vec<serde_json::Value> = trace
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = support::json_lines(trace.lines());
     let last = events.last().unwrap();
     assert_eq!(last["event"], "error", "{last}");
     let msg = last["msg"].as_str().unwrap();

@@ -2,6 +2,9 @@
 //! file per format: every Event line parses, none is torn, none is lost, and each
 //! thread's lines keep their order. Then four processes append to the same files.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
@@ -26,10 +29,10 @@ fn settings(dir: &Path) -> Settings {
 
 #[test]
 fn threads_and_processes_never_tear_lines() {
-    let dir = std::env::temp_dir().join(format!("trace2-concurrency-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let layer = Trace2::with_settings(settings(&dir)).layer().expect("targets enabled");
+    let dir = support::process::fresh_dir("concurrency").unwrap();
+    let layer = Trace2::with_settings(settings(&dir))
+        .layer()
+        .expect("targets enabled");
     tracing_subscriber::registry().with(layer).init();
 
     let workers: Vec<_> = (0..THREADS)
@@ -54,19 +57,30 @@ fn threads_and_processes_never_tear_lines() {
     let mut per_thread: HashMap<String, Vec<u64>> = HashMap::new();
     let mut lines = 0;
     for line in text.lines() {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("torn line {line:?}: {e}"));
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("torn line {line:?}: {e}"));
         lines += 1;
         if v["event"] == "data" {
             let i = v["value"].as_str().unwrap().parse().unwrap();
-            per_thread.entry(v["thread"].as_str().unwrap().to_owned()).or_default().push(i);
+            per_thread
+                .entry(v["thread"].as_str().unwrap().to_owned())
+                .or_default()
+                .push(i);
         }
     }
     // version + 3 lines per round per thread
     assert_eq!(lines, 1 + THREADS * ROUNDS * 3);
     assert_eq!(per_thread.len(), THREADS);
     for (thread, values) in &per_thread {
-        assert!(thread.starts_with("th") && thread.contains(":w"), "{thread}");
-        assert_eq!(values, &(0..ROUNDS as u64).collect::<Vec<_>>(), "order of {thread}");
+        assert!(
+            thread.starts_with("th") && thread.contains(":w"),
+            "{thread}"
+        );
+        assert_eq!(
+            values,
+            &(0..ROUNDS as u64).collect::<Vec<_>>(),
+            "order of {thread}"
+        );
     }
     let perf = std::fs::read_to_string(dir.join("t.perf")).unwrap();
     assert_eq!(perf.lines().count(), lines);
@@ -95,8 +109,11 @@ fn threads_and_processes_never_tear_lines() {
     let text = std::fs::read_to_string(dir.join("t.event")).unwrap();
     let mut sids = HashMap::<String, usize>::new();
     for line in text.lines().skip(before) {
-        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("torn line {line:?}: {e}"));
-        *sids.entry(v["sid"].as_str().unwrap().to_owned()).or_default() += 1;
+        let v: Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("torn line {line:?}: {e}"));
+        *sids
+            .entry(v["sid"].as_str().unwrap().to_owned())
+            .or_default() += 1;
     }
     assert_eq!(sids.len(), 4);
     let counts: Vec<usize> = sids.values().copied().collect();

@@ -16,10 +16,12 @@ mod program;
 mod support;
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, ExitCode};
 
 use serde_json::Value;
+use support::process;
+use support::runner::Runner;
 
 const PROGRAM_ENV: &str = "TRACE2_CONFORMANCE_PROGRAM";
 /// Where git's helper lived when the captures were made.
@@ -31,6 +33,7 @@ struct Case {
     code: i32,
 }
 
+#[rustfmt::skip]
 const CASES: &[Case] = &[
     Case { capture: "tt-return", args: &["001return", "-1"], code: 255 },
     Case { capture: "tt-exit", args: &["002exit", "300"], code: 44 },
@@ -63,38 +66,31 @@ const CASES: &[Case] = &[
     },
 ];
 
-fn main() {
+fn main() -> ExitCode {
     if std::env::var_os(PROGRAM_ENV).is_some() {
         let code = program::main();
         // Let the ExitCode run its course as a real `main` return would.
-        std::process::exit(if code == std::process::ExitCode::SUCCESS { 0 } else { exit_of(code) });
+        std::process::exit(if code == std::process::ExitCode::SUCCESS {
+            0
+        } else {
+            exit_of(code)
+        });
     }
-    let root = tempdir();
+    let root = process::fresh_dir("conformance").unwrap();
     let tool = root.join("t/helper/test-tool");
     std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(std::env::current_exe().unwrap(), &tool).unwrap();
 
-    let mut results = Vec::new();
+    // Every case runs, whatever filter the command line gives.
+    let mut runner = Runner::suite("conformance");
     for case in CASES {
-        results.push((case.capture.to_owned(), run_case(&root, &tool, case)));
+        runner.record(case.capture, run_case(&root, &tool, case));
     }
-    results.push(("005exec".into(), exec_case(&root, &tool)));
-    results.push(("400ancestry".into(), ancestry_case(&root, &tool)));
-    results.push(("usage".into(), usage_case(&tool)));
-
-    let failed = results.iter().filter(|(_, r)| r.is_err()).count();
-    for (name, result) in &results {
-        match result {
-            Ok(()) => println!("test conformance::{name} ... ok"),
-            Err(why) => println!("test conformance::{name} ... FAILED\n{why}"),
-        }
-    }
-    println!();
-    println!("conformance: {} passed, {failed} failed", results.len() - failed);
+    runner.record("005exec", exec_case(&root, &tool));
+    runner.record("400ancestry", ancestry_case(&root, &tool));
+    runner.record("usage", usage_case(&tool));
     let _ = std::fs::remove_dir_all(&root);
-    if failed > 0 {
-        std::process::exit(1);
-    }
+    runner.finish()
 }
 
 /// The numeric value of an `ExitCode` (it has no getter).
@@ -104,40 +100,29 @@ fn exit_of(code: std::process::ExitCode) -> i32 {
         .map_or(1, i32::from)
 }
 
-fn tempdir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("trace2-conformance-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// A command that runs the conformance program as `<root>/t/helper/test-tool trace2 …`.
 fn program(tool: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(tool);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GIT_") {
-            cmd.env_remove(key);
-        }
-    }
+    let mut cmd = process::clean_command(tool);
     let tool_str = tool.to_str().unwrap();
     cmd.arg("trace2")
         .args(args.iter().map(|a| if *a == "@TT" { tool_str } else { a }))
-        .env(PROGRAM_ENV, "1")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null");
+        .env(PROGRAM_ENV, "1");
+    process::without_config(&mut cmd);
     cmd
 }
 
 fn run_case(root: &Path, tool: &Path, case: &Case) -> Result<(), String> {
-    let out = |ext: &str| root.join(format!("{}.{ext}", case.capture));
-    let status = program(tool, case.args)
-        .env("GIT_TRACE2", out("normal"))
-        .env("GIT_TRACE2_PERF", out("perf"))
-        .env("GIT_TRACE2_EVENT", out("event"))
+    let out = |ext: &str| process::trace_file(root, case.capture, ext);
+    let mut cmd = program(tool, case.args);
+    let status = process::trace_to(&mut cmd, root, case.capture)
         .output()
         .map_err(|e| e.to_string())?;
     if status.status.code() != Some(case.code) {
-        return Err(format!("exit code {:?}, git's was {}", status.status.code(), case.code));
+        return Err(format!(
+            "exit code {:?}, git's was {}",
+            status.status.code(),
+            case.code
+        ));
     }
     let ours_root = root.to_str().unwrap();
     let mut problems = String::new();
@@ -155,7 +140,11 @@ fn run_case(root: &Path, tool: &Path, case: &Case) -> Result<(), String> {
             problems.push_str(&format!("  {ext}: {diff}\n"));
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
 }
 
 /// Masked lines of a stream, and whether each was written by the main thread.
@@ -187,7 +176,7 @@ fn lines(ext: &str, text: &str) -> Vec<(bool, String)> {
                 let main = cols[2].trim() == "main";
                 let masked = match cols[3].trim() {
                     "version" | "cmd_ancestry" => cols[..8].join(" | ") + " | *",
-                    _ => mask_timer_values(&masked),
+                    _ => support::mask_timer_values(&masked),
                 };
                 (main, masked)
             })
@@ -197,42 +186,55 @@ fn lines(ext: &str, text: &str) -> Vec<(bool, String)> {
             .map(|l| {
                 let payload = support::mask_normal(l, false);
                 let main = !payload.starts_with("th_");
-                let payload = if payload.starts_with("version ") || payload.starts_with("cmd_ancestry ") {
-                    payload.split(' ').next().unwrap().to_owned() + " *"
-                } else {
-                    mask_timer_values(&payload)
-                };
+                let payload =
+                    if payload.starts_with("version ") || payload.starts_with("cmd_ancestry ") {
+                        payload.split(' ').next().unwrap().to_owned() + " *"
+                    } else {
+                        support::mask_timer_values(&payload)
+                    };
                 (main, payload)
             })
             .collect(),
     }
 }
 
-fn mask_timer_values(line: &str) -> String {
-    ["total:", "min:", "max:"]
-        .iter()
-        .fold(line.to_owned(), |l, m| support::mask_after(&l, m))
-}
-
 /// The main thread's lines must match in order; other threads' lines as a multiset (the
 /// threads run at the same time, so their lines interleave differently in each run).
 fn compare(ours: &[(bool, String)], theirs: &[(bool, String)]) -> Option<String> {
     let split = |v: &[(bool, String)]| -> (Vec<String>, Vec<String>) {
-        let main = v.iter().filter(|(m, _)| *m).map(|(_, l)| l.clone()).collect();
-        let mut others: Vec<String> = v.iter().filter(|(m, _)| !*m).map(|(_, l)| l.clone()).collect();
+        let main = v
+            .iter()
+            .filter(|(m, _)| *m)
+            .map(|(_, l)| l.clone())
+            .collect();
+        let mut others: Vec<String> = v
+            .iter()
+            .filter(|(m, _)| !*m)
+            .map(|(_, l)| l.clone())
+            .collect();
         others.sort();
         (main, others)
     };
     let (ours_main, ours_other) = split(ours);
     let (theirs_main, theirs_other) = split(theirs);
-    for (label, a, b) in [("main", &ours_main, &theirs_main), ("threads", &ours_other, &theirs_other)] {
+    for (label, a, b) in [
+        ("main", &ours_main, &theirs_main),
+        ("threads", &ours_other, &theirs_other),
+    ] {
         for (i, (x, y)) in a.iter().zip(b.iter()).enumerate() {
             if x != y {
-                return Some(format!("{label} line {}:\n    ours: {x}\n    git:  {y}", i + 1));
+                return Some(format!(
+                    "{label} line {}:\n    ours: {x}\n    git:  {y}",
+                    i + 1
+                ));
             }
         }
         if a.len() != b.len() {
-            return Some(format!("{label}: {} lines from us, {} from git: {a:#?}", a.len(), b.len()));
+            return Some(format!(
+                "{label}: {} lines from us, {} from git: {a:#?}",
+                a.len(),
+                b.len()
+            ));
         }
     }
     None
@@ -249,24 +251,32 @@ fn exec_case(root: &Path, tool: &Path) -> Result<(), String> {
     if !status.status.success() {
         return Err(format!("exit {:?}", status.status));
     }
-    let lines: Vec<Value> = std::fs::read_to_string(&event)
-        .map_err(|e| e.to_string())?
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = support::json_lines(
+        std::fs::read_to_string(&event)
+            .map_err(|e| e.to_string())?
+            .lines(),
+    );
     let ours = lines[0]["sid"].as_str().unwrap().to_owned();
-    let exec = lines.iter().find(|v| v["event"] == "exec").ok_or("no exec line")?;
+    let exec = lines
+        .iter()
+        .find(|v| v["event"] == "exec")
+        .ok_or("no exec line")?;
     if exec["exe"] != "git" || exec["argv"] != serde_json::json!(["git", "version"]) {
         return Err(format!("exec line: {exec}"));
     }
     let git: Vec<&Value> = lines.iter().filter(|v| v["sid"] != ours.as_str()).collect();
-    let git_sid = git.first().ok_or("no line from the exec'd git")?["sid"].as_str().unwrap();
+    let git_sid = git.first().ok_or("no line from the exec'd git")?["sid"]
+        .as_str()
+        .unwrap();
     let (parent, own) = git_sid.rsplit_once('/').ok_or("git's sid has no parent")?;
     let pid = |sid: &str| sid.rsplit_once("-P").map(|(_, p)| p.to_owned());
     if parent != ours || pid(own) != pid(&ours) {
         return Err(format!("git's sid {git_sid} under ours {ours}"));
     }
-    if !lines.iter().any(|v| v["event"] == "cmd_name" && v["hierarchy"] == "trace2/version") {
+    if !lines
+        .iter()
+        .any(|v| v["event"] == "cmd_name" && v["hierarchy"] == "trace2/version")
+    {
         return Err("git's cmd_name hierarchy is not trace2/version".into());
     }
     Ok(())
@@ -278,9 +288,20 @@ fn exec_case(root: &Path, tool: &Path) -> Result<(), String> {
 fn ancestry_case(root: &Path, tool: &Path) -> Result<(), String> {
     for target in ["normal", "perf", "event"] {
         let file = root.join(format!("ancestry.{target}"));
-        let status = program(tool, &["400ancestry", target, file.to_str().unwrap(), "git", "-c", "alias.xyz=version", "xyz"])
-            .output()
-            .map_err(|e| e.to_string())?;
+        let status = program(
+            tool,
+            &[
+                "400ancestry",
+                target,
+                file.to_str().unwrap(),
+                "git",
+                "-c",
+                "alias.xyz=version",
+                "xyz",
+            ],
+        )
+        .output()
+        .map_err(|e| e.to_string())?;
         if !status.status.success() {
             return Err(format!("{target}: exit {:?}", status.status));
         }
@@ -290,17 +311,28 @@ fn ancestry_case(root: &Path, tool: &Path) -> Result<(), String> {
             .filter(|l| l.contains("cmd_ancestry"))
             .map(|l| {
                 let names: Vec<String> = match target {
-                    "normal" => l["cmd_ancestry ".len()..].split(" <- ").map(str::to_owned).collect(),
+                    "normal" => l["cmd_ancestry ".len()..]
+                        .split(" <- ")
+                        .map(str::to_owned)
+                        .collect(),
                     "perf" => {
                         let list = &l[l.find("ancestry:[").unwrap() + 10..l.len() - 1];
                         list.split(' ').map(str::to_owned).collect()
                     }
                     _ => {
                         let v: Value = serde_json::from_str(l).unwrap();
-                        v["ancestry"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_owned()).collect()
+                        v["ancestry"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|n| n.as_str().unwrap().to_owned())
+                            .collect()
                     }
                 };
-                let end = names.iter().position(|n| n == "test-tool").map_or(names.len(), |p| p + 1);
+                let end = names
+                    .iter()
+                    .position(|n| n == "test-tool")
+                    .map_or(names.len(), |p| p + 1);
                 names[..end].join(" ")
             })
             .collect();
@@ -320,7 +352,9 @@ fn usage_case(tool: &Path) -> Result<(), String> {
         .output()
         .map_err(|e| e.to_string())?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() != Some(129) || !stderr.starts_with("usage:\n\ttest-tool trace2 001return <exit_code>\n") {
+    if out.status.code() != Some(129)
+        || !stderr.starts_with("usage:\n\ttest-tool trace2 001return <exit_code>\n")
+    {
         return Err(format!("{:?}: {stderr}", out.status.code()));
     }
     Ok(())

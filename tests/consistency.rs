@@ -2,12 +2,18 @@
 //! same story — the same events in the same order on each thread, with the same elapsed
 //! values (one clock reading per call, shared by all targets).
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::HashMap;
 
 use serde_json::Value;
 use tracing::{info, warn};
 use tracing_subscriber::prelude::*;
 use tracing_trace2::{Settings, Trace2, api};
+
+/// Per thread name: each line's event name, `t_abs` and `t_rel` (as six-decimal text).
+type PerThread = HashMap<String, Vec<(String, Option<String>, Option<String>)>>;
 
 /// `sec6` of a JSON float, as text with six decimals.
 fn secs(v: &Value) -> Option<String> {
@@ -16,9 +22,7 @@ fn secs(v: &Value) -> Option<String> {
 
 #[test]
 fn three_streams_agree() {
-    let dir = std::env::temp_dir().join(format!("trace2-consistency-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::process::fresh_dir("consistency").unwrap();
     let path = |ext: &str| dir.join(format!("t.{ext}"));
     let settings = Settings {
         normal_target: Some(path("normal").display().to_string()),
@@ -55,11 +59,7 @@ fn three_streams_agree() {
     api::exit(3);
     api::atexit();
 
-    let event: Vec<Value> = std::fs::read_to_string(path("event"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let event = support::json_lines(std::fs::read_to_string(path("event")).unwrap().lines());
     let perf = std::fs::read_to_string(path("perf")).unwrap();
     let perf: Vec<Vec<String>> = perf
         .lines()
@@ -70,14 +70,16 @@ fn three_streams_agree() {
 
     // Perf writes every event; Event (nesting 9) too: same sequence per thread.
     assert_eq!(event.len(), perf.len());
-    let mut per_thread_e: HashMap<String, Vec<(String, Option<String>, Option<String>)>> =
-        HashMap::new();
-    let mut per_thread_p: HashMap<String, Vec<(String, Option<String>, Option<String>)>> =
-        HashMap::new();
+    let mut per_thread_e: PerThread = HashMap::new();
+    let mut per_thread_p: PerThread = HashMap::new();
     for v in &event {
         let name = v["event"].as_str().unwrap().to_owned();
         // Event leaves t_abs out of region lines; compare what both carry.
-        let t_abs = if name.starts_with("region") { None } else { secs(&v["t_abs"]) };
+        let t_abs = if name.starts_with("region") {
+            None
+        } else {
+            secs(&v["t_abs"])
+        };
         per_thread_e
             .entry(v["thread"].as_str().unwrap().to_owned())
             .or_default()
@@ -86,7 +88,11 @@ fn three_streams_agree() {
     for cols in &perf {
         let opt = |s: &String| (!s.is_empty()).then(|| s.clone());
         let name = cols[3].clone();
-        let t_abs = if name.starts_with("region") { None } else { opt(&cols[5]) };
+        let t_abs = if name.starts_with("region") {
+            None
+        } else {
+            opt(&cols[5])
+        };
         per_thread_p
             .entry(cols[2].clone())
             .or_default()
@@ -112,7 +118,12 @@ fn three_streams_agree() {
         .filter(|v| {
             !matches!(
                 v["event"].as_str().unwrap(),
-                "region_enter" | "region_leave" | "data" | "data_json" | "thread_start" | "thread_exit"
+                "region_enter"
+                    | "region_leave"
+                    | "data"
+                    | "data_json"
+                    | "thread_start"
+                    | "thread_exit"
             )
         })
         .collect();

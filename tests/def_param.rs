@@ -14,14 +14,13 @@ mod support;
 use std::path::Path;
 use std::process::{Command, ExitCode};
 
-const CHILD: &str = "TRACE2_EMIT_CHILD";
-const GIT: &str = "/usr/local/bin/git";
+use support::process::{self, EMIT_CHILD, GIT};
 
 fn main() -> ExitCode {
-    if std::env::var_os(CHILD).is_some() {
+    if std::env::var_os(EMIT_CHILD).is_some() {
         return emit::main();
     }
-    run(&[
+    support::runner::run_tests(&[
         ("all_scopes_and_env_vars", all_scopes_and_env_vars),
         ("patterns_from_env_unredacted", patterns_from_env_unredacted),
         ("no_listing_without_patterns", no_listing_without_patterns),
@@ -32,42 +31,10 @@ fn main() -> ExitCode {
     ])
 }
 
-/// A minimal test runner: this binary has no libtest harness (see the module doc).
-fn run(tests: &[(&str, fn())]) -> ExitCode {
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let (mut passed, mut failed) = (0, 0);
-    for (name, test) in tests {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        let ok = std::panic::catch_unwind(test).is_ok();
-        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
-        if ok {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-    }
-    println!("test result: {passed} passed; {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
 /// `program` in `cwd` with only the given environment for git (no GIT_* from outside,
 /// no repository above `cwd`).
 fn clean(program: &Path, env: &[(String, String)], cwd: &Path) -> Command {
-    let mut cmd = Command::new(program);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GIT_") {
-            cmd.env_remove(key);
-        }
-    }
+    let mut cmd = process::clean_command(program);
     cmd.env("LANG", "C")
         .env("LC_ALL", "C")
         .env("GIT_CEILING_DIRECTORIES", cwd.parent().unwrap())
@@ -85,15 +52,10 @@ struct Streams {
 
 /// Runs `command` with the three targets pointed at files named after `who`.
 fn traced(mut command: Command, dir: &Path, who: &str) -> Streams {
-    let path = |ext: &str| dir.join(format!("{who}.{ext}"));
-    command
-        .env("GIT_TRACE2", path("normal"))
-        .env("GIT_TRACE2_PERF", path("perf"))
-        .env("GIT_TRACE2_EVENT", path("event"));
-    let out = command.output().unwrap();
+    let out = process::trace_to(&mut command, dir, who).output().unwrap();
     assert!(out.status.success(), "{who}: {out:?}");
     assert!(out.stderr.is_empty(), "{who}: {out:?}");
-    let read = |ext: &str| std::fs::read_to_string(path(ext)).unwrap();
+    let read = |ext: &str| std::fs::read_to_string(process::trace_file(dir, who, ext)).unwrap();
     Streams {
         normal: read("normal"),
         perf: read("perf"),
@@ -114,13 +76,9 @@ fn def_params(s: &Streams) -> (Vec<String>, Vec<String>, Vec<String>) {
         .filter(|l| l.split(" | ").nth(3).map(str::trim) == Some("def_param"))
         .map(|l| support::mask_perf(l, false))
         .collect();
-    let names: Vec<String> = s
-        .event
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["event"].as_str().unwrap().to_owned()
-        })
+    let names: Vec<String> = support::json_lines(s.event.lines())
+        .iter()
+        .map(|v| v["event"].as_str().unwrap().to_owned())
         .collect();
     let event: Vec<String> = s
         .event
@@ -161,7 +119,7 @@ fn compare(
         .map(|(k, v)| (k.to_string(), v.replace("@/", &format!("{root}/"))))
         .collect();
     let mut ours = clean(&std::env::current_exe().unwrap(), &env, dir.path());
-    ours.env(CHILD, "1");
+    ours.env(EMIT_CHILD, "1");
     let ours = def_params(&traced(ours, dir.path(), "ours"));
     let mut git = clean(Path::new(GIT), &env, dir.path());
     git.arg("version");
@@ -271,7 +229,7 @@ fn config_writes_are_scope_unknown() {
     git.args(["remote", "add", "Other", url]);
     let git = unknown(&traced(git, dir.path(), "git").normal);
     let mut ours = clean(&std::env::current_exe().unwrap(), &env, &repo);
-    ours.env(CHILD, "1")
+    ours.env(EMIT_CHILD, "1")
         .args(["--config-write", &format!("Remote.Other.URL={url}")])
         .args(["--config-write", "core.bare=false"]);
     let ours = unknown(&traced(ours, dir.path(), "ours").normal);

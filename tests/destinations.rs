@@ -7,27 +7,27 @@
 
 #[path = "../examples/emit.rs"]
 mod emit;
+#[path = "support/mod.rs"]
+mod support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::{UnixDatagram, UnixListener};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output};
 use std::time::Duration;
 
-const CHILD: &str = "TRACE2_EMIT_CHILD";
-const GIT: &str = "/usr/local/bin/git";
+use support::process::{self, EMIT_CHILD, GIT, give_fd};
 /// What `emit --lines 3` prints, and the exit code the tests ask for.
 const STDOUT: &str = "emit: 3 lines from 1 threads\n";
 const CODE: i32 = 5;
 
 fn main() -> ExitCode {
-    if std::env::var_os(CHILD).is_some() {
+    if std::env::var_os(EMIT_CHILD).is_some() {
         return emit::main();
     }
-    run(&[
+    support::runner::run_tests(&[
         ("stderr_values", stderr_values),
         ("fd_3_from_the_parent", fd_3_from_the_parent),
         (
@@ -52,43 +52,10 @@ fn main() -> ExitCode {
     ])
 }
 
-/// A minimal test runner: this binary has no libtest harness (see the module doc).
-fn run(tests: &[(&str, fn())]) -> ExitCode {
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let (mut passed, mut failed) = (0, 0);
-    for (name, test) in tests {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        let ok = std::panic::catch_unwind(test).is_ok();
-        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
-        if ok {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-    }
-    println!("test result: {passed} passed; {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
 /// A command with a clean Trace2 environment: no GIT_* from outside, no host config.
 fn clean(program: &Path, env: &[(&str, &str)], cwd: &Path) -> Command {
-    let mut cmd = Command::new(program);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GIT_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    let mut cmd = process::clean_command(program);
+    process::without_config(&mut cmd)
         .env("LANG", "C")
         .env("LC_ALL", "C")
         .current_dir(cwd)
@@ -99,7 +66,7 @@ fn clean(program: &Path, env: &[(&str, &str)], cwd: &Path) -> Command {
 /// `emit --lines 3 --code 5` plus `args`.
 fn emit_cmd(args: &[&str], env: &[(&str, &str)], cwd: &Path) -> Command {
     let mut cmd = clean(&std::env::current_exe().unwrap(), env, cwd);
-    cmd.env(CHILD, "1")
+    cmd.env(EMIT_CHILD, "1")
         .args(["--lines", "3", "--code", "5"])
         .args(args);
     cmd
@@ -210,32 +177,10 @@ fn stderr_values() {
     }
 }
 
-/// Makes `fd` the child's descriptor `target` (without close-on-exec).
-fn give_fd(cmd: &mut Command, fd: i32, target: i32) {
-    // SAFETY: dup2 is async-signal-safe and touches only the child's table.
-    unsafe {
-        cmd.pre_exec(move || {
-            // dup2 onto itself keeps close-on-exec: clear it instead.
-            let ok = if fd == target {
-                libc::fcntl(fd, libc::F_SETFD, 0)
-            } else {
-                libc::dup2(fd, target)
-            };
-            if ok < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
 fn event_names(text: &str) -> Vec<String> {
-    text.lines()
-        .map(|l| {
-            let v: serde_json::Value =
-                serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            v["event"].as_str().unwrap().to_owned()
-        })
+    support::json_lines(text.lines())
+        .iter()
+        .map(|v| v["event"].as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -580,9 +525,7 @@ fn socket_nobody_listens_on() {
 
 /// A pipe whose reader has gone, as the child's fd 3; returns our copy of the write end.
 fn broken_pipe_fd() -> OwnedFd {
-    let mut fds = [0; 2];
-    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (read, write) = process::pipe();
     drop(read);
     write
 }

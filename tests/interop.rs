@@ -14,32 +14,25 @@ mod support;
 #[path = "program/mod.rs"]
 mod program;
 
-#[path = "../examples/lifecycle.rs"]
-mod example;
-
 use std::path::Path;
 use std::process::ExitCode;
 
-use program::{GIT, Streams, ensure, ours, run, tempdir, traced_command};
+use program::{Streams, ensure, ours, tempdir, traced_command};
 use serde_json::Value;
+use support::process::{GIT, run};
 
 fn main() -> ExitCode {
-    if std::env::var_os(program::PROGRAM_ENV).is_some() {
-        return example::main();
-    }
-    let checks: &[program::Check] = &[
-        ("ours_runs_git", ours_runs_git),
-        ("git_runs_ours_as_shell_alias", git_runs_ours_as_shell_alias),
-        ("git_runs_ours_as_hook", git_runs_ours_as_hook),
-        ("three_level_chain", three_level_chain),
-        ("ours_execs_git", ours_execs_git),
-        ("failed_exec_matches_git", failed_exec_matches_git),
-    ];
-    if program::run_checks("interop", checks) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    program::main(
+        "interop",
+        &[
+            ("ours_runs_git", ours_runs_git),
+            ("git_runs_ours_as_shell_alias", git_runs_ours_as_shell_alias),
+            ("git_runs_ours_as_hook", git_runs_ours_as_hook),
+            ("three_level_chain", three_level_chain),
+            ("ours_execs_git", ours_execs_git),
+            ("failed_exec_matches_git", failed_exec_matches_git),
+        ],
+    )
 }
 
 /// A fresh repository (made without tracing).

@@ -16,46 +16,39 @@ mod support;
 #[path = "program/mod.rs"]
 mod program;
 
-#[path = "../examples/lifecycle.rs"]
-mod example;
-
 use std::io::Read;
 use std::process::{ExitCode, ExitStatus, Stdio};
 
-use program::{Streams, ensure, ours, run, same_lines, tempdir};
+use program::{Streams, ensure, ours, same_lines, tempdir};
+use support::process::run;
 
 fn main() -> ExitCode {
-    if std::env::var_os(program::PROGRAM_ENV).is_some() {
-        return example::main();
-    }
-    let checks: &[program::Check] = &[
-        ("return_from_main", return_from_main),
-        ("finish_with_exit_code", finish_with_exit_code),
-        ("finish_with_an_error_result", finish_with_an_error_result),
-        ("exit_helper_masks_the_code", exit_helper_masks_the_code),
-        ("exit_helper_negative_code", exit_helper_negative_code),
-        ("std_process_exit", std_process_exit),
-        ("panic_unwinding_out_of_main", panic_unwinding_out_of_main),
-        ("panic_that_aborts", panic_that_aborts),
-        (
-            "closed_stdout_with_sigpipe_ignored",
-            closed_stdout_with_sigpipe_ignored,
-        ),
-        (
-            "closed_stdout_with_default_sigpipe",
-            closed_stdout_with_default_sigpipe,
-        ),
-        ("ancestry_names_the_parent", ancestry_names_the_parent),
-        (
-            "disabled_tracing_writes_nothing",
-            disabled_tracing_writes_nothing,
-        ),
-    ];
-    if program::run_checks("lifecycle", checks) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    program::main(
+        "lifecycle",
+        &[
+            ("return_from_main", return_from_main),
+            ("finish_with_exit_code", finish_with_exit_code),
+            ("finish_with_an_error_result", finish_with_an_error_result),
+            ("exit_helper_masks_the_code", exit_helper_masks_the_code),
+            ("exit_helper_negative_code", exit_helper_negative_code),
+            ("std_process_exit", std_process_exit),
+            ("panic_unwinding_out_of_main", panic_unwinding_out_of_main),
+            ("panic_that_aborts", panic_that_aborts),
+            (
+                "closed_stdout_with_sigpipe_ignored",
+                closed_stdout_with_sigpipe_ignored,
+            ),
+            (
+                "closed_stdout_with_default_sigpipe",
+                closed_stdout_with_default_sigpipe,
+            ),
+            ("ancestry_names_the_parent", ancestry_names_the_parent),
+            (
+                "disabled_tracing_writes_nothing",
+                disabled_tracing_writes_nothing,
+            ),
+        ],
+    )
 }
 
 /// Runs the program with `args`, checks its exit code, and returns its streams.

@@ -2,10 +2,12 @@
 //! (where tracing-core has no re-entrancy guard): the layer neither deadlocks nor
 //! recurses, and the outer event is still written whole.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde_json::Value;
 use tracing::info;
 use tracing_subscriber::prelude::*;
 use tracing_trace2::{Settings, Trace2};
@@ -27,9 +29,7 @@ impl fmt::Debug for Noisy {
 
 #[test]
 fn debug_impls_that_trace_do_not_deadlock_or_recurse() {
-    let dir = std::env::temp_dir().join(format!("trace2-reentrancy-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = support::process::fresh_dir("reentrancy").unwrap();
     let event = dir.join("t.event");
     let settings = Settings {
         event_target: Some(event.display().to_string()),
@@ -47,13 +47,22 @@ fn debug_impls_that_trace_do_not_deadlock_or_recurse() {
     span.record("field", tracing::field::debug(Noisy));
 
     let text = std::fs::read_to_string(&event).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines = support::json_lines(text.lines());
     let names: Vec<String> = lines
         .iter()
-        .map(|v| format!("{}:{}", v["event"].as_str().unwrap(), v["category"].as_str().unwrap_or("")))
+        .map(|v| {
+            format!(
+                "{}:{}",
+                v["event"].as_str().unwrap(),
+                v["category"].as_str().unwrap_or("")
+            )
+        })
         .collect();
     // Nothing raised from inside a Debug impl while the layer is at work is written.
-    assert!(!text.contains("from_debug") && !text.contains("inner"), "{names:?}");
+    assert!(
+        !text.contains("from_debug") && !text.contains("inner"),
+        "{names:?}"
+    );
     assert_eq!(
         names,
         [
@@ -71,6 +80,10 @@ fn debug_impls_that_trace_do_not_deadlock_or_recurse() {
     let before = text.lines().count();
     let _ = format!("{:?}", Noisy);
     let after = std::fs::read_to_string(&event).unwrap().lines().count();
-    assert_eq!(after, before + 4, "data + region pair + printf from a plain format!");
+    assert_eq!(
+        after,
+        before + 4,
+        "data + region pair + printf from a plain format!"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -26,7 +26,7 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::process::ExitCode;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -35,6 +35,10 @@ use tracing_subscriber::prelude::*;
 use tracing_trace2::api;
 use tracing_trace2::core::timers::{self, Counter, PerThread, Timer};
 use tracing_trace2::thread::{self as t2thread, ThreadGuard};
+
+use support::first_difference;
+use support::process;
+use support::runner::{Check, run_checks};
 
 // === allocation counting (this thread's allocations only) ===
 
@@ -94,19 +98,12 @@ static ENTRIES: Counter = Counter::new("index", "entries", PerThread::Yes);
 static BYTES: Counter = Counter::new("index", "bytes", PerThread::No);
 static UNUSED: Counter = Counter::new("index", "unused", PerThread::Yes);
 
-/// A test: `Err` says what went wrong.
-type Test = fn() -> Result<(), String>;
-
-fn main() {
+fn main() -> ExitCode {
     if let Ok(scenario) = std::env::var("TRACE2_TIMERS_SCENARIO") {
         drive(&scenario);
-        return;
+        return ExitCode::SUCCESS;
     }
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let tests: &[(&str, Test)] = &[
+    let tests: &[Check] = &[
         ("hot-path", hot_path_does_not_allocate),
         ("tt-timer", || replay("tt-timer", &["100timer", "3", "20"])),
         ("tt-thread-timer", || {
@@ -121,27 +118,7 @@ fn main() {
         ("four-threads", four_threads),
         ("rayon", rayon_pool),
     ];
-    let (mut passed, mut failed) = (0, 0);
-    for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        match test() {
-            Ok(()) => {
-                println!("test timers::{name} ... ok");
-                passed += 1;
-            }
-            Err(why) => {
-                println!("test timers::{name} ... FAILED\n{why}");
-                failed += 1;
-            }
-        }
-    }
-    println!();
-    println!("timers: {passed} passed, {failed} failed");
-    if failed > 0 {
-        std::process::exit(1);
-    }
+    run_checks("timers", tests)
 }
 
 // === the driver (child process) ===
@@ -315,24 +292,11 @@ fn rayon_work() {
 /// Runs `scenario` in a child process with all three targets on; returns the three
 /// streams (normal, perf, event).
 fn run_child(scenario: &str, args: &[&str], env: &[(&str, String)]) -> Result<[String; 3], String> {
-    let dir = std::env::temp_dir().join(format!("trace2-timers-{}-{scenario}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let out = |ext: &str| dir.join(format!("ours.{ext}"));
-    let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GIT_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.args(args)
-        .env("TRACE2_TIMERS_SCENARIO", scenario)
-        .env("HOME", &dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", dir.join("no-gitconfig"))
-        .env("GIT_TRACE2", out("normal"))
-        .env("GIT_TRACE2_PERF", out("perf"))
-        .env("GIT_TRACE2_EVENT", out("event"));
+    let dir = process::fresh_dir(&format!("timers-{scenario}")).map_err(|e| e.to_string())?;
+    let mut cmd = process::clean_command(std::env::current_exe().map_err(|e| e.to_string())?);
+    cmd.args(args).env("TRACE2_TIMERS_SCENARIO", scenario);
+    process::home_in(&mut cmd, &dir);
+    process::trace_to(&mut cmd, &dir, "ours");
     for (key, value) in env {
         cmd.env(key, value);
     }
@@ -345,23 +309,18 @@ fn run_child(scenario: &str, args: &[&str], env: &[(&str, String)]) -> Result<[S
         ));
     }
     let read = |ext: &str| -> Result<String, String> {
-        std::fs::read_to_string(out(ext)).map_err(|e| format!("{ext}: {e}"))
+        std::fs::read_to_string(process::trace_file(&dir, "ours", ext))
+            .map_err(|e| format!("{ext}: {e}"))
     };
     let streams = [read("normal")?, read("perf")?, read("event")?];
     let _ = std::fs::remove_dir_all(&dir);
     Ok(streams)
 }
 
-fn json_lines(text: &str) -> Vec<Value> {
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("an Event line is JSON"))
-        .collect()
-}
-
 /// Replays git's `test-tool trace2 <args>` and compares with capture `name`.
 fn replay(name: &str, args: &[&str]) -> Result<(), String> {
     let theirs_event = support::sample(&format!("{name}.event"));
-    let git = json_lines(&theirs_event);
+    let git = support::json_lines(theirs_event.lines());
     let find = |event: &str| git.iter().find(|v| v["event"] == event).cloned();
     let version = find("version").ok_or("no version line")?;
     let start = find("start").ok_or("no start line")?;
@@ -408,7 +367,7 @@ fn replay(name: &str, args: &[&str]) -> Result<(), String> {
         problems.push_str(&format!("  normal: {e}\n"));
     }
     // The masked timer values must still add up.
-    if let Err(e) = timers_add_up(&json_lines(&event)) {
+    if let Err(e) = timers_add_up(&support::json_lines(event.lines())) {
         problems.push_str(&format!("  timer values: {e}\n"));
     }
     if problems.is_empty() {
@@ -430,18 +389,15 @@ fn event_records(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn mask_timer_values(line: &str) -> String {
-    ["total:", "min:", "max:"]
-        .iter()
-        .fold(line.to_owned(), |l, m| support::mask_after(&l, m))
-}
-
 fn perf_records(text: &str) -> Vec<(String, String)> {
     support::records(text, support::starts_with_time)
         .iter()
         .map(|l| {
             let thread = l.split(" | ").nth(2).unwrap_or("").trim().to_owned();
-            (thread, mask_timer_values(&support::mask_perf(l, false)))
+            (
+                thread,
+                support::mask_timer_values(&support::mask_perf(l, false)),
+            )
         })
         .collect()
 }
@@ -452,7 +408,7 @@ fn normal_records(text: &str) -> Vec<(String, String)> {
         .map(|l| {
             (
                 "main".to_owned(),
-                mask_timer_values(&support::mask_normal(l, false)),
+                support::mask_timer_values(&support::mask_normal(l, false)),
             )
         })
         .collect()
@@ -541,22 +497,6 @@ fn compare_by_thread(ours: &[(String, String)], theirs: &[(String, String)]) -> 
     Ok(())
 }
 
-fn first_difference(ours: &[String], theirs: &[String]) -> Option<String> {
-    for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
-        if a != b {
-            return Some(format!("line {}:\n    ours: {a}\n    git:  {b}", i + 1));
-        }
-    }
-    (ours.len() != theirs.len()).then(|| {
-        format!(
-            "{} lines from us, {} from git; first extra: {:?}",
-            ours.len(),
-            theirs.len(),
-            ours.get(theirs.len()).or(theirs.get(ours.len()))
-        )
-    })
-}
-
 /// The values of one `timer`/`th_timer` line, in µs (as written, %.6f seconds).
 #[derive(Debug, Clone, Copy)]
 struct TimerLine {
@@ -614,7 +554,7 @@ fn timers_add_up(lines: &[Value]) -> Result<(), String> {
 /// `four_threads_work`).
 fn four_threads() -> Result<(), String> {
     let [_, _, event] = run_child("four-threads", &[], &[])?;
-    let lines = json_lines(&event);
+    let lines = support::json_lines(event.lines());
     let mut by_thread: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
     for v in &lines {
         by_thread
@@ -734,7 +674,7 @@ fn four_threads() -> Result<(), String> {
 
 fn rayon_pool() -> Result<(), String> {
     let [_, _, event] = run_child("rayon", &[], &[])?;
-    let lines = json_lines(&event);
+    let lines = support::json_lines(event.lines());
     let mut workers: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for v in &lines {
         let thread = v["thread"].as_str().unwrap_or("");

@@ -5,16 +5,27 @@
 
 #![allow(dead_code)]
 
+#[path = "../../examples/lifecycle.rs"]
+mod example;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, ExitCode};
 
 use crate::support;
+use crate::support::process;
+use crate::support::runner::{self, Check};
 
 /// Set in the environment of a process that must act as the example program.
 pub const PROGRAM_ENV: &str = "TRACE2_LIFECYCLE_PROGRAM";
 
-/// The git binary the interop checks run.
-pub const GIT: &str = "/usr/local/bin/git";
+/// The `main` of a test binary that doubles as the example program: the program when
+/// [`PROGRAM_ENV`] is set, else the `checks` of `suite`.
+pub fn main(suite: &'static str, checks: &[Check]) -> ExitCode {
+    if std::env::var_os(PROGRAM_ENV).is_some() {
+        return example::main();
+    }
+    runner::run_checks(suite, checks)
+}
 
 /// The records of the three streams of one run (one file per target).
 #[derive(Debug, Default)]
@@ -30,10 +41,14 @@ pub struct Streams {
 impl Streams {
     /// Reads `<dir>/trace.{normal,perf,event}` (a missing file reads as empty).
     pub fn read(dir: &Path) -> Streams {
-        let read = |ext: &str| {
-            let bytes = std::fs::read(dir.join(format!("trace.{ext}"))).unwrap_or_default();
+        Streams::split(|ext| {
+            let bytes = std::fs::read(process::trace_file(dir, "trace", ext)).unwrap_or_default();
             String::from_utf8_lossy(&bytes).into_owned()
-        };
+        })
+    }
+
+    /// The records of the texts `read` gives for `normal`, `perf` and `event`.
+    fn split(read: impl Fn(&str) -> String) -> Streams {
         Streams {
             normal: support::records(&read("normal"), support::starts_with_time),
             perf: support::records(&read("perf"), support::starts_with_time),
@@ -62,41 +77,26 @@ impl Streams {
 
     /// The parsed Event lines.
     pub fn events(&self) -> Vec<serde_json::Value> {
-        self.event
-            .iter()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-            .collect()
+        support::json_lines(self.event.iter().map(String::as_str))
     }
 }
 
 /// A fresh, empty directory for one check.
 pub fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("trace2-life-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create a temporary directory");
-    dir
+    process::fresh_dir(&format!("life-{name}")).expect("create a temporary directory")
 }
 
 /// A command with a clean environment (no inherited `GIT_*`, no user or system config)
 /// and the three targets pointed at `<dir>/trace.*`.
 pub fn traced_command(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
-    let mut cmd = Command::new(program);
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("GIT_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("HOME", dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", dir.join("no-gitconfig"))
+    let mut cmd = process::clean_command(program);
+    process::home_in(&mut cmd, dir)
         .env("GIT_AUTHOR_NAME", "A U Thor")
         .env("GIT_AUTHOR_EMAIL", "author@example.com")
         .env("GIT_COMMITTER_NAME", "A U Thor")
         .env("GIT_COMMITTER_EMAIL", "author@example.com")
-        .env("RUST_BACKTRACE", "0")
-        .env("GIT_TRACE2", dir.join("trace.normal"))
-        .env("GIT_TRACE2_PERF", dir.join("trace.perf"))
-        .env("GIT_TRACE2_EVENT", dir.join("trace.event"));
+        .env("RUST_BACKTRACE", "0");
+    process::trace_to(&mut cmd, dir, "trace");
     cmd
 }
 
@@ -108,22 +108,16 @@ pub fn ours(dir: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// Runs `cmd` to its end, its output collected.
-pub fn run(mut cmd: Command) -> Output {
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
-}
-
 /// Real git's last `n` records (masked) when it exits with `code`: a shell alias that
 /// exits with that code makes git exit with it too.
 pub fn git_final_lines(code: i32, n: usize) -> [Vec<String>; 3] {
     let dir = tempdir(&format!("git-exit-{code}"));
-    let mut cmd = traced_command(GIT, &dir);
+    let mut cmd = traced_command(process::GIT, &dir);
     cmd.arg("-c")
         .arg(format!("alias.x=!exit {code}"))
         .arg("x")
         .current_dir(&dir);
-    let out = run(cmd);
+    let out = process::run(cmd);
     assert_eq!(
         out.status.code(),
         Some(code & 0xff),
@@ -136,13 +130,7 @@ pub fn git_final_lines(code: i32, n: usize) -> [Vec<String>; 3] {
 
 /// The masked records of a git capture (`<name>.<ext>`), the last `n`.
 pub fn capture_tail(name: &str, n: usize) -> [Vec<String>; 3] {
-    let read = |ext: &str| support::sample(&format!("{name}.{ext}"));
-    let streams = Streams {
-        normal: support::records(&read("normal"), support::starts_with_time),
-        perf: support::records(&read("perf"), support::starts_with_time),
-        event: read("event").lines().map(str::to_owned).collect(),
-    };
-    streams.masked_tail(n)
+    Streams::split(|ext| support::sample(&format!("{name}.{ext}"))).masked_tail(n)
 }
 
 /// Compares two sets of masked records stream by stream.
@@ -158,35 +146,6 @@ pub fn same_lines(ours: &[Vec<String>; 3], expected: &[Vec<String>; 3]) -> Resul
         }
     }
     Ok(())
-}
-
-/// A named check: `Err` holds why it failed.
-pub type Check = (&'static str, fn() -> Result<(), String>);
-
-/// Runs each named check, prints libtest-like lines, and tells whether all passed.
-pub fn run_checks(suite: &str, checks: &[Check]) -> bool {
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let (mut passed, mut failed) = (0, 0);
-    for (name, check) in checks {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        match check() {
-            Ok(()) => {
-                println!("test {suite}::{name} ... ok");
-                passed += 1;
-            }
-            Err(why) => {
-                println!("test {suite}::{name} ... FAILED\n{why}");
-                failed += 1;
-            }
-        }
-    }
-    println!("\n{suite}: {passed} passed, {failed} failed");
-    failed == 0
 }
 
 /// Fails with `message` unless `condition` holds.

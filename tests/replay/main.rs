@@ -15,7 +15,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::ExitCode;
 use std::sync::mpsc;
 
 use serde_json::Value;
@@ -23,6 +23,10 @@ use tracing::info;
 use tracing::span::EnteredSpan;
 use tracing_subscriber::prelude::*;
 use tracing_trace2::api;
+
+use support::first_difference;
+use support::process;
+use support::runner::Runner;
 
 /// One scenario: a capture to replay and the environment git had for it.
 struct Scenario {
@@ -125,61 +129,32 @@ const SCENARIOS: &[Scenario] = &[
     },
 ];
 
-fn main() {
+fn main() -> ExitCode {
     if let Ok(calls) = std::env::var("TRACE2_REPLAY") {
         drive(Path::new(&calls));
-        return;
+        return ExitCode::SUCCESS;
     }
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let (mut passed, mut failed) = (0, 0);
+    let mut runner = Runner::suite("replay");
     for scenario in SCENARIOS {
-        if !filter.is_empty() && !filter.iter().any(|f| scenario.name.contains(f.as_str())) {
-            continue;
-        }
-        match run(scenario) {
-            Ok(()) => {
-                println!("test replay::{} ... ok", scenario.name);
-                passed += 1;
-            }
-            Err(why) => {
-                println!("test replay::{} ... FAILED\n{why}", scenario.name);
-                failed += 1;
-            }
-        }
+        runner.check(scenario.name, || run(scenario));
     }
-    println!();
-    println!("replay: {passed} passed, {failed} failed");
-    if failed > 0 {
-        std::process::exit(1);
-    }
+    runner.finish()
 }
 
 // === the runner: one child process per scenario ===
 
 fn run(scenario: &Scenario) -> Result<(), String> {
-    let dir = tempdir(scenario.name);
+    let dir = process::fresh_dir(&format!("replay-{}", scenario.name))
+        .expect("create a temporary directory");
     let calls = match scenario.calls_from {
         Some(script) if script.starts_with("script:") => PathBuf::from(script),
         Some(file) => support::samples_dir().join(file),
         None => support::samples_dir().join(format!("{}.event", scenario.name)),
     };
-    let out = |ext: &str| dir.join(format!("ours.{ext}"));
-    let mut cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("GIT_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd.env("TRACE2_REPLAY", &calls)
-        .env("HOME", &dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", dir.join("no-gitconfig"))
-        .env("GIT_TRACE2", out("normal"))
-        .env("GIT_TRACE2_PERF", out("perf"))
-        .env("GIT_TRACE2_EVENT", out("event"));
+    let mut cmd = process::clean_command(std::env::current_exe().map_err(|e| e.to_string())?);
+    cmd.env("TRACE2_REPLAY", &calls);
+    process::home_in(&mut cmd, &dir);
+    process::trace_to(&mut cmd, &dir, "ours");
     for (key, value) in scenario.env {
         cmd.env(key, value);
     }
@@ -196,7 +171,8 @@ fn run(scenario: &Scenario) -> Result<(), String> {
             continue;
         }
         compared += 1;
-        let ours = std::fs::read(out(ext)).map_err(|e| format!("{ext}: {e}"))?;
+        let ours = std::fs::read(process::trace_file(&dir, "ours", ext))
+            .map_err(|e| format!("{ext}: {e}"))?;
         let ours = String::from_utf8(ours).map_err(|_| format!("{ext}: not UTF-8"))?;
         let theirs = support::sample(&format!("{}.{ext}", scenario.name));
         let (ours, theirs) = match ext {
@@ -223,29 +199,6 @@ fn run(scenario: &Scenario) -> Result<(), String> {
     } else {
         Err(problems)
     }
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("trace2-replay-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create a temporary directory");
-    dir
-}
-
-fn first_difference(ours: &[String], theirs: &[String]) -> Option<String> {
-    for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
-        if a != b {
-            return Some(format!("line {}:\n    ours: {a}\n    git:  {b}", i + 1));
-        }
-    }
-    (ours.len() != theirs.len()).then(|| {
-        format!(
-            "{} lines from us, {} from git; first extra: {:?}",
-            ours.len(),
-            theirs.len(),
-            ours.get(theirs.len()).or(theirs.get(ours.len()))
-        )
-    })
 }
 
 fn event_lines(text: &str) -> Vec<String> {

@@ -1,8 +1,15 @@
-//! Helpers shared by the integration tests: where git's captures live, and masking of
-//! the values that must differ between two runs (times, elapsed numbers, file:line,
-//! session ids, pids), so that everything else is compared exactly.
+//! Helpers shared by the integration tests. This file: where git's captures live, how a
+//! stream splits into records, and masking of the values that must differ between two
+//! runs (times, elapsed numbers, timer values, file:line, session ids, pids), so that
+//! everything else is compared exactly. [`runner`] runs the tests of a binary without
+//! libtest; [`process`] starts child processes.
+//!
+//! Each test binary compiles all of it and uses a part, hence the `dead_code` allowance.
 
 #![allow(dead_code)]
+
+pub mod process;
+pub mod runner;
 
 use std::path::PathBuf;
 
@@ -154,6 +161,14 @@ pub fn mask_normal(line: &str, brief: bool) -> String {
     mask_after(&mask_after(payload, "elapsed:"), "pid:")
 }
 
+/// Masks the values of a timer line (`total:`, `min:`, `max:`) in a Normal or Perf
+/// line, used after [`mask_normal`] or [`mask_perf`].
+pub fn mask_timer_values(line: &str) -> String {
+    ["total:", "min:", "max:"]
+        .iter()
+        .fold(line.to_owned(), |l, m| mask_after(&l, m))
+}
+
 /// The physical lines of a stream, each record kept whole when a message spans lines
 /// (a Normal/Perf record starts with a time of day, or with `d<N> |` in brief Perf).
 pub fn records(text: &str, starts: impl Fn(&str) -> bool) -> Vec<String> {
@@ -177,4 +192,30 @@ pub fn starts_with_time(line: &str) -> bool {
         && b[5] == b':'
         && b[8] == b'.'
         && [0, 1, 3, 4, 6, 7].iter().all(|&i| b[i].is_ascii_digit())
+}
+
+/// Event lines, parsed; panics on a line that is not JSON.
+pub fn json_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<serde_json::Value> {
+    lines
+        .into_iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// Where two sequences of masked lines first differ (or differ in length), told for a
+/// failure message; `None` if they are the same.
+pub fn first_difference(ours: &[String], theirs: &[String]) -> Option<String> {
+    for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        if a != b {
+            return Some(format!("line {}:\n    ours: {a}\n    git:  {b}", i + 1));
+        }
+    }
+    (ours.len() != theirs.len()).then(|| {
+        format!(
+            "{} lines from us, {} from git; first extra: {:?}",
+            ours.len(),
+            theirs.len(),
+            ours.get(theirs.len()).or(theirs.get(ours.len()))
+        )
+    })
 }

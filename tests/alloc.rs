@@ -1,0 +1,180 @@
+//! The steady state of the layer allocates nothing: once a thread has warmed up (its
+//! buffers grown, its callsites registered, the `version` line written), region
+//! enters and leaves, data events and printf messages through all three formats into a
+//! real file sink allocate 0 times. Creating a span allocates exactly once: the box in
+//! which the Registry's extension map keeps every value (`ExtensionsMut::replace`),
+//! which no layer can avoid; the span's strings come from a per-thread pool.
+//!
+//! A counting global allocator counts the allocations of the calling thread only, so
+//! the test harness's own threads do not disturb the counts.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use tracing::{info, info_span};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_trace2_core::dst::{self, OpenSettings, Opened};
+use tracing_trace2_core::{Sink, Trace2Layer};
+use tracing_trace2_event::EventFormat;
+use tracing_trace2_normal::NormalFormat;
+use tracing_trace2_perf::PerfFormat;
+
+struct Counting;
+
+thread_local! {
+    // Const-initialised and without a destructor: usable from inside the allocator.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the count is a
+// thread-local integer that never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations made on this thread while `f` runs.
+fn allocations(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+const N: u64 = 1000;
+
+/// A sink opened as the facade opens a target value: a real file, one `write` per line.
+fn sink(path: &std::path::Path) -> Box<dyn Sink> {
+    let settings = OpenSettings {
+        env_name: tracing_trace2_event::ENV_NAME,
+        dst_debug: true,
+        max_files: 0,
+        sid_component: "alloc".to_owned(),
+    };
+    match dst::open(path.to_str().unwrap(), &settings) {
+        Opened::Sink(sink) => sink,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The three targets, each into its own file.
+fn layer(dir: &std::path::Path) -> Trace2Layer {
+    Trace2Layer::builder()
+        .with_target(tracing_trace2_normal::target(
+            NormalFormat::new().with_utc_offset(3600),
+            sink(&dir.join("normal")),
+        ))
+        .with_target(tracing_trace2_perf::target(
+            PerfFormat::new().with_utc_offset(3600),
+            sink(&dir.join("perf")),
+        ))
+        .with_target(tracing_trace2_event::target(
+            EventFormat::new().with_max_nesting(10),
+            sink(&dir.join("event")),
+        ))
+        .build()
+}
+
+fn data(i: u64) {
+    info!(category = "index", key = "cache_nr", value = i);
+    info!(category = "index", key = "path", value = "a/b/c");
+}
+
+fn printf(i: u64) {
+    info!("read {i} entries from {}", "a/b/c");
+}
+
+fn region(i: u64) {
+    let span = info_span!(
+        "do_read_index",
+        category = "index",
+        label = "read",
+        msg = ".git/index",
+        entries = i
+    );
+    let _entered = span.enter();
+    data(i);
+}
+
+#[test]
+fn steady_state_allocates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let subscriber = tracing_subscriber::registry().with(layer(dir.path()));
+    let _default = tracing::subscriber::set_default(subscriber);
+
+    let outer = info_span!("outer", category = "test", msg = "held open");
+    let warm_up = || {
+        for i in 0..100 {
+            let _entered = outer.enter();
+            region(i);
+            data(i);
+            printf(i);
+        }
+    };
+    warm_up();
+
+    // Entering and leaving a span that exists: two lines per format, nothing allocated.
+    let pairs = allocations(|| {
+        for _ in 0..N {
+            let _entered = outer.enter();
+        }
+    });
+    assert_eq!(pairs, 0, "allocations for {N} region enter/leave pairs");
+
+    let events = allocations(|| {
+        let _entered = outer.enter();
+        for i in 0..N {
+            data(i);
+            printf(i);
+        }
+    });
+    assert_eq!(
+        events,
+        0,
+        "allocations for {} data and printf events",
+        3 * N
+    );
+
+    // A new span per region: the extension box, and nothing else.
+    let spans = allocations(|| {
+        for i in 0..N {
+            region(i);
+        }
+    });
+    assert_eq!(
+        spans, N,
+        "allocations for {N} spans created, entered and left"
+    );
+
+    drop(_default);
+    let event = std::fs::read_to_string(dir.path().join("event")).unwrap();
+    let perf = std::fs::read_to_string(dir.path().join("perf")).unwrap();
+    // The lines were really written: version, 100 warm-up rounds (2 + 2 + 2 + 2 + 1 each),
+    // the pairs (2 each), the events (2 + 1 each, inside one pair), the regions (4 each).
+    let expected = 1 + 100 * 9 + 2 * N + (2 + 3 * N) + 4 * N;
+    assert_eq!(event.lines().count() as u64, expected);
+    assert_eq!(perf.lines().count() as u64, expected);
+    assert!(event.lines().all(|l| l.starts_with("{\"event\":")));
+}
