@@ -28,6 +28,7 @@ pub const TARGET: &str = "trace2";
 static NEXT_CHILD_ID: AtomicU64 = AtomicU64::new(0);
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(0);
 static LAST_EXIT_CODE: AtomicI32 = AtomicI32::new(0);
+static EXIT_WRITTEN: AtomicBool = AtomicBool::new(false);
 
 macro_rules! emit {
     ($level:expr, $loc:expr, $kind:literal $(, $($fields:tt)*)?) => {
@@ -453,8 +454,14 @@ pub fn exit(code: i32) -> i32 {
     let loc = Location::caller();
     let code = code & 0xff;
     LAST_EXIT_CODE.store(code, Ordering::Relaxed);
+    EXIT_WRITTEN.store(true, Ordering::Relaxed);
     emit!(Level::INFO, loc, "exit", code);
     code
+}
+
+/// Whether [`exit`] was called (an exit handler then does not write a second `exit`).
+pub fn exit_written() -> bool {
+    EXIT_WRITTEN.load(Ordering::Relaxed)
 }
 
 /// The code of the last [`exit`] (0 if none).

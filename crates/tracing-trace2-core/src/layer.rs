@@ -177,6 +177,7 @@ thread_local! {
     static BUSY: Cell<bool> = const { Cell::new(false) };
     static LINES: RefCell<Lines> = RefCell::new(Lines::default());
     static EVENT_FIELDS: RefCell<EventFields> = RefCell::new(EventFields::default());
+    static RECORD_FIELDS: RefCell<RegionFields> = RefCell::new(RegionFields::default());
 }
 
 /// Marks this thread as inside the layer; `None` when it already is (re-entrant call).
@@ -768,24 +769,33 @@ where
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(_busy) = Busy::enter() else { return };
         let meta = attrs.metadata();
-        let mut fields = RegionFields::default();
-        attrs.record(&mut fields);
-        let mut state = RegionState::new(meta.name(), meta.target());
-        state.record(&fields);
+        // A recycled state: its strings keep their room, so this allocates nothing but
+        // the box the span's extensions put every value in.
+        let mut state = RegionState::pooled(meta.name(), meta.target());
+        attrs.record(state.fields_mut());
+        state.build_msg();
         if let Some(span) = ctx.span(id) {
-            span.extensions_mut().replace(state);
+            let old = span.extensions_mut().replace(state);
+            if let Some(old) = old {
+                old.recycle();
+            }
         }
     }
 
     fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {
         let Some(_busy) = Busy::enter() else { return };
-        let mut fields = RegionFields::default();
-        values.record(&mut fields);
-        if let Some(span) = ctx.span(id)
-            && let Some(state) = span.extensions_mut().get_mut::<RegionState>()
-        {
-            state.record(&fields);
-        }
+        let _ = RECORD_FIELDS.try_with(|cell| {
+            let Ok(mut fields) = cell.try_borrow_mut() else {
+                return;
+            };
+            fields.clear();
+            values.record(&mut *fields);
+            if let Some(span) = ctx.span(id)
+                && let Some(state) = span.extensions_mut().get_mut::<RegionState>()
+            {
+                state.record(&fields);
+            }
+        });
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
@@ -870,7 +880,10 @@ where
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         if let Some(span) = ctx.span(&id) {
-            span.extensions_mut().remove::<RegionState>();
+            let state = span.extensions_mut().remove::<RegionState>();
+            if let Some(state) = state {
+                state.recycle();
+            }
         }
     }
 }

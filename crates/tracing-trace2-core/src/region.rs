@@ -7,6 +7,7 @@
 //! repository id (`repo` field). Entering the span then opens a Trace2 region with these
 //! inputs on the current thread, and leaving it closes the region.
 
+use std::cell::RefCell;
 use std::fmt::{self, Write};
 
 use tracing_core::field::{Field, Visit};
@@ -23,24 +24,63 @@ pub const REPO_FIELD: &str = "repo";
 /// a constant in `tracing`).
 pub const LABEL_FIELD: &str = "label";
 
+/// States kept per thread for reuse, so that creating a span allocates no strings.
+const POOL_SIZE: usize = 64;
+/// A state whose strings grew beyond this many bytes is freed rather than pooled.
+const POOL_MAX_BYTES: usize = 4096;
+
+/// A text field that remembers whether it was given. Cleared, never freed, so that a
+/// recycled state reuses its capacity.
+#[derive(Clone, Debug, Default)]
+struct Text {
+    text: String,
+    set: bool,
+}
+
+impl Text {
+    fn get(&self) -> Option<&str> {
+        self.set.then_some(self.text.as_str())
+    }
+
+    /// Marks the field given and returns its emptied buffer.
+    fn start(&mut self) -> &mut String {
+        self.set = true;
+        self.text.clear();
+        &mut self.text
+    }
+
+    fn copy_from(&mut self, other: &Text) {
+        if other.set {
+            self.start().push_str(&other.text);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.set = false;
+        self.text.clear();
+    }
+}
+
 /// What a span contributes to its Trace2 region.
 #[derive(Clone, Debug, Default)]
 pub struct RegionState {
-    category: Option<String>,
-    label: &'static str,
-    label_field: Option<String>,
-    msg_field: Option<String>,
-    other_fields: String,
-    msg: Option<String>,
-    repo: Option<i64>,
+    /// The span's target: the category when no `category` field is given.
+    target: &'static str,
+    /// The span's name: the label when no `label` field is given.
+    name: &'static str,
+    /// Every field given so far.
+    fields: RegionFields,
+    /// `msg` followed by the other fields, built once per change when there are other
+    /// fields (otherwise the message is `fields.msg` itself).
+    msg: String,
 }
 
 impl RegionState {
     /// A region labelled `label` whose category defaults to `target`.
-    pub fn new(label: &'static str, target: &str) -> RegionState {
+    pub fn new(label: &'static str, target: &'static str) -> RegionState {
         RegionState {
-            category: Some(target.to_owned()),
-            label,
+            target,
+            name: label,
             ..RegionState::default()
         }
     }
@@ -48,56 +88,119 @@ impl RegionState {
     /// The inputs of this region's `region_enter`/`region_leave` lines. An empty
     /// category or label is left out of the lines, as git leaves out a null one.
     pub fn info(&self) -> RegionInfo<'_> {
-        let present = |s: &str| !s.is_empty();
+        let present = |s: &&str| !s.is_empty();
+        let msg = if self.fields.others.is_empty() {
+            self.fields.msg.get()
+        } else {
+            Some(self.msg.as_str())
+        };
         RegionInfo {
-            repo: self.repo,
-            category: self.category.as_deref().filter(|s| present(s)),
-            label: Some(self.label_field.as_deref().unwrap_or(self.label)).filter(|s| present(s)),
-            msg: self.msg.as_deref(),
+            repo: self.fields.repo,
+            category: Some(self.fields.category.get().unwrap_or(self.target)).filter(present),
+            label: Some(self.fields.label.get().unwrap_or(self.name)).filter(present),
+            msg,
         }
     }
 
     /// Records span fields (at creation or through `Span::record`).
     pub fn record(&mut self, values: &RegionFields) {
-        if let Some(category) = &values.category {
-            self.category = Some(category.clone());
-        }
-        if let Some(msg) = &values.msg {
-            self.msg_field = Some(msg.clone());
-        }
-        if let Some(label) = &values.label {
-            self.label_field = Some(label.clone());
-        }
+        self.fields.category.copy_from(&values.category);
+        self.fields.label.copy_from(&values.label);
+        self.fields.msg.copy_from(&values.msg);
         if values.repo.is_some() {
-            self.repo = values.repo;
+            self.fields.repo = values.repo;
         }
         if !values.others.is_empty() {
-            if !self.other_fields.is_empty() {
-                self.other_fields.push(' ');
+            if !self.fields.others.is_empty() {
+                self.fields.others.push(' ');
             }
-            self.other_fields.push_str(&values.others);
+            self.fields.others.push_str(&values.others);
         }
-        self.msg = match (&self.msg_field, self.other_fields.is_empty()) {
-            (Some(msg), true) => Some(msg.clone()),
-            (Some(msg), false) => Some(format!("{msg} {}", self.other_fields)),
-            (None, false) => Some(self.other_fields.clone()),
-            (None, true) => None,
-        };
+        self.build_msg();
     }
+
+    /// A state for a new span, recycled from this thread's pool when one is there.
+    /// Record its fields with [`RegionState::fields_mut`], then call
+    /// [`RegionState::build_msg`].
+    pub(crate) fn pooled(label: &'static str, target: &'static str) -> RegionState {
+        let recycled = POOL
+            .try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+            .ok()
+            .flatten();
+        match recycled {
+            Some(mut state) => {
+                state.target = target;
+                state.name = label;
+                state
+            }
+            None => RegionState::new(label, target),
+        }
+    }
+
+    /// Hands a closed span's state back to this thread's pool.
+    pub(crate) fn recycle(mut self) {
+        if self.capacity() > POOL_MAX_BYTES {
+            return;
+        }
+        self.fields.clear();
+        self.msg.clear();
+        let _ = POOL.try_with(|pool| {
+            if let Ok(mut pool) = pool.try_borrow_mut()
+                && pool.len() < POOL_SIZE
+            {
+                pool.push(self);
+            }
+        });
+    }
+
+    /// The fields, to record a new span's values into directly (no lock is held then).
+    pub(crate) fn fields_mut(&mut self) -> &mut RegionFields {
+        &mut self.fields
+    }
+
+    /// Joins the message and the other fields, once per change of either.
+    pub(crate) fn build_msg(&mut self) {
+        self.msg.clear();
+        if self.fields.others.is_empty() {
+            return;
+        }
+        if let Some(msg) = self.fields.msg.get() {
+            self.msg.push_str(msg);
+            self.msg.push(' ');
+        }
+        self.msg.push_str(&self.fields.others);
+    }
+
+    fn capacity(&self) -> usize {
+        self.fields.capacity() + self.msg.capacity()
+    }
+}
+
+thread_local! {
+    static POOL: RefCell<Vec<RegionState>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Span field values gathered before the span's extensions are locked (a field's
 /// `Debug` impl may itself use `tracing`, so no lock may be held while it runs).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct RegionFields {
-    category: Option<String>,
-    label: Option<String>,
-    msg: Option<String>,
+    category: Text,
+    label: Text,
+    msg: Text,
     repo: Option<i64>,
     others: String,
 }
 
 impl RegionFields {
+    /// Forgets every value, keeping the buffers.
+    pub(crate) fn clear(&mut self) {
+        self.category.reset();
+        self.label.reset();
+        self.msg.reset();
+        self.repo = None;
+        self.others.clear();
+    }
+
     fn other(&mut self, field: &Field) -> &mut String {
         if !self.others.is_empty() {
             self.others.push(' ');
@@ -105,6 +208,13 @@ impl RegionFields {
         self.others.push_str(field_name(field));
         self.others.push('=');
         &mut self.others
+    }
+
+    fn capacity(&self) -> usize {
+        self.category.text.capacity()
+            + self.label.text.capacity()
+            + self.msg.text.capacity()
+            + self.others.capacity()
     }
 }
 
@@ -114,12 +224,28 @@ pub(crate) fn field_name(field: &Field) -> &'static str {
     name.strip_prefix("r#").unwrap_or(name)
 }
 
+/// Room for the `Debug` text of a repository id, on the stack; longer text is not an id.
+struct IdText {
+    bytes: [u8; 24],
+    len: usize,
+}
+
+impl Write for IdText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 impl Visit for RegionFields {
     fn record_str(&mut self, field: &Field, value: &str) {
         match field_name(field) {
-            CATEGORY_FIELD => self.category = Some(value.to_owned()),
-            LABEL_FIELD => self.label = Some(value.to_owned()),
-            MSG_FIELD => self.msg = Some(value.to_owned()),
+            CATEGORY_FIELD => self.category.start().push_str(value),
+            LABEL_FIELD => self.label.start().push_str(value),
+            MSG_FIELD => self.msg.start().push_str(value),
             _ => self.other(field).push_str(value),
         }
     }
@@ -142,15 +268,28 @@ impl Visit for RegionFields {
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         match field_name(field) {
-            CATEGORY_FIELD => self.category = Some(format!("{value:?}")),
-            LABEL_FIELD => self.label = Some(format!("{value:?}")),
-            MSG_FIELD | "message" => self.msg = Some(format!("{value:?}")),
+            CATEGORY_FIELD => {
+                let _ = write!(self.category.start(), "{value:?}");
+            }
+            LABEL_FIELD => {
+                let _ = write!(self.label.start(), "{value:?}");
+            }
+            MSG_FIELD | "message" => {
+                let _ = write!(self.msg.start(), "{value:?}");
+            }
             REPO_FIELD => {
-                let text = format!("{value:?}");
-                match text.parse() {
-                    Ok(id) => self.repo = Some(id),
-                    Err(_) => {
-                        let _ = write!(self.other(field), "{text}");
+                let mut text = IdText {
+                    bytes: [0; 24],
+                    len: 0,
+                };
+                let id = write!(text, "{value:?}")
+                    .ok()
+                    .and_then(|()| std::str::from_utf8(&text.bytes[..text.len]).ok())
+                    .and_then(|t| t.parse().ok());
+                match id {
+                    Some(id) => self.repo = Some(id),
+                    None => {
+                        let _ = write!(self.other(field), "{value:?}");
                     }
                 }
             }
@@ -165,13 +304,20 @@ impl Visit for RegionFields {
 mod tests {
     use super::*;
 
+    fn text(value: &str) -> Text {
+        Text {
+            text: value.to_owned(),
+            set: true,
+        }
+    }
+
     #[test]
     fn message_is_msg_then_other_fields() {
         let mut state = RegionState::new("read_index", "my_crate::index");
         assert_eq!(state.info().category, Some("my_crate::index"));
         assert_eq!(state.info().msg, None);
         let fields = RegionFields {
-            msg: Some(".git/index".into()),
+            msg: text(".git/index"),
             others: "entries=3".into(),
             ..RegionFields::default()
         };
@@ -179,7 +325,7 @@ mod tests {
         assert_eq!(state.info().msg, Some(".git/index entries=3"));
         let later = RegionFields {
             others: "bytes=10".into(),
-            category: Some("index".into()),
+            category: text("index"),
             repo: Some(1),
             ..RegionFields::default()
         };
@@ -189,5 +335,84 @@ mod tests {
         assert_eq!(info.category, Some("index"));
         assert_eq!(info.repo, Some(1));
         assert_eq!(info.label, Some("read_index"));
+    }
+
+    /// A recycled state starts empty: nothing of the span it served before shows.
+    #[test]
+    fn recycled_state_forgets_the_old_span() {
+        std::thread::spawn(|| {
+            let mut first = RegionState::pooled("first", "crate::a");
+            let fields = first.fields_mut();
+            fields.msg.start().push_str("old message");
+            fields.label.start().push_str("old label");
+            fields.others.push_str("k=v");
+            fields.repo = Some(4);
+            first.build_msg();
+            assert_eq!(first.info().msg, Some("old message k=v"));
+            first.recycle();
+            let second = RegionState::pooled("second", "crate::b");
+            let info = second.info();
+            assert_eq!(info.label, Some("second"));
+            assert_eq!(info.category, Some("crate::b"));
+            assert_eq!(info.msg, None);
+            assert_eq!(info.repo, None);
+            // The recycled strings kept their room.
+            assert!(second.capacity() > 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// A state that grew large is freed, not kept by the pool.
+    #[test]
+    fn large_states_are_not_pooled() {
+        std::thread::spawn(|| {
+            let mut big = RegionState::pooled("big", "t");
+            big.fields_mut()
+                .others
+                .push_str(&"x".repeat(POOL_MAX_BYTES + 1));
+            big.recycle();
+            assert_eq!(RegionState::pooled("next", "t").capacity(), 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn repo_ids_from_debug_values() {
+        struct Id(&'static str);
+        impl fmt::Debug for Id {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        #[derive(Default)]
+        struct Capture(RegionFields);
+        let callsite = tracing_core::identify_callsite!(&CALLSITE);
+        static CALLSITE: tracing_core::callsite::DefaultCallsite =
+            tracing_core::callsite::DefaultCallsite::new(&META);
+        static META: tracing_core::Metadata<'static> = tracing_core::metadata! {
+            name: "test",
+            target: "test",
+            level: tracing_core::Level::INFO,
+            fields: &["repo"],
+            callsite: &CALLSITE,
+            kind: tracing_core::metadata::Kind::SPAN,
+        };
+        let _ = callsite;
+        let field = META.fields().field("repo").unwrap();
+        let mut capture = Capture::default();
+        capture.0.record_debug(&field, &Id("7"));
+        assert_eq!(capture.0.repo, Some(7));
+        // Not a number, or too long for an id: kept as an ordinary field.
+        capture.0.record_debug(&field, &Id("x"));
+        capture
+            .0
+            .record_debug(&field, &Id("123456789012345678901234567890"));
+        assert_eq!(capture.0.repo, Some(7));
+        assert_eq!(
+            capture.0.others,
+            "repo=x repo=123456789012345678901234567890"
+        );
     }
 }

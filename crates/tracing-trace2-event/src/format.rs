@@ -6,6 +6,8 @@
 //! primitives of [`tracing_trace2_core::text`], so a call allocates nothing beyond
 //! growing that buffer.
 
+use std::cell::RefCell;
+
 use tracing_trace2_core::text::{
     push_i64, push_json_str, push_seconds, push_timer_seconds, push_u64, push_utc_datetime,
 };
@@ -72,12 +74,11 @@ impl EventFormat {
 
     /// Writes `{"event":…` up to and including `line`, but not `repo`.
     fn push_common(&self, record: &Record<'_>, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"event\":");
-        push_json_str(out, record.event.name());
-        push_key(out, "sid");
-        push_json_str(out, record.sid);
-        push_key(out, "thread");
-        push_json_str(out, record.thread);
+        // Event names are fixed ASCII words: nothing to escape.
+        out.extend_from_slice(b"{\"event\":\"");
+        out.extend_from_slice(record.event.name().as_bytes());
+        out.extend_from_slice(b"\",");
+        push_sid_thread(out, record.sid, record.thread);
         // Brief mode still dates the first and the last line of a process, so that a
         // reader can tell when it ran and for how long.
         let keep_time =
@@ -262,6 +263,88 @@ impl Format for EventFormat {
     }
 }
 
+/// Longest sid and thread name whose escaped text is kept per thread.
+const CACHED_SID: usize = 160;
+const CACHED_THREAD: usize = 32;
+/// Room for `"sid":"<sid>","thread":"<thread>"` once escaped.
+const CACHED_TEXT: usize = 320;
+
+/// `"sid":"…","thread":"…"`, escaped, for the sid and thread it was made for: a thread
+/// writes the same two values on every line, so they are escaped once per thread (and
+/// again only when either changes). Fixed-size, so that it never allocates; longer
+/// values are escaped every time.
+struct SidThread {
+    sid: [u8; CACHED_SID],
+    sid_len: usize,
+    thread: [u8; CACHED_THREAD],
+    thread_len: usize,
+    text: [u8; CACHED_TEXT],
+    text_len: usize,
+}
+
+impl SidThread {
+    const EMPTY: SidThread = SidThread {
+        sid: [0; CACHED_SID],
+        sid_len: usize::MAX,
+        thread: [0; CACHED_THREAD],
+        thread_len: usize::MAX,
+        text: [0; CACHED_TEXT],
+        text_len: 0,
+    };
+
+    fn holds(&self, sid: &str, thread: &str) -> bool {
+        self.sid.get(..self.sid_len) == Some(sid.as_bytes())
+            && self.thread.get(..self.thread_len) == Some(thread.as_bytes())
+    }
+
+    /// Keeps `text` for `sid` and `thread`, if everything fits.
+    fn store(&mut self, sid: &str, thread: &str, text: &[u8]) {
+        let (sid, thread) = (sid.as_bytes(), thread.as_bytes());
+        if sid.len() > CACHED_SID || thread.len() > CACHED_THREAD || text.len() > CACHED_TEXT {
+            self.sid_len = usize::MAX;
+            return;
+        }
+        self.sid[..sid.len()].copy_from_slice(sid);
+        self.sid_len = sid.len();
+        self.thread[..thread.len()].copy_from_slice(thread);
+        self.thread_len = thread.len();
+        self.text[..text.len()].copy_from_slice(text);
+        self.text_len = text.len();
+    }
+}
+
+thread_local! {
+    static SID_THREAD: RefCell<SidThread> = const { RefCell::new(SidThread::EMPTY) };
+}
+
+/// Appends `"sid":"<sid>","thread":"<thread>"`.
+fn push_sid_thread(out: &mut Vec<u8>, sid: &str, thread: &str) {
+    let done = SID_THREAD.try_with(|cell| {
+        let Ok(mut cached) = cell.try_borrow_mut() else {
+            return false;
+        };
+        if !cached.holds(sid, thread) {
+            let start = out.len();
+            render_sid_thread(out, sid, thread);
+            cached.store(sid, thread, &out[start..]);
+            return true;
+        }
+        out.extend_from_slice(&cached.text[..cached.text_len]);
+        true
+    });
+    // While the thread's storage is torn down (or in a nested call): no cache.
+    if done != Ok(true) {
+        render_sid_thread(out, sid, thread);
+    }
+}
+
+fn render_sid_thread(out: &mut Vec<u8>, sid: &str, thread: &str) {
+    out.extend_from_slice(b"\"sid\":");
+    push_json_str(out, sid);
+    push_key(out, "thread");
+    push_json_str(out, thread);
+}
+
 /// Appends `,"<key>":`. Keys are fixed ASCII names that need no escaping.
 #[inline]
 fn push_key(out: &mut Vec<u8>, key: &str) {
@@ -377,4 +460,35 @@ fn push_timer(out: &mut Vec<u8>, timer: &TimerInfo<'_>) {
     push_timer_seconds(out, timer.min_ns);
     push_key(out, "t_max");
     push_timer_seconds(out, timer.max_ns);
+}
+
+#[cfg(test)]
+mod sid_thread_tests {
+    use super::*;
+
+    /// The per-thread cache never hands out the text of another sid or thread: values
+    /// alternate, grow past what is cached, and need escaping.
+    #[test]
+    fn cached_prefix_follows_every_change() {
+        let long_sid = "p".repeat(CACHED_SID + 1);
+        let long_thread = "t".repeat(CACHED_THREAD + 1);
+        let sids = [
+            "20261121T232137.816920Z-H0a7c9cdf-P00002a1e",
+            "a/b",
+            "q\"x",
+            &long_sid,
+        ];
+        let threads = ["main", "th01:worker", "th02:work\ter", &long_thread, "main"];
+        for _ in 0..2 {
+            for sid in sids {
+                for thread in threads {
+                    let mut cached = Vec::new();
+                    push_sid_thread(&mut cached, sid, thread);
+                    let mut direct = Vec::new();
+                    render_sid_thread(&mut direct, sid, thread);
+                    assert_eq!(cached, direct, "{sid} {thread}");
+                }
+            }
+        }
+    }
 }

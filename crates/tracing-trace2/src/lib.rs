@@ -45,6 +45,7 @@ pub use command::{Trace2CommandExt, TracedChild};
 pub use lifecycle::{Lifecycle, Trace2Guard, exit};
 pub use config::Settings;
 pub use tracing_trace2_core as core;
+pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};
 pub use tracing_trace2_core::{Trace2Layer, api};
 pub use tracing_trace2_event as event;
 pub use tracing_trace2_normal as normal;

@@ -376,18 +376,13 @@ mod hooks {
     use super::{Shared, Sigpipe, claim_end, write_atexit};
     use tracing_trace2_core::api;
 
-    const SIGPIPE: c_int = 13;
-    const SIG_DFL: usize = 0;
-    const SIG_IGN: usize = 1;
-    const SIG_ERR: usize = usize::MAX;
+    use libc::{SIG_DFL, SIG_ERR, SIG_IGN, SIGPIPE, raise, signal};
 
     unsafe extern "C" {
-        fn signal(signum: c_int, handler: usize) -> usize;
-        fn raise(signum: c_int) -> c_int;
+        // glibc's `on_exit` passes the exit status to the handler; the libc crate does not
+        // declare it.
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         fn on_exit(function: extern "C" fn(c_int, *mut c_void), arg: *mut c_void) -> c_int;
-        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-        fn atexit(function: extern "C" fn()) -> c_int;
     }
 
     pub(super) fn install_exit_handler() {
@@ -400,7 +395,7 @@ mod hooks {
         #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
         // SAFETY: the handler is a plain function that lives for the whole process.
         unsafe {
-            atexit(exit_handler);
+            libc::atexit(exit_handler);
         }
     }
 
@@ -429,7 +424,10 @@ mod hooks {
     }
 
     fn write_exit_lines(shared: &'static Shared, status: c_int) {
-        api::exit(status);
+        // A program that wrote `exit` itself before calling `std::process::exit` gets one.
+        if !api::exit_written() {
+            api::exit(status);
+        }
         write_atexit(shared);
     }
 
@@ -442,7 +440,7 @@ mod hooks {
                 Sigpipe::Keep => previous == SIG_DFL,
             };
             if trace {
-                signal(SIGPIPE, on_sigpipe as extern "C" fn(c_int) as usize);
+                signal(SIGPIPE, on_sigpipe as extern "C" fn(c_int) as libc::sighandler_t);
             } else if previous != SIG_IGN && previous != SIG_ERR {
                 signal(SIGPIPE, previous);
             }

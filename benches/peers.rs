@@ -1,0 +1,859 @@
+//! Per-line cost of tracing-trace2 against what a Rust program would otherwise install.
+//!
+//! Four workloads, each counted per Trace2 line it produces:
+//!
+//! | workload | one iteration | Trace2 lines |
+//! |---|---|---|
+//! | `regions` | three nested spans with `category`, `label`, `msg`, entered and left | 6 |
+//! | `data` | one `info!(category, key, value)` inside an entered span | 1 |
+//! | `threads` | `regions` on two threads at once (wall time of the pair) | 12 |
+//! | `mixed` | one span holding two data events | 4 |
+//!
+//! Each workload runs through: no subscriber; the registry with a no-op layer; the
+//! registry with our layer switched off (`None`, what the facade installs when no target
+//! is enabled); tracing-subscriber's `fmt` (full format, span close events) and
+//! `fmt().json()` (span new and close events) into an append-mode file and `/dev/null`;
+//! tracing-chrome (its writer thread does the I/O); two floors that write a preformatted
+//! line as long as our Event line (one `write` per line, and through a 64 KiB buffer);
+//! and our Event, Perf and Normal targets into an append-mode file and `/dev/null`,
+//! opened with `dst::open` as the facade opens them.
+//!
+//! Run with `cargo bench --bench peers` (two to three minutes on two cores); a filter
+//! argument runs a subset (`cargo bench --bench peers -- regions/`). After criterion's
+//! own report the bench prints a Markdown table: median ns per Trace2 line, bytes per
+//! Trace2 line, and the ratios of our targets to the floors and to each peer. Files go
+//! to `target/tmp/peers` and are emptied between samples.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, SamplingMode, Throughput};
+use tracing::dispatcher::{self, Dispatch};
+use tracing::{info, info_span};
+use tracing_subscriber::fmt::format::FmtSpan;
+use tracing_subscriber::layer::{Identity, SubscriberExt};
+use tracing_trace2_core::dst::{self, BackgroundOptions, BackgroundSink, OpenSettings, Opened};
+use tracing_trace2_core::{MemorySink, Sink, Target, Trace2Layer, clock};
+use tracing_trace2_event::EventFormat;
+use tracing_trace2_normal::NormalFormat;
+use tracing_trace2_perf::PerfFormat;
+
+/// Samples per benchmark: criterion's minimum, so that the whole run stays short.
+const SAMPLES: usize = 10;
+/// Lines per burst through the background writer: half its default queue.
+const BURST_LINES: u64 = 2048;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Workload {
+    Regions,
+    Data,
+    Threads,
+    Mixed,
+}
+
+impl Workload {
+    const ALL: [Workload; 4] = [
+        Workload::Regions,
+        Workload::Data,
+        Workload::Threads,
+        Workload::Mixed,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Regions => "regions",
+            Workload::Data => "data",
+            Workload::Threads => "threads",
+            Workload::Mixed => "mixed",
+        }
+    }
+
+    /// Trace2 lines one iteration produces (both threads for `threads`).
+    fn lines(self) -> u64 {
+        match self {
+            Workload::Regions => 6,
+            Workload::Data => 1,
+            Workload::Threads => 12,
+            Workload::Mixed => 4,
+        }
+    }
+
+    /// Threads running the workload at once.
+    fn threads(self) -> usize {
+        if self == Workload::Threads { 2 } else { 1 }
+    }
+
+    /// Lines one thread writes per iteration.
+    fn lines_per_thread(self) -> u64 {
+        self.lines() / self.threads() as u64
+    }
+
+    /// Runs `iters` iterations on the calling thread, which already has its subscriber.
+    fn run(self, iters: u64) {
+        match self {
+            Workload::Regions | Workload::Threads => {
+                for _ in 0..iters {
+                    regions();
+                }
+            }
+            Workload::Data => {
+                // The span is the context the data lives in; its two lines are outside
+                // the loop and do not count.
+                let span = info_span!("data", category = "bench", msg = "data events");
+                let _entered = span.enter();
+                for i in 0..iters {
+                    data(i);
+                }
+            }
+            Workload::Mixed => {
+                for i in 0..iters {
+                    mixed(i);
+                }
+            }
+        }
+    }
+}
+
+#[inline(never)]
+fn regions() {
+    let outer = info_span!(
+        "outer",
+        category = "index",
+        label = "do_read_index",
+        msg = ".git/index"
+    );
+    let _outer = outer.enter();
+    let middle = info_span!(
+        "middle",
+        category = "index",
+        label = "read_cache",
+        msg = "entries"
+    );
+    let _middle = middle.enter();
+    let inner = info_span!(
+        "inner",
+        category = "index",
+        label = "lookup",
+        msg = "ce_mem"
+    );
+    let _inner = inner.enter();
+}
+
+#[inline(never)]
+fn data(i: u64) {
+    info!(category = "index", key = "cache_nr", value = i);
+}
+
+#[inline(never)]
+fn mixed(i: u64) {
+    let span = info_span!(
+        "mixed",
+        category = "status",
+        label = "worktrees",
+        msg = "untracked"
+    );
+    let _entered = span.enter();
+    info!(category = "status", key = "count/changed", value = i);
+    info!(category = "status", key = "count/untracked", value = "12");
+}
+
+/// How one benchmark spends an iteration.
+enum Runner {
+    /// The workload, under this dispatcher (`None`: no subscriber at all).
+    Traced(Option<Dispatch>),
+    /// The workload through a background writer, in bursts that fit its queue: each
+    /// burst is timed, then the layer is flushed (untimed), so the time is what the
+    /// traced thread spends while the queue has room.
+    Burst {
+        dispatch: Dispatch,
+        layer: Trace2Layer,
+    },
+    /// The floor: preformatted lines written straight to a file.
+    Floor { buffered: bool, line: Vec<u8> },
+}
+
+/// One configuration of one workload, ready to run.
+struct Bench {
+    runner: Runner,
+    /// Our layer, flushed before a sample starts and before bytes are counted (the
+    /// background writer may still hold lines).
+    layer: Option<Trace2Layer>,
+    /// The file the configuration writes to, emptied before every sample.
+    file: Option<PathBuf>,
+    /// tracing-chrome's writer thread and the two files it alternates between.
+    chrome: Option<Mutex<Chrome>>,
+    /// Our Normal target, which writes none of the workloads' lines.
+    normal: bool,
+}
+
+impl Bench {
+    fn traced(dispatch: Option<Dispatch>, file: Option<&Path>) -> Bench {
+        Bench {
+            runner: Runner::Traced(dispatch),
+            layer: None,
+            file: file.map(Path::to_path_buf),
+            chrome: None,
+            normal: false,
+        }
+    }
+
+    /// Runs `iters` iterations on the workload's threads and returns the wall time of
+    /// the slowest thread, measured from a common start.
+    fn sample(&self, workload: Workload, iters: u64) -> Duration {
+        if let Some(layer) = &self.layer {
+            layer.flush();
+        }
+        if let Some(file) = &self.file {
+            empty(file);
+        }
+        let took = self.timed(workload, iters);
+        // tracing-chrome's writer thread works through its queue after the traced
+        // thread is done: let it finish (untimed), or it would run during the next
+        // measurement and slow down whatever is measured then.
+        self.drain_chrome();
+        took
+    }
+
+    /// Waits until tracing-chrome's writer has written everything queued so far into
+    /// its current file, then moves it on to the other (emptied) file. Returns the
+    /// finished file.
+    fn drain_chrome(&self) -> Option<PathBuf> {
+        let chrome = self.chrome.as_ref()?;
+        let mut chrome = chrome.lock().expect("chrome guard");
+        let next = chrome.files[1 - chrome.current].clone();
+        let fresh = File::create(&next).ok()?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        // The new writer reports its first write, which comes once everything queued
+        // before it is done.
+        chrome.guard.start_new(Some(Box::new(Reporting {
+            file: fresh,
+            tx: Some(tx),
+        })));
+        chrome.guard.flush();
+        let _ = rx.recv_timeout(Duration::from_secs(120));
+        let finished = chrome.files[chrome.current].clone();
+        chrome.current = 1 - chrome.current;
+        Some(finished)
+    }
+
+    fn timed(&self, workload: Workload, iters: u64) -> Duration {
+        let threads = workload.threads();
+        if threads == 1 {
+            return self.on_this_thread(workload, iters, None);
+        }
+        let barrier = Barrier::new(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| scope.spawn(|| self.on_this_thread(workload, iters, Some(&barrier))))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("bench thread"))
+                .max()
+                .unwrap_or_default()
+        })
+    }
+
+    fn on_this_thread(
+        &self,
+        workload: Workload,
+        iters: u64,
+        barrier: Option<&Barrier>,
+    ) -> Duration {
+        match &self.runner {
+            Runner::Traced(dispatch) => {
+                let _default = dispatch.as_ref().map(dispatcher::set_default);
+                if let Some(barrier) = barrier {
+                    barrier.wait();
+                }
+                let start = Instant::now();
+                workload.run(iters);
+                start.elapsed()
+            }
+            Runner::Burst { dispatch, layer } => {
+                let _default = dispatcher::set_default(dispatch);
+                if let Some(barrier) = barrier {
+                    barrier.wait();
+                }
+                let per_burst = (BURST_LINES / workload.lines()).max(1);
+                let mut took = Duration::ZERO;
+                let mut left = iters;
+                while left > 0 {
+                    let n = left.min(per_burst);
+                    let start = Instant::now();
+                    workload.run(n);
+                    took += start.elapsed();
+                    layer.flush();
+                    left -= n;
+                }
+                took
+            }
+            Runner::Floor { buffered, line } => {
+                let path = self.file.as_deref().expect("floors write to a file");
+                let file = append(path);
+                let lines = iters * workload.lines_per_thread();
+                if let Some(barrier) = barrier {
+                    barrier.wait();
+                }
+                let start = Instant::now();
+                if *buffered {
+                    let mut out = BufWriter::with_capacity(64 * 1024, &file);
+                    for _ in 0..lines {
+                        let _ = out.write_all(std::hint::black_box(line));
+                    }
+                    let _ = out.flush();
+                } else {
+                    for _ in 0..lines {
+                        // One `write` per line, as git does; a short write is not retried.
+                        let _ = (&file).write(std::hint::black_box(line));
+                    }
+                }
+                start.elapsed()
+            }
+        }
+    }
+
+    /// Bytes written per Trace2 line, measured on a fresh file.
+    fn bytes_per_line(&self, workload: Workload) -> Option<f64> {
+        const ITERS: u64 = 1000;
+        let text = if self.chrome.is_some() {
+            // The file the writer is on now holds exactly this run's events once drained.
+            self.drain_chrome();
+            self.timed(workload, ITERS);
+            std::fs::read(self.drain_chrome()?).ok()?
+        } else {
+            let file = self.file.as_deref()?;
+            if file == Path::new("/dev/null") {
+                return None;
+            }
+            self.sample(workload, ITERS);
+            if let Some(layer) = &self.layer {
+                layer.flush();
+            }
+            std::fs::read(file).ok()?
+        };
+        if self.layer.is_some() {
+            // Every line must be there, the background writer's included: the workload's
+            // lines, plus `version` and the `data` workload's enclosing region pair.
+            let lines = text.iter().filter(|&&b| b == b'\n').count() as u64;
+            let written_per_iter = lines as f64 / ITERS as f64;
+            if written_per_iter < (workload.lines() as f64) * self.line_share() {
+                println!("LOST LINES: {lines} lines for {ITERS} iterations");
+            }
+        }
+        Some(text.len() as f64 / (ITERS * workload.lines()) as f64)
+    }
+
+    /// The share of the workload's lines this configuration writes (Normal writes none
+    /// of the region and data lines).
+    fn line_share(&self) -> f64 {
+        if self.normal { 0.0 } else { 1.0 }
+    }
+}
+
+/// tracing-chrome's guard and files: the writer goes on into the other file after each
+/// sample, so that a finished file holds one sample's events.
+struct Chrome {
+    guard: tracing_chrome::FlushGuard,
+    files: [PathBuf; 2],
+    current: usize,
+}
+
+/// A writer that reports its first write.
+struct Reporting {
+    file: File,
+    tx: Option<std::sync::mpsc::Sender<()>>,
+}
+
+impl Write for Reporting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(());
+        }
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn append(path: &Path) -> File {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Empties a file the benchmark appends to (a no-op for `/dev/null`).
+fn empty(path: &Path) {
+    if path != Path::new("/dev/null") {
+        let _ = append(path).set_len(0);
+    }
+}
+
+/// A sink opened exactly as the facade opens a target value.
+fn open_sink(path: &Path) -> Box<dyn Sink> {
+    let settings = OpenSettings {
+        env_name: tracing_trace2_event::ENV_NAME,
+        dst_debug: true,
+        max_files: 0,
+        sid_component: "bench".to_owned(),
+    };
+    let value = path.to_str().expect("UTF-8 path");
+    match dst::open(value, &settings) {
+        Opened::Sink(sink) | Opened::Sentinel(sink) => sink,
+        Opened::Disabled => panic!("cannot open {value}"),
+    }
+}
+
+/// Our three formats, as the facade configures them; the Event nesting limit is raised
+/// (`GIT_TRACE2_EVENT_NESTING`) so that the third region level is written too.
+#[derive(Clone, Copy)]
+enum Ours {
+    Event,
+    Perf,
+    Normal,
+}
+
+impl Ours {
+    const ALL: [Ours; 3] = [Ours::Event, Ours::Perf, Ours::Normal];
+
+    fn name(self) -> &'static str {
+        match self {
+            Ours::Event => "event",
+            Ours::Perf => "perf",
+            Ours::Normal => "normal",
+        }
+    }
+
+    fn target(self, sink: impl Sink) -> Target {
+        let offset = clock::local_offset_secs();
+        match self {
+            Ours::Event => {
+                tracing_trace2_event::target(EventFormat::new().with_max_nesting(10), sink)
+            }
+            Ours::Perf => {
+                tracing_trace2_perf::target(PerfFormat::new().with_utc_offset(offset), sink)
+            }
+            Ours::Normal => {
+                tracing_trace2_normal::target(NormalFormat::new().with_utc_offset(offset), sink)
+            }
+        }
+    }
+
+    fn env_name(self) -> &'static str {
+        match self {
+            Ours::Event => tracing_trace2_event::ENV_NAME,
+            Ours::Perf => tracing_trace2_perf::ENV_NAME,
+            Ours::Normal => tracing_trace2_normal::ENV_NAME,
+        }
+    }
+
+    fn layer(self, sink: impl Sink) -> Trace2Layer {
+        Trace2Layer::builder()
+            .with_target(self.target(sink))
+            .build()
+    }
+
+    fn dispatch(self, sink: impl Sink) -> Dispatch {
+        Dispatch::new(tracing_subscriber::registry().with(self.layer(sink)))
+    }
+}
+
+/// How our target reaches its destination.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// One `write` per line on the traced thread.
+    Direct,
+    /// Through the background writer, measured sustained: once its queue is full the
+    /// traced thread waits for the writer thread.
+    Background,
+    /// Through the background writer, in bursts that fit its queue.
+    Burst,
+}
+
+impl Mode {
+    fn suffix(self) -> &'static str {
+        match self {
+            Mode::Direct => "",
+            Mode::Background => "-bg",
+            Mode::Burst => "-bg-burst",
+        }
+    }
+}
+
+/// Average length of the Event lines of `workload`, captured in memory: the length of
+/// the floors' preformatted line.
+fn event_line_len(workload: Workload) -> usize {
+    let sink = MemorySink::new();
+    let dispatch = Ours::Event.dispatch(sink.clone());
+    dispatcher::with_default(&dispatch, || workload.run(1));
+    let text = sink.to_string_lossy();
+    // Skip `version` and, for `data`, the enclosing span's two region lines.
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"event\":\"version\""))
+        .filter(|l| workload != Workload::Data || l.contains("\"event\":\"data\""))
+        .collect();
+    let total: usize = lines.iter().map(|l| l.len() + 1).sum();
+    total / lines.len().max(1)
+}
+
+/// Per-line results of the interleaved pass, keyed by (workload, configuration).
+#[derive(Default)]
+struct Results {
+    /// ns per Trace2 line, one value per round.
+    rounds: BTreeMap<(Workload, String), Vec<f64>>,
+    /// Bytes written per Trace2 line.
+    bytes: BTreeMap<(Workload, String), f64>,
+}
+
+impl Results {
+    fn median_ns(&self, workload: Workload, name: &str) -> Option<f64> {
+        median(self.rounds.get(&(workload, name.to_owned()))?)
+    }
+
+    /// The median over rounds of `name / peer` within each round.
+    fn ratio(&self, workload: Workload, name: &str, peer: &str) -> Option<f64> {
+        let ours = self.rounds.get(&(workload, name.to_owned()))?;
+        let theirs = self.rounds.get(&(workload, peer.to_owned()))?;
+        let ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
+        median(&ratios)
+    }
+}
+
+/// The configurations, in the order they run. `none` comes first: once a dispatcher
+/// exists, tracing's callsites stop taking the "nobody listens" shortcut.
+fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> Bench>)> {
+    let null = PathBuf::from("/dev/null");
+    let mut list: Vec<(String, Box<dyn FnOnce() -> Bench>)> = vec![
+        ("none".into(), Box::new(|| Bench::traced(None, None))),
+        (
+            "registry+noop".into(),
+            Box::new(|| {
+                let subscriber = tracing_subscriber::registry().with(Identity::new());
+                Bench::traced(Some(Dispatch::new(subscriber)), None)
+            }),
+        ),
+        (
+            "ours-off".into(),
+            Box::new(|| {
+                let subscriber = tracing_subscriber::registry().with(None::<Trace2Layer>);
+                Bench::traced(Some(Dispatch::new(subscriber)), None)
+            }),
+        ),
+    ];
+    let line_len = event_line_len(workload);
+    for buffered in [false, true] {
+        let name = if buffered { "floor-64k" } else { "floor-write" };
+        let path = dir.join(name);
+        list.push((
+            format!("{name}/file"),
+            Box::new(move || Bench {
+                runner: Runner::Floor {
+                    buffered,
+                    line: line_of(line_len),
+                },
+                layer: None,
+                file: Some(path),
+                chrome: None,
+                normal: false,
+            }),
+        ));
+    }
+    for (dst, path) in [("file", dir.join("fmt")), ("null", null.clone())] {
+        list.push((
+            format!("fmt/{dst}"),
+            Box::new(move || {
+                let layer = tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_span_events(FmtSpan::CLOSE)
+                    .with_writer(Arc::new(append(&path)));
+                let subscriber = tracing_subscriber::registry().with(layer);
+                Bench::traced(Some(Dispatch::new(subscriber)), Some(&path))
+            }),
+        ));
+    }
+    for (dst, path) in [("file", dir.join("json")), ("null", null.clone())] {
+        list.push((
+            format!("json/{dst}"),
+            Box::new(move || {
+                let layer = tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_span_events(FmtSpan::NEW | FmtSpan::CLOSE)
+                    .with_writer(Arc::new(append(&path)));
+                let subscriber = tracing_subscriber::registry().with(layer);
+                Bench::traced(Some(Dispatch::new(subscriber)), Some(&path))
+            }),
+        ));
+    }
+    let chrome_files = [dir.join("chrome-a.json"), dir.join("chrome-b.json")];
+    list.push((
+        "chrome/file".into(),
+        Box::new(move || {
+            let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+                .file(&chrome_files[0])
+                .include_args(true)
+                .build();
+            let subscriber = tracing_subscriber::registry().with(layer);
+            let mut bench = Bench::traced(Some(Dispatch::new(subscriber)), None);
+            bench.chrome = Some(Mutex::new(Chrome {
+                guard,
+                files: chrome_files,
+                current: 0,
+            }));
+            bench
+        }),
+    ));
+    for ours in Ours::ALL {
+        for (dst, path) in [("file", dir.join(ours.name())), ("null", null.clone())] {
+            for mode in [Mode::Direct, Mode::Background, Mode::Burst] {
+                let path = path.clone();
+                list.push((
+                    format!("{}{}/{dst}", ours.name(), mode.suffix()),
+                    Box::new(move || {
+                        empty(&path);
+                        let sink = open_sink(&path);
+                        let layer = match mode {
+                            Mode::Direct => ours.layer(sink),
+                            Mode::Background | Mode::Burst => {
+                                let options = BackgroundOptions::new().with_flush_on_panic(false);
+                                ours.layer(BackgroundSink::new(sink, ours.env_name(), &options))
+                            }
+                        };
+                        let dispatch =
+                            Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
+                        let runner = match mode {
+                            Mode::Burst => Runner::Burst {
+                                dispatch,
+                                layer: layer.clone(),
+                            },
+                            _ => Runner::Traced(Some(dispatch)),
+                        };
+                        Bench {
+                            runner,
+                            layer: Some(layer),
+                            file: Some(path),
+                            chrome: None,
+                            normal: matches!(ours, Ours::Normal),
+                        }
+                    }),
+                ));
+            }
+        }
+    }
+    list
+}
+
+/// A line of `len` bytes ending in LF.
+fn line_of(len: usize) -> Vec<u8> {
+    let mut line = vec![b'x'; len.max(1)];
+    if let Some(last) = line.last_mut() {
+        *last = b'\n';
+    }
+    line
+}
+
+fn main() {
+    let mut criterion = Criterion::default()
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_millis(600))
+        .sample_size(SAMPLES)
+        .configure_from_args();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
+    std::fs::create_dir_all(&dir).expect("bench directory");
+    let mut results = Results::default();
+    let bench_mode = std::env::args().any(|a| a == "--bench");
+
+    for workload in Workload::ALL {
+        let mut group = criterion.benchmark_group(workload.name());
+        group
+            .throughput(Throughput::Elements(workload.lines()))
+            .sampling_mode(SamplingMode::Flat);
+        // (name, bench, criterion's median ns per iteration)
+        let mut ran: Vec<(String, Bench, f64)> = Vec::new();
+        for (name, make) in configs(workload, &dir) {
+            let id = format!("{}/{name}", workload.name());
+            // Setting up opens files and starts threads: only for benchmarks that run.
+            if !criterion_filter_matches(&id) {
+                continue;
+            }
+            let bench = make();
+            let samples = Mutex::new(Vec::new());
+            group.bench_function(&name, |b| {
+                b.iter_custom(|iters| {
+                    let took = bench.sample(workload, iters);
+                    samples
+                        .lock()
+                        .expect("samples")
+                        .push(took.as_nanos() as f64 / iters as f64);
+                    took
+                })
+            });
+            let samples = samples.into_inner().expect("samples");
+            // The last SAMPLES calls are the measurement; earlier ones were warm-up.
+            let measured = &samples[samples.len().saturating_sub(SAMPLES)..];
+            if let Some(per_iter) = median(measured) {
+                ran.push((name, bench, per_iter));
+            }
+        }
+        group.finish();
+        if !bench_mode {
+            // `cargo test --benches`: criterion ran each benchmark once; that is all.
+            continue;
+        }
+        interleave(workload, &ran, &mut results);
+        for (name, bench, _) in &ran {
+            if let Some(bytes) = bench.bytes_per_line(workload) {
+                results.bytes.insert((workload, name.clone()), bytes);
+            }
+        }
+    }
+    criterion.final_summary();
+    print_table(&results);
+}
+
+/// Rounds of the interleaved pass that the table is made of.
+const ROUNDS: usize = 15;
+/// Time each configuration runs per round.
+const SLICE: Duration = Duration::from_millis(12);
+
+/// Runs every configuration once per round, round after round, so that a change in
+/// the machine's load (other processes on two cores) hits all of them alike; ratios
+/// are then taken within each round.
+fn interleave(workload: Workload, ran: &[(String, Bench, f64)], results: &mut Results) {
+    for _ in 0..ROUNDS {
+        for (name, bench, per_iter) in ran {
+            let iters = ((SLICE.as_nanos() as f64 / per_iter.max(1.0)) as u64).max(1);
+            let took = bench.sample(workload, iters);
+            let per_line = took.as_nanos() as f64 / (iters * workload.lines()) as f64;
+            results
+                .rounds
+                .entry((workload, name.clone()))
+                .or_default()
+                .push(per_line);
+        }
+    }
+}
+
+/// Whether the command line's filter (criterion's first free argument) selects `id`.
+fn criterion_filter_matches(id: &str) -> bool {
+    let mut args = std::env::args().skip(1);
+    let mut filter = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bench" | "--exact" | "--nocapture" | "--quiet" | "--noplot" | "--list" => {}
+            a if a.starts_with("--") => {
+                // Options with a value (`--measurement-time 2`) skip it.
+                if !a.contains('=') && !matches!(a, "--verbose" | "--discard-baseline") {
+                    args.next();
+                }
+            }
+            a => filter = Some(a.to_owned()),
+        }
+    }
+    filter.is_none_or(|f| id.contains(&f))
+}
+
+fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+fn print_table(results: &Results) {
+    let workloads: Vec<Workload> = Workload::ALL
+        .into_iter()
+        .filter(|w| results.rounds.keys().any(|(rw, _)| rw == w))
+        .collect();
+    if workloads.is_empty() {
+        return;
+    }
+    let mut names: Vec<&String> = Vec::new();
+    for (_, name) in results.rounds.keys() {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.sort();
+    println!(
+        "\n## ns per Trace2 line (median of {ROUNDS} interleaved rounds), bytes per Trace2 line\n"
+    );
+    print!("| configuration |");
+    for w in &workloads {
+        print!(" {} ns | {} B |", w.name(), w.name());
+    }
+    println!();
+    println!("|---|{}", "---:|---:|".repeat(workloads.len()));
+    for name in &names {
+        print!("| {name} |");
+        for &w in &workloads {
+            let ns = results
+                .median_ns(w, name)
+                .map_or("-".into(), |v| format!("{v:.0}"));
+            let b = results
+                .bytes
+                .get(&(w, (*name).clone()))
+                .map_or("-".into(), |v| format!("{v:.0}"));
+            print!(" {ns} | {b} |");
+        }
+        println!();
+    }
+    println!("\n## Ratios of our targets (medians of per-round ratios)\n");
+    println!(
+        "| ours | workload | / floor-write | / floor-64k | / fmt | / json | / chrome | / registry+noop |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    for ours in Ours::ALL {
+        for (mode, dst) in [Mode::Direct, Mode::Background, Mode::Burst]
+            .into_iter()
+            .flat_map(|m| [(m, "file"), (m, "null")])
+        {
+            let name = format!("{}{}/{dst}", ours.name(), mode.suffix());
+            for &w in &workloads {
+                if results.median_ns(w, &name).is_none() {
+                    continue;
+                }
+                let ratio = |peer: &str| {
+                    results
+                        .ratio(w, &name, peer)
+                        .map_or("-".into(), |r| format!("{r:.2}"))
+                };
+                println!(
+                    "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+                    w.name(),
+                    ratio("floor-write/file"),
+                    ratio("floor-64k/file"),
+                    ratio(&format!("fmt/{dst}")),
+                    ratio(&format!("json/{dst}")),
+                    ratio("chrome/file"),
+                    ratio("registry+noop"),
+                );
+            }
+        }
+    }
+    println!("\n## No target enabled\n");
+    println!("| workload | ours-off / registry+noop | ours-off ns | registry+noop ns |");
+    println!("|---|---:|---:|---:|");
+    for &w in &workloads {
+        let fmt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+        println!(
+            "| {} | {} | {} | {} |",
+            w.name(),
+            fmt(results.ratio(w, "ours-off", "registry+noop"), 2),
+            fmt(results.median_ns(w, "ours-off"), 1),
+            fmt(results.median_ns(w, "registry+noop"), 1),
+        );
+    }
+}
