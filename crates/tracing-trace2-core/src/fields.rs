@@ -196,10 +196,10 @@ impl Visit for ApiFields {
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.values.push((
-            field.name(),
-            ApiValue::Int(value.min(i64::MAX as u64) as i64),
-        ));
+        // Kept bit for bit: counters and timer totals are read back `as u64`, so values
+        // above `i64::MAX` survive (git prints them unsigned in Normal and Perf).
+        self.values
+            .push((field.name(), ApiValue::Int(value as i64)));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {

@@ -141,6 +141,7 @@ impl Trace2LayerBuilder {
                 exe: self.exe,
                 session: self.session.unwrap_or_else(Session::global),
                 version: Once::new(),
+                closed: AtomicBool::new(false),
             }),
         }
     }
@@ -158,6 +159,8 @@ struct Inner {
     exe: String,
     session: &'static Session,
     version: Once,
+    /// Set once `atexit` is written: git's Trace2 turns itself off there, and so do we.
+    closed: AtomicBool,
 }
 
 /// Stack marker of a region opened by `api::region_enter` (span ids are never 0 or
@@ -225,6 +228,21 @@ impl Trace2Layer {
     /// A builder with no targets.
     pub fn builder() -> Trace2LayerBuilder {
         Trace2LayerBuilder::default()
+    }
+
+    /// Marks the thread as inside the layer, unless it already is or the layer is closed.
+    #[inline]
+    fn busy(&self) -> Option<Busy> {
+        if self.inner.closed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Busy::enter()
+    }
+
+    /// Stops all output: nothing is written after this (the lifecycle calls it after
+    /// `atexit`; the layer also closes itself when it writes `atexit`).
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::Relaxed);
     }
 
     /// The targets, in the order they are visited.
@@ -298,49 +316,65 @@ impl Trace2Layer {
                 ..version
             };
             self.format_into(&too_many, &mut lines, Some(()));
-            self.write_lines(&lines);
+            self.write_lines_from(&lines, Some(&version));
         });
     }
 
     /// Writes each formatted line with one call to its target's sink.
     fn write_lines(&self, lines: &Lines) {
+        self.write_lines_from(lines, None);
+    }
+
+    /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
+    /// names the thread for an `error` line about a failed write.
+    fn write_lines_from(&self, lines: &Lines, context: Option<&Record<'_>>) {
         let mut start = 0;
         for &(index, end) in &lines.ends {
             let target = &self.inner.targets[index];
             if target.is_enabled()
                 && let Err(err) = target.sink.write_line(&lines.buf[start..end])
             {
-                self.disable(index, &err);
+                self.disable(index, &err, context);
             }
             start = end;
         }
     }
 
     /// Disables a target whose write failed, as git does: for good, with a warning
-    /// and an `error` line in the other targets when destination debugging is on.
-    fn disable(&self, index: usize, err: &io::Error) {
+    /// and an `error` line in the other targets when destination debugging is on. The
+    /// error line is written at once, so when the very first write fails it precedes
+    /// the other targets' `version` line, as in git (`dst-badfd.*`).
+    fn disable(&self, index: usize, err: &io::Error, context: Option<&Record<'_>>) {
         let target = &self.inner.targets[index];
         if !target.enabled.swap(false, Ordering::Relaxed) || !target.dst_debug {
             return;
         }
         let message = crate::dst::write_failed_message(target.name, err);
         crate::dst::warning(&message);
+        let error = Event::Error {
+            msg: Some(&message),
+            fmt: Some("unable to write trace to '%s': %s"),
+        };
         let now = clock::now();
         let mut lines = Lines::default();
-        thread::with_state(now.t_abs_us, |t| {
-            let record = self.record(
-                t,
-                Event::Error {
-                    msg: Some(&message),
-                    fmt: Some("unable to write trace to '%s': %s"),
-                },
-                now,
-                Callsite::default(),
-                t.depth(),
-            );
-            self.format_into(&record, &mut lines, None);
-        });
-        self.write_lines(&lines);
+        match context {
+            Some(context) => {
+                let record = Record {
+                    event: error,
+                    time: now,
+                    callsite: Callsite::default(),
+                    ..*context
+                };
+                self.format_into(&record, &mut lines, None);
+            }
+            None => {
+                thread::with_state(now.t_abs_us, |t| {
+                    let record = self.record(t, error, now, Callsite::default(), t.depth());
+                    self.format_into(&record, &mut lines, None);
+                });
+            }
+        }
+        self.write_lines_from(&lines, context);
     }
 
     fn on_user_event(&self, event: &TracingEvent<'_>) {
@@ -479,6 +513,11 @@ impl Trace2Layer {
             None => callsite_of(meta),
         };
         let kind = fields.str("event").unwrap_or("");
+        if kind == "atexit" {
+            // `atexit` is the last line: flush first, so that a background writer's
+            // report of dropped lines (written by its worker thread) comes before it.
+            self.flush();
+        }
         let base = (kind == "thread_start").then(|| fields.str("name").unwrap_or(""));
         with_lines(|lines| {
             thread::with_state_as(base, now.t_abs_us, |t| {
@@ -486,8 +525,10 @@ impl Trace2Layer {
             });
             self.write_lines(lines);
         });
-        if kind == "thread_exit" {
-            thread::reset();
+        match kind {
+            "thread_exit" => thread::reset(),
+            "atexit" => self.close(),
+            _ => {}
         }
     }
 
@@ -767,7 +808,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = Busy::enter() else { return };
+        let Some(_busy) = self.busy() else { return };
         let meta = attrs.metadata();
         // A recycled state: its strings keep their room, so this allocates nothing but
         // the box the span's extensions put every value in.
@@ -783,7 +824,7 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {
-        let Some(_busy) = Busy::enter() else { return };
+        let Some(_busy) = self.busy() else { return };
         let _ = RECORD_FIELDS.try_with(|cell| {
             let Ok(mut fields) = cell.try_borrow_mut() else {
                 return;
@@ -799,7 +840,7 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = Busy::enter() else { return };
+        let Some(_busy) = self.busy() else { return };
         let Some(span) = ctx.span(id) else { return };
         let now = clock::now();
         let key = id.into_u64();
@@ -834,7 +875,7 @@ where
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = Busy::enter() else { return };
+        let Some(_busy) = self.busy() else { return };
         let Some(span) = ctx.span(id) else { return };
         let now = clock::now();
         let key = id.into_u64();
@@ -870,7 +911,7 @@ where
     }
 
     fn on_event(&self, event: &TracingEvent<'_>, _ctx: Context<'_, S>) {
-        let Some(_busy) = Busy::enter() else { return };
+        let Some(_busy) = self.busy() else { return };
         if event.metadata().target() == api::TARGET {
             self.on_api_event(event);
         } else {

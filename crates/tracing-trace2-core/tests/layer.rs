@@ -17,17 +17,32 @@ impl Format for Describe {
         let mut s = String::new();
         let _ = write!(s, "{} open={}", r.event.name(), r.open_regions);
         match r.event {
-            Event::RegionEnter { region, nesting } | Event::RegionLeave { region, nesting, .. } => {
+            Event::RegionEnter { region, nesting }
+            | Event::RegionLeave {
+                region, nesting, ..
+            } => {
                 let _ = write!(
                     s,
                     " n={nesting} cat={:?} label={:?} msg={:?} repo={:?}",
                     region.category, region.label, region.msg, region.repo
                 );
             }
-            Event::Data { category, key, value, nesting, repo, .. } => {
+            Event::Data {
+                category,
+                key,
+                value,
+                nesting,
+                repo,
+                ..
+            } => {
                 let _ = write!(s, " n={nesting} cat={category} {key}={value} repo={repo:?}");
             }
-            Event::DataJson { category, key, json, .. } => {
+            Event::DataJson {
+                category,
+                key,
+                json,
+                ..
+            } => {
                 let _ = write!(s, " cat={category} {key}={json}");
             }
             Event::Printf { msg } => {
@@ -104,7 +119,10 @@ fn label_and_empty_fields() {
         info_span!("name", label = "dynamic", category = "").in_scope(|| {});
         info_span!("name", label = "").in_scope(|| {});
     });
-    assert!(lines[1].contains("cat=None label=Some(\"dynamic\")"), "{lines:?}");
+    assert!(
+        lines[1].contains("cat=None label=Some(\"dynamic\")"),
+        "{lines:?}"
+    );
     assert!(lines[3].contains("label=None"), "{lines:?}");
 }
 
@@ -126,8 +144,20 @@ fn a_span_entered_twice_is_one_region() {
         let _a = span.enter();
         let _b = span.enter();
     });
-    assert_eq!(lines.iter().filter(|l| l.starts_with("region_enter")).count(), 1);
-    assert_eq!(lines.iter().filter(|l| l.starts_with("region_leave")).count(), 1);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("region_enter"))
+            .count(),
+        1
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("region_leave"))
+            .count(),
+        1
+    );
 }
 
 #[test]
@@ -141,9 +171,15 @@ fn out_of_order_exit_closes_the_right_region() {
         info!(key = "k", value = "v");
         drop(gb);
     });
-    assert!(lines[3].starts_with("region_leave open=0 n=1") && lines[3].contains("\"a\""), "{lines:?}");
+    assert!(
+        lines[3].starts_with("region_leave open=0 n=1") && lines[3].contains("\"a\""),
+        "{lines:?}"
+    );
     assert!(lines[4].starts_with("data open=1 n=2"), "{lines:?}");
-    assert!(lines[5].starts_with("region_leave open=0 n=1") && lines[5].contains("\"b\""), "{lines:?}");
+    assert!(
+        lines[5].starts_with("region_leave open=0 n=1") && lines[5].contains("\"b\""),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -162,8 +198,20 @@ fn a_span_left_on_another_thread_has_no_region_there() {
         drop(entered);
     });
     // main: enter + leave; the other thread: its own enter + leave.
-    assert_eq!(lines.iter().filter(|l| l.starts_with("region_enter")).count(), 2);
-    assert_eq!(lines.iter().filter(|l| l.starts_with("region_leave")).count(), 2);
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("region_enter"))
+            .count(),
+        2
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("region_leave"))
+            .count(),
+        2
+    );
 }
 
 #[test]
@@ -172,7 +220,11 @@ fn events_become_messages() {
         info!("plain {}", 1);
         info!(target: "t", n = 5, flag = true, ratio = 0.5, "counted");
         info!(category = "c", key = "k", value = 7);
-        info!(category = "c", key = "j", json = "{ \"z\": 1, \"a\": [true] }");
+        info!(
+            category = "c",
+            key = "j",
+            json = "{ \"z\": 1, \"a\": [true] }"
+        );
         info!(category = "c", key = "bad", json = "{nope");
         warn!(path = "/p", "cannot {}", "read");
         error!("boom");
@@ -273,11 +325,52 @@ fn a_failing_target_is_disabled_and_reported_to_the_others() {
 fn without_dst_debug_a_failure_is_silent() {
     let good = MemorySink::new();
     let layer = Trace2Layer::builder()
-        .with_target(Target::new("GIT_TRACE2", Describe, Failing { ok: Mutex::new(0) }))
+        .with_target(Target::new(
+            "GIT_TRACE2",
+            Describe,
+            Failing { ok: Mutex::new(0) },
+        ))
         .with_target(Target::new("GIT_TRACE2_EVENT", Describe, good.clone()))
         .build();
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
         info!("first");
     });
     assert!(!good.to_string_lossy().contains("error"));
+}
+
+#[test]
+fn counters_keep_all_64_bits() {
+    struct Counters;
+    impl Format for Counters {
+        fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
+            if let Event::Counter { value, .. } = r.event {
+                out.extend_from_slice(format!("{value}\n").as_bytes());
+            }
+        }
+    }
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(Target::new("GIT_TRACE2", Counters, sink.clone()))
+        .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        api::counter(false, "c", "n", u64::MAX - 1);
+    });
+    assert_eq!(sink.to_string_lossy(), format!("{}\n", u64::MAX - 1));
+}
+
+#[test]
+fn nothing_is_written_after_atexit() {
+    let lines = run(|| {
+        info!("before");
+        api::atexit();
+        info!("after");
+        info_span!("late").in_scope(|| {});
+    });
+    assert_eq!(lines.last().unwrap(), "atexit open=0");
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("after") || l.contains("late")),
+        "{lines:?}"
+    );
 }

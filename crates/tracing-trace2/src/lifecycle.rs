@@ -440,7 +440,10 @@ mod hooks {
                 Sigpipe::Keep => previous == SIG_DFL,
             };
             if trace {
-                signal(SIGPIPE, on_sigpipe as extern "C" fn(c_int) as libc::sighandler_t);
+                signal(
+                    SIGPIPE,
+                    on_sigpipe as extern "C" fn(c_int) as libc::sighandler_t,
+                );
             } else if previous != SIG_IGN && previous != SIG_ERR {
                 signal(SIGPIPE, previous);
             }
