@@ -377,6 +377,80 @@ impl Trace2Layer {
         self.write_lines_from(&lines, context);
     }
 
+    /// Runs `f` with the calling thread's state and the region of span `id`, then writes
+    /// what it formatted (after the span's extensions are unlocked).
+    fn with_span_region<S>(
+        &self,
+        id: &Id,
+        ctx: &Context<'_, S>,
+        f: impl FnOnce(&mut ThreadState, RegionInfo<'_>, Timestamp, Callsite<'static>, &mut Lines),
+    ) where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let Some(span) = ctx.span(id) else { return };
+        let now = clock::now();
+        let callsite = callsite_of(span.metadata());
+        with_lines(|lines| {
+            {
+                let extensions = span.extensions();
+                let Some(state) = extensions.get::<RegionState>() else {
+                    return;
+                };
+                thread::with_state(now.t_abs_us, |t| f(t, state.info(), now, callsite, lines));
+            }
+            self.write_lines(lines);
+        });
+    }
+
+    /// Formats `region_enter` and opens the region on the thread's stack under `marker`
+    /// (a span id, or one of the markers of regions that are not spans).
+    fn enter_region(
+        &self,
+        t: &mut ThreadState,
+        marker: u64,
+        region: RegionInfo<'_>,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Lines,
+    ) {
+        let open = t.depth();
+        let event = Event::RegionEnter {
+            region,
+            nesting: open + 1,
+        };
+        let record = self.record(t, event, now, callsite, open);
+        self.format_all(&record, lines);
+        t.stack.push(Frame {
+            span: marker,
+            start_us: now.t_abs_us,
+            repeats: 0,
+        });
+    }
+
+    /// Closes the innermost region opened under `marker`, wherever it stands in the
+    /// stack, and formats its `region_leave` at its own depth.
+    fn leave_region(
+        &self,
+        t: &mut ThreadState,
+        marker: u64,
+        region: RegionInfo<'_>,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Lines,
+    ) {
+        let Some(pos) = t.stack.iter().rposition(|f| f.span == marker) else {
+            return;
+        };
+        let frame = t.stack.remove(pos);
+        let event = Event::RegionLeave {
+            region,
+            nesting: pos as u32 + 1,
+            t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
+        };
+        let record = self.record(t, event, now, callsite, pos as u32);
+        self.format_all(&record, lines);
+    }
+
     fn on_user_event(&self, event: &TracingEvent<'_>) {
         let meta = event.metadata();
         let now = clock::now();
@@ -556,30 +630,10 @@ impl Trace2Layer {
                     msg: f.bool("has_msg").then(|| text("msg")),
                 };
                 if kind == "region_enter" {
-                    let event = Event::RegionEnter {
-                        region,
-                        nesting: open + 1,
-                    };
-                    let record = self.record(t, event, now, callsite, open);
-                    self.format_all(&record, lines);
-                    t.stack.push(Frame {
-                        span: API_REGION,
-                        start_us: now.t_abs_us,
-                        repeats: 0,
-                    });
+                    self.enter_region(t, API_REGION, region, now, callsite, lines);
                 } else {
                     // As in git, a leave closes the innermost region opened this way.
-                    let Some(pos) = t.stack.iter().rposition(|f| f.span == API_REGION) else {
-                        return;
-                    };
-                    let frame = t.stack.remove(pos);
-                    let event = Event::RegionLeave {
-                        region,
-                        nesting: pos as u32 + 1,
-                        t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
-                    };
-                    let record = self.record(t, event, now, callsite, pos as u32);
-                    self.format_all(&record, lines);
+                    self.leave_region(t, API_REGION, region, now, callsite, lines);
                 }
             }
             "thread_start" if t.is_main => {
@@ -589,22 +643,7 @@ impl Trace2Layer {
                     msg: Some(&msg),
                     ..RegionInfo::default()
                 };
-                let record = self.record(
-                    t,
-                    Event::RegionEnter {
-                        region,
-                        nesting: open + 1,
-                    },
-                    now,
-                    callsite,
-                    open,
-                );
-                self.format_all(&record, lines);
-                t.stack.push(Frame {
-                    span: THREAD_ON_MAIN,
-                    start_us: now.t_abs_us,
-                    repeats: 0,
-                });
+                self.enter_region(t, THREAD_ON_MAIN, region, now, callsite, lines);
             }
             "thread_start" => {
                 t.register(text("name"), now.t_abs_us);
@@ -612,21 +651,11 @@ impl Trace2Layer {
                 self.format_all(&record, lines);
             }
             "thread_exit" if t.is_main => {
-                let Some(pos) = t.stack.iter().rposition(|f| f.span == THREAD_ON_MAIN) else {
-                    return;
-                };
-                let frame = t.stack.remove(pos);
                 let region = RegionInfo {
                     msg: Some("thread-proc on main"),
                     ..RegionInfo::default()
                 };
-                let event = Event::RegionLeave {
-                    region,
-                    nesting: pos as u32 + 1,
-                    t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
-                };
-                let record = self.record(t, event, now, callsite, pos as u32);
-                self.format_all(&record, lines);
+                self.leave_region(t, THREAD_ON_MAIN, region, now, callsite, lines);
             }
             "thread_exit" => {
                 t.stack.clear();
@@ -841,72 +870,30 @@ where
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let Some(_busy) = self.busy() else { return };
-        let Some(span) = ctx.span(id) else { return };
-        let now = clock::now();
         let key = id.into_u64();
-        let callsite = callsite_of(span.metadata());
-        with_lines(|lines| {
-            {
-                let extensions = span.extensions();
-                let Some(state) = extensions.get::<RegionState>() else {
-                    return;
-                };
-                thread::with_state(now.t_abs_us, |t| {
-                    if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key) {
-                        frame.repeats += 1;
-                        return;
-                    }
-                    let open = t.depth();
-                    let event = Event::RegionEnter {
-                        region: state.info(),
-                        nesting: open + 1,
-                    };
-                    let record = self.record(t, event, now, callsite, open);
-                    self.format_all(&record, lines);
-                    t.stack.push(Frame {
-                        span: key,
-                        start_us: now.t_abs_us,
-                        repeats: 0,
-                    });
-                });
+        self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
+            // A span entered again where it is already open is counted, not reopened.
+            if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key) {
+                frame.repeats += 1;
+                return;
             }
-            self.write_lines(lines);
+            self.enter_region(t, key, region, now, callsite, lines);
         });
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         let Some(_busy) = self.busy() else { return };
-        let Some(span) = ctx.span(id) else { return };
-        let now = clock::now();
         let key = id.into_u64();
-        let callsite = callsite_of(span.metadata());
-        with_lines(|lines| {
+        self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
+            if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key)
+                && frame.repeats > 0
             {
-                let extensions = span.extensions();
-                let Some(state) = extensions.get::<RegionState>() else {
-                    return;
-                };
-                thread::with_state(now.t_abs_us, |t| {
-                    // A span exited on a thread where it was never entered (an async task
-                    // that moved) has no region here.
-                    let Some(pos) = t.stack.iter().rposition(|f| f.span == key) else {
-                        return;
-                    };
-                    if t.stack[pos].repeats > 0 {
-                        t.stack[pos].repeats -= 1;
-                        return;
-                    }
-                    let frame = t.stack.remove(pos);
-                    let event = Event::RegionLeave {
-                        region: state.info(),
-                        nesting: pos as u32 + 1,
-                        t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
-                    };
-                    let record = self.record(t, event, now, callsite, pos as u32);
-                    self.format_all(&record, lines);
-                });
+                frame.repeats -= 1;
+                return;
             }
-            self.write_lines(lines);
+            // A span exited on a thread where it was never entered (an async task that
+            // moved) has no region here; one exited out of order is closed where it is.
+            self.leave_region(t, key, region, now, callsite, lines);
         });
     }
 
