@@ -1,17 +1,18 @@
 //! A small program as a newcomer would write it: `#[instrument]` functions with nested
-//! regions, data events, a warning and a worker thread. Run it with any of the
-//! `GIT_TRACE2*` variables set to see the Normal, Perf and Event streams:
+//! regions, data events, a warning, a worker thread and a `git` child whose own trace
+//! nests under ours. Run it with any of the `GIT_TRACE2*` variables set to see the
+//! Normal, Perf and Event streams:
 //!
 //! ```sh
 //! GIT_TRACE2=/tmp/qs.normal GIT_TRACE2_PERF=/tmp/qs.perf GIT_TRACE2_EVENT=/tmp/qs.event \
 //!     cargo run --example quickstart
 //! ```
 
+use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use tracing::{info, instrument, warn};
-use tracing_subscriber::prelude::*;
-use tracing_trace2::api;
+use tracing_trace2::{Trace2, Trace2CommandExt, api};
 
 #[instrument(skip(path), fields(category = "index", msg = path))]
 fn read_index(path: &str) -> usize {
@@ -34,30 +35,35 @@ fn compare(entries: usize) {
     info!(category = "status", changed = 1, untracked = 0);
 }
 
-fn main() {
-    let trace2 = tracing_trace2::Trace2::from_env().with_exe_version(env!("CARGO_PKG_VERSION"));
-    tracing_subscriber::registry().with(trace2.layer()).init();
-
-    let argv: Vec<String> = std::env::args().collect();
-    api::start(&argv);
-    api::cmd_name("quickstart");
-
+fn run() -> std::io::Result<()> {
     let entries = read_index(".git/index");
     compare(entries);
 
-    let worker = std::thread::Builder::new()
-        .name("preload".into())
-        .spawn(|| {
-            api::thread_start("preload");
-            let span = tracing::info_span!("preload_index", category = "index");
-            span.in_scope(|| info!(key = "preloaded", value = 3));
-            api::thread_exit();
-        })
-        .expect("spawn the worker thread");
+    // A named worker thread: thread_start, its own regions, thread_exit.
+    let worker = tracing_trace2::thread::spawn("preload", || {
+        tracing::info_span!("preload_index", category = "index")
+            .in_scope(|| info!(category = "index", key = "preloaded", value = 3));
+    })?;
     let _ = worker.join();
 
+    // A git child: its lines carry our session id as their parent, one level deeper.
+    let status = Command::new("git").arg("version").trace2_status()?;
+    info!(
+        category = "child",
+        key = "git_version_ok",
+        value = status.success()
+    );
+
     info!("quickstart finished");
-    let code = api::exit(0);
-    api::atexit();
-    std::process::exit(code);
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    // Installs the layer (if a target is enabled) and writes version, start, cmd_ancestry.
+    let trace2 = Trace2::from_env()
+        .with_exe_version(env!("CARGO_PKG_VERSION"))
+        .init();
+    api::cmd_name("quickstart");
+    // exit and atexit, with run()'s exit code.
+    trace2.finish(run())
 }

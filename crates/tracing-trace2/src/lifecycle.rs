@@ -138,6 +138,7 @@ impl Trace2 {
     /// When another global subscriber is already installed, it stays, and the lifecycle
     /// lines go to it.
     #[must_use = "dropping the guard writes the exit lines at once"]
+    #[track_caller]
     pub fn init(&self) -> Trace2Guard {
         let lifecycle = self.lifecycle();
         let _ = tracing_subscriber::registry()
@@ -177,13 +178,15 @@ impl Lifecycle {
         self
     }
 
-    /// Writes `version`, `start` and `cmd_ancestry`, exports the session for children
+    /// Writes `version`, `start` and `cmd_ancestry` (at the caller's source location),
+    /// exports the session for children
     /// when the process has a single thread, and installs the exit, panic and SIGPIPE
     /// hooks. The layer should be installed by now, else these lines go nowhere.
     ///
     /// Without an enabled target nothing is written or installed; the guard's exit
     /// helpers still end the process. A second start in one process writes nothing.
     #[must_use = "dropping the guard writes the exit lines at once"]
+    #[track_caller]
     pub fn start(self) -> Trace2Guard {
         let Some(layer) = self.layer else {
             return Trace2Guard { _private: () };
