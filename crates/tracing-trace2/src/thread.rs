@@ -13,13 +13,14 @@
 //! * [`start_handler`] / [`exit_handler`] (or [`announce`] / [`finish`]): for thread
 //!   pools that call hooks on their worker threads, such as rayon:
 //!
-//! ```ignore
-//! // (rayon is not a dependency of this crate; tests/timers.rs runs this.)
+//! ```
 //! let pool = rayon::ThreadPoolBuilder::new()
 //!     .num_threads(4)
 //!     .start_handler(tracing_trace2::thread::start_handler("rayon"))
 //!     .exit_handler(tracing_trace2::thread::exit_handler())
 //!     .build()?;
+//! pool.install(|| tracing::info!(category = "pool", key = "ran", value = true));
+//! # Ok::<(), rayon::ThreadPoolBuildError>(())
 //! ```
 //!
 //! A thread that writes Trace2 lines without any of these is named `thNN:unknown` (or
