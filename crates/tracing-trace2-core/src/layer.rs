@@ -7,10 +7,14 @@
 //!   (`region_enter`), `on_exit` closes it (`region_leave` with its duration). A span
 //!   entered again on a thread where it is already open is counted, not reopened.
 //! * Events with the target [`api::TARGET`] are the typed Trace2 events of [`api`].
-//! * Other events: ERROR and WARN become `error`; a message-only event becomes `printf`;
-//!   `key` + `value` (or `key` + `json`) become one `data` (or `data_json`); every other
-//!   field becomes one `data` named after the field. `category` and `repo` fields set
-//!   the category (default: the event's target) and the repository column.
+//! * Other events: ERROR and WARN become `error`. Git's `fmt` is the printf format
+//!   string; `tracing` keeps no template once a message is formatted, so `fmt` holds the
+//!   message alone and `msg` the message followed by the other fields as `name=value`.
+//!   A message-only event becomes `printf`; `key` + `value` (or `key` + `json`) become
+//!   one `data` (or `data_json`); every other field becomes one `data` named after the
+//!   field (a message next to data fields is written as a `printf` first). `category`
+//!   and `repo` fields set the category (default: the event's target) and the
+//!   repository column.
 //!
 //! Every callback takes one clock reading, formats the lines of all targets into a
 //! per-thread buffer and only then writes them, one `write` per line, with no lock of
