@@ -30,8 +30,28 @@
 //! | `error!`, `warn!` | `error` (`msg` = message and fields, `fmt` = message) |
 //! | [`api`] functions | every other Trace2 event (`cmd_name`, `child_start`, `exit`, …) |
 //!
+//! A whole program, with git's process lifecycle (`version`, `start`, `cmd_ancestry`,
+//! `exit`, `atexit`, also on `std::process::exit` and panics), traced children and
+//! threads:
+//!
+//! ```no_run
+//! use std::process::{Command, ExitCode};
+//! use tracing_trace2::{Trace2, Trace2CommandExt, api};
+//!
+//! fn main() -> ExitCode {
+//!     let trace2 = Trace2::from_env()
+//!         .with_exe_version(env!("CARGO_PKG_VERSION"))
+//!         .init();
+//!     api::cmd_name("mytool");
+//!     let result = Command::new("git").arg("version").trace2_status(); // child_start/exit
+//!     trace2.finish(result.map(|_| ()))
+//! }
+//! ```
+//!
 //! Crates: [`core`] holds the model and the layer, [`normal`], [`perf`] and [`event`] the
-//! three formats; this facade reads git's settings ([`config`]) and builds the layer.
+//! three formats; this facade reads git's settings ([`config`], [`params`]), builds the
+//! layer ([`Trace2`]) and drives the process lifecycle ([`lifecycle`], [`command`],
+//! [`thread`]).
 
 mod ancestry;
 mod builder;
