@@ -16,13 +16,16 @@
 //! tracing-chrome (its writer thread does the I/O); two floors that write a preformatted
 //! line as long as our Event line (one `write` per line, and through a 64 KiB buffer);
 //! and our Event, Perf and Normal targets into an append-mode file and `/dev/null`,
-//! opened with `dst::open` as the facade opens them.
+//! opened with `dst::open` as the facade opens them: written directly, through a
+//! `BackgroundSink` (`-bg`), or through the deferred writer (`-df`, formatting on the
+//! worker), the last two also in bursts that fit the queue (`-burst`).
 //!
-//! Run with `cargo bench --bench peers` (two to three minutes on two cores); a filter
-//! argument runs a subset (`cargo bench --bench peers -- regions/`). After criterion's
-//! own report the bench prints a Markdown table: median ns per Trace2 line, bytes per
-//! Trace2 line, and the ratios of our targets to the floors and to each peer. Files go
-//! to `target/tmp/peers` and are emptied between samples.
+//! Run with `cargo bench --bench peers` (three to four minutes on two cores); a filter
+//! argument runs a subset (`cargo bench --bench peers -- regions/`, or alternatives:
+//! `-- 'floor|event|perf'`). After criterion's own report the bench prints a Markdown
+//! table: median ns per Trace2 line, bytes per Trace2 line, and the ratios of our
+//! targets to the floors and to each peer. Files go to `target/tmp/peers` and are
+//! emptied between samples.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -471,19 +474,34 @@ impl Ours {
 enum Mode {
     /// One `write` per line on the traced thread.
     Direct,
-    /// Through the background writer, measured sustained: once its queue is full the
-    /// traced thread waits for the writer thread.
+    /// Formatted on the traced thread, written by a `BackgroundSink`'s worker, measured
+    /// sustained: once its queue is full the traced thread waits for the writer thread.
     Background,
-    /// Through the background writer, in bursts that fit its queue.
+    /// The same, in bursts that fit its queue.
     Burst,
+    /// The deferred writer (what `Trace2::with_background_writer` builds): the traced
+    /// thread encodes, the worker formats and writes; sustained.
+    Deferred,
+    /// The deferred writer in bursts that fit its queue.
+    DeferredBurst,
 }
 
 impl Mode {
+    const ALL: [Mode; 5] = [
+        Mode::Direct,
+        Mode::Background,
+        Mode::Burst,
+        Mode::Deferred,
+        Mode::DeferredBurst,
+    ];
+
     fn suffix(self) -> &'static str {
         match self {
             Mode::Direct => "",
             Mode::Background => "-bg",
             Mode::Burst => "-bg-burst",
+            Mode::Deferred => "-df",
+            Mode::DeferredBurst => "-df-burst",
         }
     }
 }
@@ -613,24 +631,28 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
     ));
     for ours in Ours::ALL {
         for (dst, path) in [("file", dir.join(ours.name())), ("null", null.clone())] {
-            for mode in [Mode::Direct, Mode::Background, Mode::Burst] {
+            for mode in Mode::ALL {
                 let path = path.clone();
                 list.push((
                     format!("{}{}/{dst}", ours.name(), mode.suffix()),
                     Box::new(move || {
                         empty(&path);
                         let sink = open_sink(&path);
+                        let options = BackgroundOptions::new().with_flush_on_panic(false);
                         let layer = match mode {
                             Mode::Direct => ours.layer(sink),
                             Mode::Background | Mode::Burst => {
-                                let options = BackgroundOptions::new().with_flush_on_panic(false);
                                 ours.layer(BackgroundSink::new(sink, ours.env_name(), &options))
                             }
+                            Mode::Deferred | Mode::DeferredBurst => Trace2Layer::builder()
+                                .with_target(ours.target(sink))
+                                .with_deferred(options)
+                                .build(),
                         };
                         let dispatch =
                             Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
                         let runner = match mode {
-                            Mode::Burst => Runner::Burst {
+                            Mode::Burst | Mode::DeferredBurst => Runner::Burst {
                                 dispatch,
                                 layer: layer.clone(),
                             },
@@ -742,7 +764,9 @@ fn interleave(workload: Workload, ran: &[(String, Bench, f64)], results: &mut Re
     }
 }
 
-/// Whether the command line's filter (criterion's first free argument) selects `id`.
+/// Whether the command line's filter (criterion's first free argument, a regular
+/// expression for criterion) selects `id`; plain text and `a|b` alternatives are
+/// understood here.
 fn criterion_filter_matches(id: &str) -> bool {
     let mut args = std::env::args().skip(1);
     let mut filter = None;
@@ -758,7 +782,7 @@ fn criterion_filter_matches(id: &str) -> bool {
             a => filter = Some(a.to_owned()),
         }
     }
-    filter.is_none_or(|f| id.contains(&f))
+    filter.is_none_or(|f| f.split('|').any(|alt| id.contains(alt)))
 }
 
 fn median(values: &[f64]) -> Option<f64> {
@@ -816,7 +840,7 @@ fn print_table(results: &Results) {
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for ours in Ours::ALL {
-        for (mode, dst) in [Mode::Direct, Mode::Background, Mode::Burst]
+        for (mode, dst) in Mode::ALL
             .into_iter()
             .flat_map(|m| [(m, "file"), (m, "null")])
         {

@@ -5,15 +5,21 @@
 //! which the Registry's extension map keeps every value (`ExtensionsMut::replace`),
 //! which no layer can avoid; the span's strings come from a per-thread pool.
 //!
+//! The same holds for the traced thread of the deferred writer, which only encodes each
+//! record into a recycled buffer and queues it (the worker thread formats and writes).
+//!
 //! A counting global allocator counts the allocations of the calling thread only, so
-//! the test harness's own threads do not disturb the counts.
+//! the test harness's own threads (and the deferred writer's worker) do not disturb the
+//! counts.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tracing::{info, info_span};
 use tracing_subscriber::layer::SubscriberExt;
-use tracing_trace2_core::dst::{self, OpenSettings, Opened};
+use tracing_trace2_core::dst::{self, BackgroundOptions, OpenSettings, Opened};
 use tracing_trace2_core::{Sink, Trace2Layer};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
@@ -79,9 +85,36 @@ fn sink(path: &std::path::Path) -> Box<dyn Sink> {
     }
 }
 
-/// The three targets, each into its own file.
-fn layer(dir: &std::path::Path) -> Trace2Layer {
-    Trace2Layer::builder()
+/// While set, every write of a [`Slow`] sink first sleeps a little (only the deferred
+/// test uses them).
+static SLOW: AtomicBool = AtomicBool::new(false);
+
+/// A sink that can be made slow, so that the warm-up of the deferred writer fills its
+/// queue for sure: the steady state is the one after the queue has been full once, when
+/// its two buffers (the one senders fill, the one the worker empties) have grown to the
+/// most they need.
+struct Slow(Box<dyn Sink>);
+
+impl Sink for Slow {
+    fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
+        if SLOW.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        self.0.write_line(line)
+    }
+}
+
+/// The three targets, each into its own file; formatted on the traced thread, or on
+/// the deferred writer's worker.
+fn layer(dir: &std::path::Path, deferred: bool) -> Trace2Layer {
+    let sink = |path: &std::path::Path| -> Box<dyn Sink> {
+        if deferred {
+            Box::new(Slow(sink(path)))
+        } else {
+            sink(path)
+        }
+    };
+    let builder = Trace2Layer::builder()
         .with_target(tracing_trace2_normal::target(
             NormalFormat::new().with_utc_offset(3600),
             sink(&dir.join("normal")),
@@ -93,8 +126,18 @@ fn layer(dir: &std::path::Path) -> Trace2Layer {
         .with_target(tracing_trace2_event::target(
             EventFormat::new().with_max_nesting(10),
             sink(&dir.join("event")),
-        ))
-        .build()
+        ));
+    let builder = if deferred {
+        // A short queue, which the warm-up fills.
+        builder.with_deferred(
+            BackgroundOptions::new()
+                .with_capacity(16)
+                .with_flush_on_panic(false),
+        )
+    } else {
+        builder
+    };
+    builder.build()
 }
 
 fn data(i: u64) {
@@ -120,11 +163,24 @@ fn region(i: u64) {
 
 #[test]
 fn steady_state_allocates_nothing() {
+    steady_state(false);
+}
+
+#[test]
+fn deferred_steady_state_allocates_nothing_on_the_traced_thread() {
+    steady_state(true);
+}
+
+fn steady_state(deferred: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let subscriber = tracing_subscriber::registry().with(layer(dir.path()));
+    let layer = layer(dir.path(), deferred);
+    let subscriber = tracing_subscriber::registry().with(layer.clone());
     let _default = tracing::subscriber::set_default(subscriber);
 
     let outer = info_span!("outer", category = "test", msg = "held open");
+    if deferred {
+        SLOW.store(true, Ordering::Relaxed);
+    }
     let warm_up = || {
         for i in 0..100 {
             let _entered = outer.enter();
@@ -134,6 +190,9 @@ fn steady_state_allocates_nothing() {
         }
     };
     warm_up();
+    if deferred {
+        SLOW.store(false, Ordering::Relaxed);
+    }
 
     // Entering and leaving a span that exists: two lines per format, nothing allocated.
     let pairs = allocations(|| {
@@ -169,6 +228,7 @@ fn steady_state_allocates_nothing() {
     );
 
     drop(_default);
+    layer.flush();
     let event = std::fs::read_to_string(dir.path().join("event")).unwrap();
     let perf = std::fs::read_to_string(dir.path().join("perf")).unwrap();
     // The lines were really written: version, 100 warm-up rounds (2 + 2 + 2 + 2 + 1 each),

@@ -18,11 +18,15 @@
 //!
 //! Every callback takes one clock reading, formats the lines of all targets into a
 //! per-thread buffer and only then writes them, one `write` per line, with no lock of
-//! `tracing`'s held. A thread-local flag drops events raised while the layer itself is
-//! at work (a field's `Debug` impl that logs), so the layer never recurses or deadlocks.
+//! `tracing`'s held (the targets and that fan-out live in `targets.rs`). With a
+//! deferred writer ([`Trace2LayerBuilder::with_deferred`]) the callback encodes each
+//! record once into that buffer instead ([`crate::codec`]) and queues it; a worker
+//! thread formats and writes it through the same fan-out (`deferred.rs`). A
+//! thread-local flag drops events raised while the layer itself is at work (a field's
+//! `Debug` impl that logs, or a sink on the worker), so the layer never recurses or
+//! deadlocks.
 
 use std::cell::{Cell, RefCell};
-use std::io;
 use std::sync::Arc;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,70 +38,19 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::api;
 use crate::clock;
+use crate::codec;
+use crate::deferred::Replay;
+use crate::dst::BackgroundGuard;
+use crate::dst::background::BackgroundOptions;
+use crate::dst::queue::Queue;
 use crate::fields::{ApiFields, EventFields};
-use crate::record::{Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp};
+use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
 use crate::region::{RegionFields, RegionState};
 use crate::session::Session;
-use crate::sink::Sink;
+use crate::targets::{Lines, Targets};
 use crate::thread::{self, Frame, ThreadState};
 
-/// One output of the layer: a formatter, the sink its lines go to, and its state.
-pub struct Target {
-    name: &'static str,
-    format: Box<dyn Format>,
-    sink: Box<dyn Sink>,
-    enabled: AtomicBool,
-    dst_debug: bool,
-    too_many_files: bool,
-}
-
-impl Target {
-    /// A target named `name` (the environment variable that enables it, e.g.
-    /// `GIT_TRACE2_EVENT`, used in messages) writing `format`'s lines to `sink`.
-    pub fn new(name: &'static str, format: impl Format, sink: impl Sink) -> Target {
-        Target {
-            name,
-            format: Box::new(format),
-            sink: Box::new(sink),
-            enabled: AtomicBool::new(true),
-            dst_debug: false,
-            too_many_files: false,
-        }
-    }
-
-    /// Print a warning when a write fails and the target is disabled
-    /// (`GIT_TRACE2_DST_DEBUG`); the other targets then record it as an `error`.
-    pub fn with_dst_debug(mut self, dst_debug: bool) -> Target {
-        self.dst_debug = dst_debug;
-        self
-    }
-
-    /// Write a `too_many_files` line right after `version` (the Event target, when its
-    /// destination is the `git-trace2-discard` sentinel).
-    pub fn with_too_many_files(mut self, too_many_files: bool) -> Target {
-        self.too_many_files = too_many_files;
-        self
-    }
-
-    /// The name used in messages.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// Whether the target still writes (it is disabled after a failed write).
-    pub fn is_enabled(&self) -> bool {
-        self.enabled.load(Ordering::Relaxed)
-    }
-}
-
-impl std::fmt::Debug for Target {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Target")
-            .field("name", &self.name)
-            .field("enabled", &self.is_enabled())
-            .finish_non_exhaustive()
-    }
-}
+pub use crate::targets::Target;
 
 /// Builds a [`Trace2Layer`].
 #[derive(Debug)]
@@ -105,6 +58,7 @@ pub struct Trace2LayerBuilder {
     targets: Vec<Target>,
     exe: String,
     session: Option<&'static Session>,
+    deferred: Option<BackgroundOptions>,
 }
 
 impl Default for Trace2LayerBuilder {
@@ -113,6 +67,7 @@ impl Default for Trace2LayerBuilder {
             targets: Vec::new(),
             exe: env!("CARGO_PKG_VERSION").to_owned(),
             session: None,
+            deferred: None,
         }
     }
 }
@@ -137,13 +92,33 @@ impl Trace2LayerBuilder {
         self
     }
 
+    /// Formats and writes on a worker thread: the traced thread encodes each record
+    /// once ([`crate::codec`]) and queues it; the worker formats it for every target and
+    /// writes the lines (see [`crate::dst::background`] for the guarantees). The worker
+    /// starts when the layer is built and is shut down by the exit handler, by
+    /// [`Trace2Layer::background_guard`]'s guard, or when the last clone of the layer
+    /// is dropped.
+    pub fn with_deferred(mut self, options: BackgroundOptions) -> Self {
+        self.deferred = Some(options);
+        self
+    }
+
     /// The layer.
     pub fn build(self) -> Trace2Layer {
+        let session = self.session.unwrap_or_else(Session::global);
+        let targets = Arc::new(Targets {
+            list: self.targets,
+            session,
+        });
+        let deferred = self
+            .deferred
+            .map(|options| Queue::start(Arc::new(Replay::new(Arc::clone(&targets))), &options));
         Trace2Layer {
             inner: Arc::new(Inner {
-                targets: self.targets,
+                targets,
+                deferred,
                 exe: self.exe,
-                session: self.session.unwrap_or_else(Session::global),
+                session,
                 version: Once::new(),
                 closed: AtomicBool::new(false),
             }),
@@ -157,9 +132,11 @@ pub struct Trace2Layer {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
-    targets: Vec<Target>,
+    targets: Arc<Targets>,
+    /// The deferred writer's queue: records are encoded and sent there instead of
+    /// being formatted and written on the traced thread.
+    deferred: Option<Arc<Queue>>,
     exe: String,
     session: &'static Session,
     version: Once,
@@ -173,11 +150,14 @@ const API_REGION: u64 = u64::MAX;
 /// Stack marker of the region git writes for `thread_start` on the main thread.
 const THREAD_ON_MAIN: u64 = 0;
 
-/// Formatted lines waiting to be written: `(target index, end offset)` per line.
-#[derive(Default)]
-struct Lines {
-    buf: Vec<u8>,
-    ends: Vec<(usize, usize)>,
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner")
+            .field("targets", &self.targets.list)
+            .field("deferred", &self.deferred.is_some())
+            .field("exe", &self.exe)
+            .finish_non_exhaustive()
+    }
 }
 
 thread_local! {
@@ -188,10 +168,10 @@ thread_local! {
 }
 
 /// Marks this thread as inside the layer; `None` when it already is (re-entrant call).
-struct Busy;
+pub(crate) struct Busy;
 
 impl Busy {
-    fn enter() -> Option<Busy> {
+    pub(crate) fn enter() -> Option<Busy> {
         // `then`, not `then_some`: a `Busy` built for nothing would reset the flag on drop.
         BUSY.try_with(|busy| (!busy.replace(true)).then(|| Busy))
             .ok()
@@ -209,8 +189,7 @@ fn with_lines<R>(f: impl FnOnce(&mut Lines) -> R) -> R {
     let mut f = Some(f);
     let result = LINES.try_with(|cell| {
         cell.try_borrow_mut().ok().map(|mut lines| {
-            lines.buf.clear();
-            lines.ends.clear();
+            lines.clear();
             (f.take().expect("called once"))(&mut lines)
         })
     });
@@ -251,13 +230,25 @@ impl Trace2Layer {
 
     /// The targets, in the order they are visited.
     pub fn targets(&self) -> &[Target] {
-        &self.inner.targets
+        &self.inner.targets.list
     }
 
-    /// Flushes every target's sink.
+    /// Flushes every target's sink. With a deferred writer, waits until the worker has
+    /// written every record sent before the call (and reported dropped ones).
     pub fn flush(&self) {
-        for target in &self.inner.targets {
-            let _ = target.sink.flush();
+        let _ = match &self.inner.deferred {
+            Some(queue) => queue.flush(true),
+            None => self.inner.targets.flush(),
+        };
+    }
+
+    /// A guard that shuts the deferred writer down (flush, drop report, join) when
+    /// dropped; an empty guard when the layer writes directly. Records traced after
+    /// that are formatted and written on the traced thread.
+    pub fn background_guard(&self) -> BackgroundGuard {
+        match &self.inner.deferred {
+            Some(queue) => BackgroundGuard::of(Arc::clone(queue)),
+            None => BackgroundGuard::new(),
         }
     }
 
@@ -284,19 +275,18 @@ impl Trace2Layer {
     /// the first record of the process.
     fn format_all(&self, record: &Record<'_>, lines: &mut Lines) {
         self.ensure_version(record, None);
-        self.format_into(record, lines, None);
+        self.format_into(record, lines);
     }
 
-    fn format_into(&self, record: &Record<'_>, lines: &mut Lines, only_too_many: Option<()>) {
-        for (index, target) in self.inner.targets.iter().enumerate() {
-            if !target.is_enabled() || (only_too_many.is_some() && !target.too_many_files) {
-                continue;
+    /// Formats `record` into `lines`, or with a deferred writer encodes it once for all
+    /// targets (the worker formats it).
+    fn format_into(&self, record: &Record<'_>, lines: &mut Lines) {
+        match self.inner.deferred {
+            Some(_) => {
+                codec::encode(record, &mut lines.buf);
+                lines.ends.push((0, lines.buf.len()));
             }
-            let start = lines.buf.len();
-            target.format.format(record, &mut lines.buf);
-            if lines.buf.len() > start {
-                lines.ends.push((index, lines.buf.len()));
-            }
+            None => self.inner.targets.format(record, lines),
         }
     }
 
@@ -314,12 +304,12 @@ impl Trace2Layer {
                 },
                 ..*context
             };
-            self.format_into(&version, &mut lines, None);
+            self.format_into(&version, &mut lines);
             let too_many = Record {
                 event: Event::TooManyFiles,
                 ..version
             };
-            self.format_into(&too_many, &mut lines, Some(()));
+            self.format_into(&too_many, &mut lines);
             self.write_lines_from(&lines, Some(&version));
         });
     }
@@ -330,55 +320,18 @@ impl Trace2Layer {
     }
 
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
-    /// names the thread for an `error` line about a failed write.
+    /// names the thread for an `error` line about a failed write. With a deferred
+    /// writer, queues the encoded records as one message instead.
     fn write_lines_from(&self, lines: &Lines, context: Option<&Record<'_>>) {
-        let mut start = 0;
-        for &(index, end) in &lines.ends {
-            let target = &self.inner.targets[index];
-            if target.is_enabled()
-                && let Err(err) = target.sink.write_line(&lines.buf[start..end])
-            {
-                self.disable(index, &err, context);
+        match &self.inner.deferred {
+            Some(queue) => {
+                if !lines.ends.is_empty() {
+                    // The worker (or, after shutdown, this thread) handles failed writes.
+                    let _ = queue.send(&lines.buf, lines.ends.len() as u64);
+                }
             }
-            start = end;
+            None => self.inner.targets.write(lines, context),
         }
-    }
-
-    /// Disables a target whose write failed, as git does: for good, with a warning
-    /// and an `error` line in the other targets when destination debugging is on. The
-    /// error line is written at once, so when the very first write fails it precedes
-    /// the other targets' `version` line, as in git (`dst-badfd.*`).
-    fn disable(&self, index: usize, err: &io::Error, context: Option<&Record<'_>>) {
-        let target = &self.inner.targets[index];
-        if !target.enabled.swap(false, Ordering::Relaxed) || !target.dst_debug {
-            return;
-        }
-        let message = crate::dst::write_failed_message(target.name, err);
-        crate::dst::warning(&message);
-        let error = Event::Error {
-            msg: Some(&message),
-            fmt: Some("unable to write trace to '%s': %s"),
-        };
-        let now = clock::now();
-        let mut lines = Lines::default();
-        match context {
-            Some(context) => {
-                let record = Record {
-                    event: error,
-                    time: now,
-                    callsite: Callsite::default(),
-                    ..*context
-                };
-                self.format_into(&record, &mut lines, None);
-            }
-            None => {
-                thread::with_state(now.t_abs_us, |t| {
-                    let record = self.record(t, error, now, Callsite::default(), t.depth());
-                    self.format_into(&record, &mut lines, None);
-                });
-            }
-        }
-        self.write_lines_from(&lines, context);
     }
 
     /// Runs `f` with the calling thread's state and the region of span `id`, then writes

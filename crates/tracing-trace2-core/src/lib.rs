@@ -35,6 +35,8 @@
 
 pub mod api;
 pub mod clock;
+pub mod codec;
+mod deferred;
 pub mod dst;
 mod fields;
 pub mod layer;
@@ -43,6 +45,7 @@ pub mod redact;
 pub mod region;
 pub mod session;
 pub mod sink;
+mod targets;
 pub mod text;
 mod thread;
 pub mod timers;

@@ -1,12 +1,10 @@
 //! Builds the Trace2 layer from [`Settings`]: opens the destination of every enabled
 //! target and pairs it with its formatter, in git's order (normal, perf, event),
-//! optionally behind a background writer, and arranges the `def_param` listing that
+//! optionally through the deferred background writer, and arranges the `def_param` listing that
 //! follows the first `cmd_name`.
 
-use tracing_trace2_core::dst::{
-    self, BackgroundGuard, BackgroundOptions, BackgroundSink, OpenSettings, Opened,
-};
-use tracing_trace2_core::{Session, Sink, Target, Trace2Layer, api, clock, redact};
+use tracing_trace2_core::dst::{self, BackgroundGuard, BackgroundOptions, OpenSettings, Opened};
+use tracing_trace2_core::{Session, Target, Trace2Layer, api, clock, redact};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
@@ -54,8 +52,9 @@ impl Trace2 {
         self
     }
 
-    /// Writes every enabled target through a background writer: the traced thread only
-    /// formats and enqueues, a worker thread per target writes (see
+    /// Formats and writes every enabled target on a background thread: the traced
+    /// thread only encodes each record once and enqueues it; one worker thread decodes
+    /// it, formats it for each target in git's order and writes the lines (see
     /// [`tracing_trace2_core::dst::background`] for the guarantees and which exits
     /// are covered). Off unless this is called; no environment variable turns it on.
     pub fn with_background_writer(mut self, options: BackgroundOptions) -> Trace2 {
@@ -137,7 +136,7 @@ impl Trace2 {
         }
         let session = Session::global();
         let offset = clock::local_offset_secs();
-        let mut open = |env_name: &'static str, value: &Option<String>| {
+        let open = |env_name: &'static str, value: &Option<String>| {
             let value = value.as_deref()?;
             let settings = OpenSettings {
                 env_name,
@@ -149,15 +148,6 @@ impl Trace2 {
                 Opened::Sink(sink) => (sink, false),
                 Opened::Sentinel(sink) => (sink, true),
                 Opened::Disabled => return None,
-            };
-            let sink: Box<dyn Sink> = match &self.background {
-                Some(options) => {
-                    let writer =
-                        BackgroundSink::new(sink, env_name, options).with_dst_debug(s.dst_debug);
-                    guard.merge(writer.guard());
-                    Box::new(writer)
-                }
-                None => sink,
             };
             Some((sink, sentinel))
         };
@@ -188,8 +178,13 @@ impl Trace2 {
         if !any {
             return None;
         }
+        if let Some(options) = &self.background {
+            builder = builder.with_deferred(options.clone());
+        }
         self.set_def_param_hook();
-        Some(builder.build())
+        let layer = builder.build();
+        guard.merge(layer.background_guard());
+        Some(layer)
     }
 
     /// Arranges the `def_param` listing (spec 8.3) to follow the first `cmd_name` of

@@ -1,31 +1,47 @@
-//! The background writer: a [`Sink`] that hands lines to a worker thread, so the traced
-//! thread only formats and enqueues.
+//! Background writers: the traced thread hands its work to a worker thread.
 //!
-//! [`BackgroundSink`] wraps any other sink. The traced thread copies each line into a
-//! recycled buffer and sends it over a bounded crossbeam channel; one worker thread per
-//! sink writes it with the inner sink's single `write`, then sends the buffer back over
-//! a second channel for reuse, so the steady state allocates nothing per line. One
-//! channel per sink keeps every thread's lines in the order that thread sent them.
+//! Two kinds share one queue and one set of guarantees:
+//!
+//! * The **deferred writer** (`Trace2LayerBuilder::with_deferred`, what
+//!   `Trace2::with_background_writer` builds): the traced thread encodes each record once
+//!   ([`crate::codec`]) and queues it; the worker decodes it and runs every target's
+//!   formatter and sink, in git's order, one `write` per line. Formatting leaves the
+//!   traced thread as well as the write.
+//! * [`BackgroundSink`] wraps any single [`Sink`]: the traced thread formats, the worker
+//!   writes the bytes. For a slow sink of one's own next to direct targets.
+//!
+//! The traced thread appends its message to the writer's pending buffer under a lock;
+//! the worker takes the whole buffer at once and leaves an empty one of the same size,
+//! so the steady state allocates nothing per line. Messages keep the order in which
+//! they were queued, across threads too. A line waits at most about a millisecond
+//! while lines keep coming (see `queue` for how the worker is woken).
 //!
 //! * **Lossless by default**: when the queue is full the caller waits. With
-//!   [`BackgroundOptions::with_lossy`] a full queue drops the line instead and counts it; the
-//!   count is reported in the trace itself as an `error` event (all three formats
+//!   [`BackgroundOptions::with_lossy`] a full queue drops the message instead and counts
+//!   it; the count is reported in the trace itself as an `error` event (all three formats
 //!   render it; the Normal format skips `data`), with the message
 //!   `trace2: background writer for '<ENV>' dropped <N> lines`, emitted by the worker
-//!   when the writer is flushed through [`Sink::flush`], a [`BackgroundGuard`] or at exit.
-//!   The event goes through `tracing`'s *global* default subscriber (the worker thread
-//!   has no scoped one); [`BackgroundSink::dropped_lines`] gives the count in any case.
-//! * **Flush** ([`Sink::flush`], [`BackgroundGuard::flush`]) returns once every line
-//!   sent before the call has been written and the inner sink flushed.
+//!   when the writer is flushed ([`Sink::flush`], `Trace2Layer::flush`, a
+//!   [`BackgroundGuard`]) or at exit, so before `atexit`. The deferred writer writes one
+//!   report per target into every target, counting dropped *records* (a target that
+//!   writes no line for some of them, like Normal for regions, lost fewer lines).
+//!   [`BackgroundSink`]'s report goes through `tracing`'s *global* default subscriber
+//!   (the worker thread has no scoped one); [`BackgroundGuard::dropped_lines`] gives the
+//!   count in any case.
+//! * **Flush** returns once every line sent before the call has been written and the
+//!   sinks flushed.
 //! * **Shutdown** ([`BackgroundGuard`] drop, [`shutdown_all`], the exit handler, the
 //!   last handle dropped): flush, report, stop the worker and join it. Lines sent after
 //!   that are written synchronously on the caller's thread, still one `write` each.
-//! * **Write errors**: the worker stops writing after the first failed write and the
-//!   next [`Sink::write_line`] returns that error, so the layer disables the target and
-//!   prints git's `unable to write trace` warning one line later than a direct writer.
-//!   If no line follows, the worker reports it at the next flush or shutdown: with
+//! * **Write errors**: the deferred writer's worker handles a failed write exactly as a
+//!   direct writer does (the target is disabled; with `GIT_TRACE2_DST_DEBUG`, git's
+//!   warning and an `error` line in the other targets, named after the thread that
+//!   traced the line). [`BackgroundSink`]'s worker stops writing after the first failed
+//!   write and the next [`Sink::write_line`] returns that error, so the layer disables
+//!   the target one line later than a direct writer would; if no line follows, the
+//!   worker reports it at the next flush or shutdown (with
 //!   [`BackgroundSink::with_dst_debug`], git's warning and an `error` event from the
-//!   worker's thread (`thNN:trace2-writer`) for the other targets.
+//!   worker's thread, `thNN:trace2-writer`).
 //!
 //! # Which exits are covered
 //!
@@ -47,23 +63,14 @@
 //! Exit waits for the worker like a direct writer would wait for its `write`: a
 //! destination that blocks forever (a pipe nobody reads) blocks the exit too.
 
-use std::cell::Cell;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use crossbeam_channel::{Receiver, Sender, TrySendError};
-
+use super::queue::{self, Drain, Queue};
 use crate::sink::Sink;
 
-/// Buffers that grew beyond this are freed rather than kept for reuse, so one huge
-/// line does not pin its memory for the life of the process.
-const MAX_POOLED_CAPACITY: usize = 64 * 1024;
-/// Capacity of a fresh line buffer; most Trace2 lines fit.
-const FRESH_CAPACITY: usize = 512;
-
-/// How a [`BackgroundSink`] behaves.
+/// How a background writer behaves.
 #[derive(Clone, Debug)]
 pub struct BackgroundOptions {
     capacity: usize,
@@ -88,7 +95,9 @@ impl BackgroundOptions {
         Self::default()
     }
 
-    /// How many lines may wait in the queue (at least 1).
+    /// How many messages may wait in the queue (at least 1): lines for a
+    /// [`BackgroundSink`]; for the deferred writer, the records of one `tracing` call
+    /// (usually one) count as one.
     pub fn with_capacity(mut self, lines: usize) -> Self {
         self.capacity = lines.max(1);
         self
@@ -107,7 +116,7 @@ impl BackgroundOptions {
         self
     }
 
-    /// The queue length in lines.
+    /// The queue length.
     pub fn capacity(&self) -> usize {
         self.capacity
     }
@@ -116,28 +125,20 @@ impl BackgroundOptions {
     pub fn is_lossy(&self) -> bool {
         self.lossy
     }
+
+    /// Whether a panic hook flushes the writers.
+    pub fn flush_on_panic(&self) -> bool {
+        self.flush_on_panic
+    }
 }
 
-/// What travels to the worker.
-enum Msg {
-    Line(Vec<u8>),
-    /// Flush the inner sink, report drops if asked, then answer.
-    Flush {
-        report: bool,
-        done: Sender<io::Result<()>>,
-    },
-    Shutdown,
-}
-
-/// State the worker shares with the senders.
+/// The failure state of a [`BackgroundSink`], shared by its senders and its worker.
 #[derive(Default)]
 struct Status {
     /// Set after the first failed write; the worker writes nothing more.
     failed: AtomicBool,
     /// That write's error, until someone reports it.
     error: Mutex<Failure>,
-    dropped: AtomicU64,
-    reported: AtomicU64,
     /// Print git's warning and an `error` event when the worker reports a failure.
     dst_debug: AtomicBool,
 }
@@ -158,6 +159,10 @@ impl Status {
         self.failed.store(true, Ordering::Release);
     }
 
+    fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
     /// What `write_line` returns once the worker has failed: the error the first time
     /// (the layer then disables the target and reports it), `Ok` when the worker has
     /// already reported it.
@@ -174,7 +179,7 @@ impl Status {
 
     /// Takes a failure that no caller has seen yet, for the worker to report.
     fn take_unreported(&self) -> Option<io::Error> {
-        if !self.failed.load(Ordering::Acquire) {
+        if !self.has_failed() {
             return None;
         }
         let mut failure = self.error.lock().unwrap_or_else(PoisonError::into_inner);
@@ -184,137 +189,71 @@ impl Status {
     }
 }
 
-thread_local! {
-    /// Set on worker threads: their own writes (the drop report) bypass every queue,
-    /// so a worker never waits on a queue that only workers drain.
-    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
-}
-
-fn on_worker() -> bool {
-    ON_WORKER.try_with(Cell::get).unwrap_or(false)
-}
-
-struct Shared {
+/// The worker side of a [`BackgroundSink`]: each message is one line for `inner`.
+struct SinkDrain {
     name: &'static str,
-    lossy: bool,
-    tx: Sender<Msg>,
-    pool: Receiver<Vec<u8>>,
-    inner: Arc<dyn Sink>,
-    status: Arc<Status>,
-    /// Set by shutdown: lines then go straight to `inner`.
-    closed: AtomicBool,
-    /// Senders between their `closed` check and the end of their send; shutdown waits
-    /// for zero before it queues `Shutdown`, so no line lands behind it.
-    in_flight: AtomicUsize,
-    /// Held by shutdown until the worker is joined, so a direct write cannot overtake
-    /// lines still in the queue.
-    closing: Mutex<()>,
-    worker: Mutex<Option<JoinHandle<()>>>,
-    /// The process that started the worker (a forked child has no worker).
-    pid: u32,
+    inner: Box<dyn Sink>,
+    status: Status,
 }
 
-impl Shared {
-    fn write_direct(&self, line: &[u8]) -> io::Result<()> {
-        let _closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
-        if self.status.failed.load(Ordering::Acquire) {
+impl Drain for SinkDrain {
+    fn handle(&self, line: &[u8]) {
+        if !self.status.has_failed()
+            && let Err(err) = self.inner.write_line(line)
+        {
+            self.status.fail(err);
+        }
+    }
+
+    fn handle_here(&self, line: &[u8]) -> io::Result<()> {
+        if self.status.has_failed() {
             return self.status.failed_write();
         }
         self.inner.write_line(line)
     }
 
-    fn enqueue(&self, line: &[u8]) -> io::Result<()> {
-        let mut buf = self
-            .pool
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(FRESH_CAPACITY.max(line.len())));
-        buf.clear();
-        buf.extend_from_slice(line);
-        let msg = Msg::Line(buf);
-        let unsent = if self.lossy {
-            match self.tx.try_send(msg) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Full(_)) => {
-                    // The buffer is freed here; the pool refills from the worker.
-                    self.status.dropped.fetch_add(1, Ordering::Relaxed);
-                    return Ok(());
-                }
-                Err(TrySendError::Disconnected(msg)) => msg,
-            }
-        } else {
-            match self.tx.send(msg) {
-                Ok(()) => return Ok(()),
-                Err(err) => err.into_inner(),
-            }
-        };
-        // The worker is gone (it could not start or it died): write here instead.
-        match unsent {
-            Msg::Line(buf) => self.inner.write_line(&buf),
-            _ => Ok(()),
-        }
+    fn flush(&self) -> io::Result<()> {
+        self.inner.flush()
     }
 
-    /// Sends a flush request and waits for its answer.
-    fn flush(&self, report: bool) -> io::Result<()> {
-        if on_worker() {
-            return self.inner.flush();
+    fn report(&self, dropped: u64) {
+        self.report_failure();
+        if dropped > 0 && !self.status.has_failed() {
+            let message = drop_report_message(self.name, dropped);
+            crate::api::error(&message, DROP_REPORT_FMT);
         }
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
-        if self.closed.load(Ordering::SeqCst) {
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let _closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
-            return self.inner.flush();
-        }
-        let (done, answer) = crossbeam_channel::bounded(1);
-        let sent = self.tx.send(Msg::Flush { report, done });
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        if sent.is_err() {
-            return self.inner.flush();
-        }
-        // No answer means the worker died; there is nothing left to wait for.
-        answer.recv().unwrap_or(Ok(()))
-    }
-
-    /// Flushes, reports drops, stops the worker and joins it. Idempotent.
-    fn shutdown(&self) {
-        if on_worker() || self.pid != std::process::id() {
-            return;
-        }
-        let Some(handle) = self
-            .worker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        else {
-            return;
-        };
-        let _ = self.flush(true);
-        let _closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
-        self.closed.store(true, Ordering::SeqCst);
-        while self.in_flight.load(Ordering::SeqCst) != 0 {
-            std::thread::yield_now();
-        }
-        let _ = self.tx.send(Msg::Shutdown);
-        let _ = handle.join();
     }
 }
 
-impl Drop for Shared {
-    fn drop(&mut self) {
-        self.shutdown();
+impl SinkDrain {
+    /// Reports a failed write that no `write_line` caller has returned to the layer
+    /// (the last lines were all queued before the write failed), as the layer would
+    /// have: git's warning and an `error` event for the other targets, when
+    /// destination debugging is on.
+    fn report_failure(&self) {
+        let Some(err) = self.status.take_unreported() else {
+            return;
+        };
+        if self.status.dst_debug.load(Ordering::Relaxed) {
+            let message = crate::dst::write_failed_message(self.name, &err);
+            crate::dst::warning(&message);
+            crate::api::error(&message, "unable to write trace to '%s': %s");
+        }
     }
 }
 
-/// A [`Sink`] that writes through a worker thread. See the module documentation.
+/// A [`Sink`] that writes already formatted lines through a worker thread. See the
+/// module documentation.
 pub struct BackgroundSink {
-    shared: Arc<Shared>,
+    queue: Arc<Queue>,
+    drain: Arc<SinkDrain>,
 }
 
 impl std::fmt::Debug for BackgroundSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BackgroundSink")
-            .field("name", &self.shared.name)
-            .field("lossy", &self.shared.lossy)
+            .field("name", &self.drain.name)
+            .field("lossy", &self.queue.is_lossy())
             .field("dropped", &self.dropped_lines())
             .finish_non_exhaustive()
     }
@@ -325,41 +264,20 @@ impl BackgroundSink {
     /// (`GIT_TRACE2_EVENT`), used in the drop report. If the thread cannot be started,
     /// the sink writes synchronously instead.
     pub fn new(inner: impl Sink, name: &'static str, options: &BackgroundOptions) -> Self {
-        let inner: Arc<dyn Sink> = Arc::new(inner);
-        let (tx, rx) = crossbeam_channel::bounded(options.capacity);
-        // Room for every queued buffer plus the ones in the senders' hands.
-        let (pool_tx, pool) = crossbeam_channel::bounded(options.capacity + 64);
-        let status = Arc::new(Status::default());
-        let worker = {
-            let inner = Arc::clone(&inner);
-            let status = Arc::clone(&status);
-            std::thread::Builder::new()
-                .name("trace2-writer".to_owned())
-                .spawn(move || run_worker(rx, pool_tx, inner, status, name))
-                .ok()
-        };
-        let shared = Arc::new(Shared {
+        let drain = Arc::new(SinkDrain {
             name,
-            lossy: options.lossy,
-            tx,
-            pool,
-            inner,
-            status,
-            closed: AtomicBool::new(worker.is_none()),
-            in_flight: AtomicUsize::new(0),
-            closing: Mutex::new(()),
-            worker: Mutex::new(worker),
-            pid: std::process::id(),
+            inner: Box::new(inner),
+            status: Status::default(),
         });
-        register(&shared, options.flush_on_panic);
-        BackgroundSink { shared }
+        let queue = Queue::start(Arc::clone(&drain) as Arc<dyn Drain>, options);
+        BackgroundSink { queue, drain }
     }
 
     /// Whether a write failure the worker has to report itself (see the module
     /// documentation) prints git's warning and an `error` event; the target's
     /// `GIT_TRACE2_DST_DEBUG` setting. Off by default.
     pub fn with_dst_debug(self, dst_debug: bool) -> Self {
-        self.shared
+        self.drain
             .status
             .dst_debug
             .store(dst_debug, Ordering::Relaxed);
@@ -368,45 +286,32 @@ impl BackgroundSink {
 
     /// A guard that shuts this writer down (flush, report, join) when dropped.
     pub fn guard(&self) -> BackgroundGuard {
-        BackgroundGuard {
-            writers: vec![Arc::clone(&self.shared)],
-        }
+        BackgroundGuard::of(Arc::clone(&self.queue))
     }
 
     /// Lines dropped so far because the queue was full (lossy mode only).
     pub fn dropped_lines(&self) -> u64 {
-        self.shared.status.dropped.load(Ordering::Relaxed)
+        self.queue.dropped()
     }
 
     /// Whether the writer is lossy.
     pub fn is_lossy(&self) -> bool {
-        self.shared.lossy
+        self.queue.is_lossy()
     }
 }
 
 impl Sink for BackgroundSink {
     fn write_line(&self, line: &[u8]) -> io::Result<()> {
-        let s = &*self.shared;
-        if s.status.failed.load(Ordering::Acquire) {
-            return s.status.failed_write();
+        if self.drain.status.has_failed() {
+            return self.drain.status.failed_write();
         }
-        if on_worker() {
-            return s.inner.write_line(line);
-        }
-        s.in_flight.fetch_add(1, Ordering::SeqCst);
-        if s.closed.load(Ordering::SeqCst) {
-            s.in_flight.fetch_sub(1, Ordering::SeqCst);
-            return s.write_direct(line);
-        }
-        let result = s.enqueue(line);
-        s.in_flight.fetch_sub(1, Ordering::SeqCst);
-        result
+        self.queue.send(line, 1)
     }
 
     /// Waits until every line sent before this call is written, reports drops, and
     /// flushes the inner sink.
     fn flush(&self) -> io::Result<()> {
-        self.shared.flush(true)
+        self.queue.flush(true)
     }
 }
 
@@ -415,7 +320,7 @@ impl Sink for BackgroundSink {
 #[must_use = "dropping the guard shuts the background writer down at once"]
 #[derive(Default)]
 pub struct BackgroundGuard {
-    writers: Vec<Arc<Shared>>,
+    writers: Vec<Arc<Queue>>,
 }
 
 impl std::fmt::Debug for BackgroundGuard {
@@ -430,6 +335,13 @@ impl BackgroundGuard {
     /// A guard over no writer.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A guard over one queue.
+    pub(crate) fn of(queue: Arc<Queue>) -> Self {
+        BackgroundGuard {
+            writers: vec![queue],
+        }
     }
 
     /// Takes over `other`'s writers.
@@ -459,12 +371,10 @@ impl BackgroundGuard {
         result
     }
 
-    /// Lines dropped so far by all of this guard's writers.
+    /// Messages dropped so far by all of this guard's writers (lines of a
+    /// [`BackgroundSink`], records of the deferred writer).
     pub fn dropped_lines(&self) -> u64 {
-        self.writers
-            .iter()
-            .map(|w| w.status.dropped.load(Ordering::Relaxed))
-            .sum()
+        self.writers.iter().map(|w| w.dropped()).sum()
     }
 }
 
@@ -476,64 +386,6 @@ impl Drop for BackgroundGuard {
     }
 }
 
-fn run_worker(
-    rx: Receiver<Msg>,
-    pool: Sender<Vec<u8>>,
-    inner: Arc<dyn Sink>,
-    status: Arc<Status>,
-    name: &'static str,
-) {
-    let _ = ON_WORKER.try_with(|w| w.set(true));
-    for msg in rx.iter() {
-        match msg {
-            Msg::Line(mut buf) => {
-                if !status.failed.load(Ordering::Acquire)
-                    && let Err(err) = inner.write_line(&buf)
-                {
-                    status.fail(err);
-                }
-                if buf.capacity() <= MAX_POOLED_CAPACITY {
-                    buf.clear();
-                    let _ = pool.try_send(buf);
-                }
-            }
-            Msg::Flush { report, done } => {
-                if report {
-                    report_failure(&status, name);
-                    report_drops(&status, name);
-                }
-                let _ = done.send(inner.flush());
-            }
-            Msg::Shutdown => break,
-        }
-    }
-}
-
-/// Emits the drop report for the lines dropped since the last one. It runs on the
-/// worker, whose thread-locals are intact even while `exit` runs.
-fn report_drops(status: &Status, name: &str) {
-    let dropped = status.dropped.load(Ordering::Relaxed);
-    let reported = status.reported.swap(dropped, Ordering::Relaxed);
-    if dropped > reported && !status.failed.load(Ordering::Acquire) {
-        let message = drop_report_message(name, dropped - reported);
-        crate::api::error(&message, DROP_REPORT_FMT);
-    }
-}
-
-/// Reports a failed write that no `write_line` caller has returned to the layer (the
-/// last lines were all queued before the write failed), as the layer would have: git's
-/// warning and an `error` event for the other targets, when destination debugging is on.
-fn report_failure(status: &Status, name: &str) {
-    let Some(err) = status.take_unreported() else {
-        return;
-    };
-    if status.dst_debug.load(Ordering::Relaxed) {
-        let message = crate::dst::write_failed_message(name, &err);
-        crate::dst::warning(&message);
-        crate::api::error(&message, "unable to write trace to '%s': %s");
-    }
-}
-
 /// The `fmt` of the drop report's `error` event.
 pub const DROP_REPORT_FMT: &str = "trace2: background writer for '%s' dropped %lu lines";
 
@@ -542,75 +394,15 @@ pub fn drop_report_message(name: &str, count: u64) -> String {
     format!("trace2: background writer for '{name}' dropped {count} lines")
 }
 
-/// Every writer of the process, for the exit handler and the panic hook.
-static REGISTRY: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
-
-fn register(shared: &Arc<Shared>, flush_on_panic: bool) {
-    {
-        let mut all = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-        all.retain(|w| w.strong_count() > 0);
-        all.push(Arc::downgrade(shared));
-    }
-    static AT_EXIT: Once = Once::new();
-    AT_EXIT.call_once(|| {
-        // SAFETY: registers a function with no captured state that never unwinds.
-        // A failure (no room left) only means exits are not covered; nothing to do.
-        unsafe { libc::atexit(at_exit) };
-    });
-    if flush_on_panic && !std::thread::panicking() {
-        static PANIC_HOOK: Once = Once::new();
-        PANIC_HOOK.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                previous(info);
-                flush_quietly();
-            }));
-        });
-    }
-}
-
-fn live_writers() -> Vec<Arc<Shared>> {
-    REGISTRY
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .filter_map(Weak::upgrade)
-        .collect()
-}
-
-extern "C" fn at_exit() {
-    // Unwinding out of an `extern "C"` function would abort: contain it.
-    let _ = std::panic::catch_unwind(shutdown_all);
-}
-
-/// Flushes without a drop report: used from the panic hook, where the panicking
-/// thread may be inside the layer and the report would be lost anyway.
-fn flush_quietly() {
-    if on_worker() {
-        return;
-    }
-    for writer in live_writers() {
-        if writer.pid == std::process::id() {
-            let _ = writer.flush(false);
-        }
-    }
-}
-
 /// Flushes every background writer of the process (with drop reports); for a panic
 /// hook of the program's own, or before `exec`.
 pub fn flush_all() {
-    for writer in live_writers() {
-        if writer.pid == std::process::id() {
-            let _ = writer.flush(true);
-        }
-    }
+    queue::flush_all();
 }
 
 /// Shuts every background writer of the process down, as the exit handler does.
 pub fn shutdown_all() {
-    for writer in live_writers() {
-        writer.shutdown();
-    }
+    queue::shutdown_all();
 }
 
 #[cfg(test)]
@@ -773,7 +565,7 @@ mod tests {
         );
         sink.write_line(b"lost\n").unwrap();
         failed.recv().unwrap();
-        while !sink.shared.status.failed.load(Ordering::Acquire) {
+        while !sink.drain.status.has_failed() {
             std::thread::yield_now();
         }
         let err = sink.write_line(b"next\n").unwrap_err();
@@ -808,7 +600,7 @@ mod tests {
         sink.flush().unwrap();
         // ... so the layer must not report it a second time.
         sink.write_line(b"dropped\n").unwrap();
-        assert!(sink.shared.status.take_unreported().is_none());
+        assert!(sink.drain.status.take_unreported().is_none());
     }
 
     #[test]
@@ -820,19 +612,22 @@ mod tests {
     }
 
     #[test]
-    fn buffers_are_recycled() {
-        let out = MemorySink::new();
-        let sink = BackgroundSink::new(out.clone(), "T", &BackgroundOptions::new());
-        for _ in 0..10 {
-            sink.write_line(b"abc\n").unwrap();
-            sink.flush().unwrap();
+    fn lines_wait_in_the_queue_until_the_worker_looks() {
+        let (g, started, go, out) = gate();
+        let sink = BackgroundSink::new(g, "T", &BackgroundOptions::new());
+        sink.write_line(b"held\n").unwrap();
+        started.recv().unwrap();
+        // The worker is inside the first write: these wait, in order, in one batch.
+        for line in [&b"a\n"[..], b"b\n", b"c\n"] {
+            sink.write_line(line).unwrap();
         }
-        // After each flush the one buffer in use is back in the pool.
-        assert_eq!(sink.shared.pool.len(), 1);
-        let big = vec![b'x'; MAX_POOLED_CAPACITY + 1];
-        sink.write_line(&big).unwrap();
+        assert_eq!(sink.queue.queued(), 3);
+        for _ in 0..4 {
+            go.send(()).unwrap();
+        }
         sink.flush().unwrap();
-        assert_eq!(sink.shared.pool.len(), 0);
+        assert_eq!(sink.queue.queued(), 0);
+        assert_eq!(out.to_string_lossy(), "held\na\nb\nc\n");
     }
 
     #[test]

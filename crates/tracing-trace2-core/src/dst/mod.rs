@@ -13,12 +13,14 @@
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
 //! | `socket` | `af_unix:` stream and datagram sockets |
 //! | `warn` | git's warning texts and `strerror` |
-//! | `background` | the opt-in background writer wrapping any sink |
+//! | `background` | the opt-in background writers: options, guard, a sink wrapping any sink |
+//! | `queue` | the queue and worker thread behind every background writer |
 
 pub mod background;
 mod dir;
 mod fd;
 mod file;
+pub(crate) mod queue;
 mod socket;
 mod target_value;
 mod warn;

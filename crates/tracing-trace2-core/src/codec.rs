@@ -1,0 +1,847 @@
+//! A compact binary encoding of [`Record`]s, so that a record can be formatted later,
+//! on another thread or in another process, by the same formatters.
+//!
+//! [`encode`] appends one record to a byte buffer; [`decode`] reads it back as a
+//! [`Record`] that borrows its strings from the buffer (nothing is copied, nothing is
+//! allocated beyond the list of `&str` that argument lists need, which the caller
+//! passes in). [`Decoder`] keeps that list between records, so that replaying a stream
+//! allocates nothing per record once the list has grown. The deferred background writer
+//! (`Trace2Layer::builder().with_deferred(..)`) uses it to move formatting off the
+//! traced thread; it is also the format of a future binary target.
+//!
+//! # Layout (version 1)
+//!
+//! All integers are little-endian. A record is a frame:
+//!
+//! ```text
+//! record  = version:u8 (= 1)  length:u32  body        length = bytes of body
+//! body    = tag:u8  wall_us:i64  t_abs_us:u64  depth:u32  open_regions:u32
+//!           line:u32  sid:str  thread:str  file:opt_str  fields(tag)
+//! str     = len:u32  bytes                             UTF-8, len < 0xFFFF_FFFF
+//! opt_str = 0xFFFF_FFFF (None)  |  str
+//! opt_i64 = 0:u8 (None)  |  1:u8 i64
+//! bool    = 0:u8  |  1:u8
+//! list    = count:u32  str*
+//! region  = repo:opt_i64  category:opt_str  label:opt_str  msg:opt_str
+//! ```
+//!
+//! `line` and `file` are the callsite. One tag per [`Event`] variant, with its fields
+//! in this order (a list always comes last):
+//!
+//! | tag | event | fields |
+//! |---:|---|---|
+//! | 0 | `Version` | exe:str |
+//! | 1 | `TooManyFiles` | |
+//! | 2 | `Start` | argv:list |
+//! | 3 | `CmdAncestry` | ancestry:list |
+//! | 4 | `CmdPath` | path:str |
+//! | 5 | `CmdName` | name:str hierarchy:str |
+//! | 6 | `CmdMode` | name:str |
+//! | 7 | `Alias` | alias:str argv:list |
+//! | 8 | `DefParam` | scope:str param:str value:opt_str |
+//! | 9 | `DefRepo` | repo:i64 worktree:str |
+//! | 10 | `RegionEnter` | region nesting:u32 |
+//! | 11 | `RegionLeave` | region nesting:u32 t_rel_us:u64 |
+//! | 12 | `Data` | repo:opt_i64 category:str key:str value:str nesting:u32 t_rel_us:u64 |
+//! | 13 | `DataJson` | repo:opt_i64 category:str key:str json:str nesting:u32 t_rel_us:u64 |
+//! | 14 | `Printf` | msg:opt_str |
+//! | 15 | `Error` | msg:opt_str fmt:opt_str |
+//! | 16 | `ChildStart` | child_id:u64 class:str hook_name:opt_str cd:opt_str use_shell:bool is_git:bool argv:list |
+//! | 17 | `ChildExit` | child_id:u64 pid:i64 code:i64 elapsed_us:u64 |
+//! | 18 | `ChildReady` | child_id:u64 pid:i64 ready:str elapsed_us:u64 |
+//! | 19 | `Exec` | exec_id:u64 exe:opt_str argv:list |
+//! | 20 | `ExecResult` | exec_id:u64 code:i64 err:opt_str |
+//! | 21 | `ThreadStart` | |
+//! | 22 | `ThreadExit` | elapsed_us:u64 |
+//! | 23 | `Timer` | per_thread:bool category:str name:str intervals:u64 total_ns:u64 min_ns:u64 max_ns:u64 |
+//! | 24 | `Counter` | per_thread:bool category:str name:str value:u64 |
+//! | 25 | `Exit` | code:i32 |
+//! | 26 | `Atexit` | code:i32 |
+//! | 27 | `Signal` | signo:i32 |
+//!
+//! The length after the version byte lets a reader skip records of a version it does
+//! not know. A whole frame stays under 4 GiB: a string that would not fit is cut at a
+//! character boundary (no real Trace2 line comes near that size).
+
+use std::fmt;
+
+use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
+
+/// The version byte that starts every record of this layout.
+pub const VERSION: u8 = 1;
+
+/// Bytes of a frame before its body: the version and the body length.
+const FRAME_HEADER: usize = 5;
+/// The `len` of an absent optional string.
+const NONE_LEN: u32 = u32::MAX;
+
+/// Appends `record` to `out` as one frame. `out` only grows: nothing else is allocated.
+pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.push(VERSION);
+    out.extend_from_slice(&[0; 4]);
+    let mut w = Writer {
+        out,
+        // Every string is cut to what is left of the frame's 4 GiB, so the length fits.
+        budget: u32::MAX as usize - 64,
+    };
+    w.u8(tag(&record.event));
+    w.i64(record.time.wall_us);
+    w.u64(record.time.t_abs_us);
+    w.u32(record.depth);
+    w.u32(record.open_regions);
+    w.u32(record.callsite.line);
+    w.str(record.sid);
+    w.str(record.thread);
+    w.opt_str(record.callsite.file);
+    w.fields(&record.event);
+    let body = out.len() - start - FRAME_HEADER;
+    let body = u32::try_from(body).unwrap_or(u32::MAX);
+    out[start + 1..start + FRAME_HEADER].copy_from_slice(&body.to_le_bytes());
+}
+
+fn tag(event: &Event<'_>) -> u8 {
+    match event {
+        Event::Version { .. } => 0,
+        Event::TooManyFiles => 1,
+        Event::Start { .. } => 2,
+        Event::CmdAncestry { .. } => 3,
+        Event::CmdPath { .. } => 4,
+        Event::CmdName { .. } => 5,
+        Event::CmdMode { .. } => 6,
+        Event::Alias { .. } => 7,
+        Event::DefParam { .. } => 8,
+        Event::DefRepo { .. } => 9,
+        Event::RegionEnter { .. } => 10,
+        Event::RegionLeave { .. } => 11,
+        Event::Data { .. } => 12,
+        Event::DataJson { .. } => 13,
+        Event::Printf { .. } => 14,
+        Event::Error { .. } => 15,
+        Event::ChildStart(_) => 16,
+        Event::ChildExit { .. } => 17,
+        Event::ChildReady { .. } => 18,
+        Event::Exec { .. } => 19,
+        Event::ExecResult { .. } => 20,
+        Event::ThreadStart => 21,
+        Event::ThreadExit { .. } => 22,
+        Event::Timer { .. } => 23,
+        Event::Counter { .. } => 24,
+        Event::Exit { .. } => 25,
+        Event::Atexit { .. } => 26,
+        Event::Signal { .. } => 27,
+    }
+}
+
+struct Writer<'o> {
+    out: &'o mut Vec<u8>,
+    budget: usize,
+}
+
+impl Writer<'_> {
+    fn u8(&mut self, v: u8) {
+        self.out.push(v);
+    }
+    fn bool(&mut self, v: bool) {
+        self.out.push(u8::from(v));
+    }
+    fn u32(&mut self, v: u32) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i32(&mut self, v: i32) {
+        self.out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    fn str(&mut self, s: &str) {
+        let mut len = s.len().min(self.budget);
+        while !s.is_char_boundary(len) {
+            len -= 1;
+        }
+        self.budget -= len;
+        // `len` is below the budget, itself below `u32::MAX`.
+        self.u32(len as u32);
+        self.out.extend_from_slice(&s.as_bytes()[..len]);
+    }
+
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => self.str(s),
+            None => self.u32(NONE_LEN),
+        }
+    }
+
+    fn opt_i64(&mut self, v: Option<i64>) {
+        match v {
+            Some(v) => {
+                self.u8(1);
+                self.i64(v);
+            }
+            None => self.u8(0),
+        }
+    }
+
+    fn list(&mut self, items: &[&str]) {
+        self.u32(u32::try_from(items.len()).unwrap_or(u32::MAX));
+        for item in items.iter().take(u32::MAX as usize) {
+            self.str(item);
+        }
+    }
+
+    fn region(&mut self, r: &RegionInfo<'_>) {
+        self.opt_i64(r.repo);
+        self.opt_str(r.category);
+        self.opt_str(r.label);
+        self.opt_str(r.msg);
+    }
+
+    fn fields(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::Version { exe } => self.str(exe),
+            Event::TooManyFiles | Event::ThreadStart => {}
+            Event::Start { argv } => self.list(argv),
+            Event::CmdAncestry { ancestry } => self.list(ancestry),
+            Event::CmdPath { path } => self.str(path),
+            Event::CmdName { name, hierarchy } => {
+                self.str(name);
+                self.str(hierarchy);
+            }
+            Event::CmdMode { name } => self.str(name),
+            Event::Alias { alias, argv } => {
+                self.str(alias);
+                self.list(argv);
+            }
+            Event::DefParam {
+                scope,
+                param,
+                value,
+            } => {
+                self.str(scope);
+                self.str(param);
+                self.opt_str(value);
+            }
+            Event::DefRepo { repo, worktree } => {
+                self.i64(repo);
+                self.str(worktree);
+            }
+            Event::RegionEnter { region, nesting } => {
+                self.region(&region);
+                self.u32(nesting);
+            }
+            Event::RegionLeave {
+                region,
+                nesting,
+                t_rel_us,
+            } => {
+                self.region(&region);
+                self.u32(nesting);
+                self.u64(t_rel_us);
+            }
+            Event::Data {
+                repo,
+                category,
+                key,
+                value: text,
+                nesting,
+                t_rel_us,
+            }
+            | Event::DataJson {
+                repo,
+                category,
+                key,
+                json: text,
+                nesting,
+                t_rel_us,
+            } => {
+                self.opt_i64(repo);
+                self.str(category);
+                self.str(key);
+                self.str(text);
+                self.u32(nesting);
+                self.u64(t_rel_us);
+            }
+            Event::Printf { msg } => self.opt_str(msg),
+            Event::Error { msg, fmt } => {
+                self.opt_str(msg);
+                self.opt_str(fmt);
+            }
+            Event::ChildStart(c) => {
+                self.u64(c.child_id);
+                self.str(c.class);
+                self.opt_str(c.hook_name);
+                self.opt_str(c.cd);
+                self.bool(c.use_shell);
+                self.bool(c.is_git);
+                self.list(c.argv);
+            }
+            Event::ChildExit {
+                child_id,
+                pid,
+                code,
+                elapsed_us,
+            } => {
+                self.u64(child_id);
+                self.i64(pid);
+                self.i64(code);
+                self.u64(elapsed_us);
+            }
+            Event::ChildReady {
+                child_id,
+                pid,
+                ready,
+                elapsed_us,
+            } => {
+                self.u64(child_id);
+                self.i64(pid);
+                self.str(ready);
+                self.u64(elapsed_us);
+            }
+            Event::Exec { exec_id, exe, argv } => {
+                self.u64(exec_id);
+                self.opt_str(exe);
+                self.list(argv);
+            }
+            Event::ExecResult { exec_id, code, err } => {
+                self.u64(exec_id);
+                self.i64(code);
+                self.opt_str(err);
+            }
+            Event::ThreadExit { elapsed_us } => self.u64(elapsed_us),
+            Event::Timer { per_thread, timer } => {
+                self.bool(per_thread);
+                self.str(timer.category);
+                self.str(timer.name);
+                self.u64(timer.intervals);
+                self.u64(timer.total_ns);
+                self.u64(timer.min_ns);
+                self.u64(timer.max_ns);
+            }
+            Event::Counter {
+                per_thread,
+                category,
+                name,
+                value,
+            } => {
+                self.bool(per_thread);
+                self.str(category);
+                self.str(name);
+                self.u64(value);
+            }
+            Event::Exit { code } | Event::Atexit { code } => self.i32(code),
+            Event::Signal { signo } => self.i32(signo),
+        }
+    }
+}
+
+/// Why bytes could not be decoded as a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The bytes end inside a record.
+    Truncated,
+    /// The record starts with a version byte this decoder does not know.
+    Version(u8),
+    /// The record's event tag is unknown.
+    Tag(u8),
+    /// A string is not UTF-8.
+    Utf8,
+    /// A boolean or presence byte is neither 0 nor 1.
+    Flag(u8),
+    /// The body is longer than its fields.
+    TrailingBytes,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Truncated => f.write_str("trace2 record: truncated"),
+            DecodeError::Version(v) => write!(f, "trace2 record: unknown version {v}"),
+            DecodeError::Tag(t) => write!(f, "trace2 record: unknown event tag {t}"),
+            DecodeError::Utf8 => f.write_str("trace2 record: string is not UTF-8"),
+            DecodeError::Flag(b) => write!(f, "trace2 record: flag byte {b} is not 0 or 1"),
+            DecodeError::TrailingBytes => f.write_str("trace2 record: bytes after the fields"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Decodes the record at the start of `buf`; returns it and the bytes after it.
+///
+/// The record borrows its strings from `buf`; the argument list of the events that have
+/// one (`start`, `cmd_ancestry`, `alias`, `child_start`, `exec`) is collected in `list`,
+/// which is cleared first. See [`Decoder`] to reuse one list across buffers.
+pub fn decode<'b, 'l>(
+    buf: &'b [u8],
+    list: &'l mut Vec<&'b str>,
+) -> Result<(Record<'l>, &'b [u8]), DecodeError> {
+    let (&version, rest) = buf.split_first().ok_or(DecodeError::Truncated)?;
+    if version != VERSION {
+        return Err(DecodeError::Version(version));
+    }
+    let mut r = Reader { buf: rest };
+    let len = r.u32()? as usize;
+    if r.buf.len() < len {
+        return Err(DecodeError::Truncated);
+    }
+    let (body, after) = r.buf.split_at(len);
+    let mut r = Reader { buf: body };
+    let tag = r.u8()?;
+    let time = Timestamp {
+        wall_us: r.i64()?,
+        t_abs_us: r.u64()?,
+    };
+    let depth = r.u32()?;
+    let open_regions = r.u32()?;
+    let line = r.u32()?;
+    let sid = r.str()?;
+    let thread = r.str()?;
+    let file = r.opt_str()?;
+    list.clear();
+    let event = r.fields(tag, list)?;
+    if !r.buf.is_empty() {
+        return Err(DecodeError::TrailingBytes);
+    }
+    let record = Record {
+        event,
+        time,
+        sid,
+        depth,
+        thread,
+        callsite: Callsite { file, line },
+        open_regions,
+    };
+    Ok((record, after))
+}
+
+struct Reader<'b> {
+    buf: &'b [u8],
+}
+
+impl<'b> Reader<'b> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let (head, rest) = self
+            .buf
+            .split_first_chunk::<N>()
+            .ok_or(DecodeError::Truncated)?;
+        self.buf = rest;
+        Ok(*head)
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take::<1>()?[0])
+    }
+    fn bool(&mut self) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(DecodeError::Flag(other)),
+        }
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        self.take().map(u32::from_le_bytes)
+    }
+    fn i32(&mut self) -> Result<i32, DecodeError> {
+        self.take().map(i32::from_le_bytes)
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        self.take().map(u64::from_le_bytes)
+    }
+    fn i64(&mut self) -> Result<i64, DecodeError> {
+        self.take().map(i64::from_le_bytes)
+    }
+
+    fn bytes(&mut self, len: usize) -> Result<&'b str, DecodeError> {
+        if self.buf.len() < len {
+            return Err(DecodeError::Truncated);
+        }
+        let (text, rest) = self.buf.split_at(len);
+        self.buf = rest;
+        std::str::from_utf8(text).map_err(|_| DecodeError::Utf8)
+    }
+    fn str(&mut self) -> Result<&'b str, DecodeError> {
+        let len = self.u32()?;
+        self.bytes(len as usize)
+    }
+    fn opt_str(&mut self) -> Result<Option<&'b str>, DecodeError> {
+        match self.u32()? {
+            NONE_LEN => Ok(None),
+            len => self.bytes(len as usize).map(Some),
+        }
+    }
+    fn opt_i64(&mut self) -> Result<Option<i64>, DecodeError> {
+        Ok(if self.bool()? {
+            Some(self.i64()?)
+        } else {
+            None
+        })
+    }
+
+    /// Reads a list into `list` and lends it out for as long as the record lives.
+    fn list<'l>(&mut self, list: &'l mut Vec<&'b str>) -> Result<&'l [&'b str], DecodeError> {
+        let count = self.u32()?;
+        for _ in 0..count {
+            list.push(self.str()?);
+        }
+        Ok(list)
+    }
+
+    fn region(&mut self) -> Result<RegionInfo<'b>, DecodeError> {
+        Ok(RegionInfo {
+            repo: self.opt_i64()?,
+            category: self.opt_str()?,
+            label: self.opt_str()?,
+            msg: self.opt_str()?,
+        })
+    }
+
+    fn fields<'l>(
+        &mut self,
+        tag: u8,
+        list: &'l mut Vec<&'b str>,
+    ) -> Result<Event<'l>, DecodeError> {
+        Ok(match tag {
+            0 => Event::Version { exe: self.str()? },
+            1 => Event::TooManyFiles,
+            2 => Event::Start {
+                argv: self.list(list)?,
+            },
+            3 => Event::CmdAncestry {
+                ancestry: self.list(list)?,
+            },
+            4 => Event::CmdPath { path: self.str()? },
+            5 => Event::CmdName {
+                name: self.str()?,
+                hierarchy: self.str()?,
+            },
+            6 => Event::CmdMode { name: self.str()? },
+            7 => Event::Alias {
+                alias: self.str()?,
+                argv: self.list(list)?,
+            },
+            8 => Event::DefParam {
+                scope: self.str()?,
+                param: self.str()?,
+                value: self.opt_str()?,
+            },
+            9 => Event::DefRepo {
+                repo: self.i64()?,
+                worktree: self.str()?,
+            },
+            10 => Event::RegionEnter {
+                region: self.region()?,
+                nesting: self.u32()?,
+            },
+            11 => Event::RegionLeave {
+                region: self.region()?,
+                nesting: self.u32()?,
+                t_rel_us: self.u64()?,
+            },
+            12 => Event::Data {
+                repo: self.opt_i64()?,
+                category: self.str()?,
+                key: self.str()?,
+                value: self.str()?,
+                nesting: self.u32()?,
+                t_rel_us: self.u64()?,
+            },
+            13 => Event::DataJson {
+                repo: self.opt_i64()?,
+                category: self.str()?,
+                key: self.str()?,
+                json: self.str()?,
+                nesting: self.u32()?,
+                t_rel_us: self.u64()?,
+            },
+            14 => Event::Printf {
+                msg: self.opt_str()?,
+            },
+            15 => Event::Error {
+                msg: self.opt_str()?,
+                fmt: self.opt_str()?,
+            },
+            16 => Event::ChildStart(ChildInfo {
+                child_id: self.u64()?,
+                class: self.str()?,
+                hook_name: self.opt_str()?,
+                cd: self.opt_str()?,
+                use_shell: self.bool()?,
+                is_git: self.bool()?,
+                argv: self.list(list)?,
+            }),
+            17 => Event::ChildExit {
+                child_id: self.u64()?,
+                pid: self.i64()?,
+                code: self.i64()?,
+                elapsed_us: self.u64()?,
+            },
+            18 => Event::ChildReady {
+                child_id: self.u64()?,
+                pid: self.i64()?,
+                ready: self.str()?,
+                elapsed_us: self.u64()?,
+            },
+            19 => Event::Exec {
+                exec_id: self.u64()?,
+                exe: self.opt_str()?,
+                argv: self.list(list)?,
+            },
+            20 => Event::ExecResult {
+                exec_id: self.u64()?,
+                code: self.i64()?,
+                err: self.opt_str()?,
+            },
+            21 => Event::ThreadStart,
+            22 => Event::ThreadExit {
+                elapsed_us: self.u64()?,
+            },
+            23 => Event::Timer {
+                per_thread: self.bool()?,
+                timer: TimerInfo {
+                    category: self.str()?,
+                    name: self.str()?,
+                    intervals: self.u64()?,
+                    total_ns: self.u64()?,
+                    min_ns: self.u64()?,
+                    max_ns: self.u64()?,
+                },
+            },
+            24 => Event::Counter {
+                per_thread: self.bool()?,
+                category: self.str()?,
+                name: self.str()?,
+                value: self.u64()?,
+            },
+            25 => Event::Exit { code: self.i32()? },
+            26 => Event::Atexit { code: self.i32()? },
+            27 => Event::Signal { signo: self.i32()? },
+            other => return Err(DecodeError::Tag(other)),
+        })
+    }
+}
+
+/// Decodes buffers of records one after the other, keeping the room that argument
+/// lists need between buffers (so that, once grown, it allocates nothing).
+#[derive(Debug, Default)]
+pub struct Decoder {
+    /// Always empty between calls; only its capacity is kept.
+    spare: Vec<&'static str>,
+}
+
+impl Decoder {
+    /// A decoder with no room yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Decodes every record of `buf` in order and hands each to `f`; returns how many
+    /// there were. Stops at the first record that cannot be decoded.
+    pub fn replay(
+        &mut self,
+        buf: &[u8],
+        mut f: impl FnMut(&Record<'_>),
+    ) -> Result<usize, DecodeError> {
+        let mut list = relabel(std::mem::take(&mut self.spare));
+        let mut rest = buf;
+        let mut count = 0;
+        let result = loop {
+            if rest.is_empty() {
+                break Ok(count);
+            }
+            match decode(rest, &mut list) {
+                Ok((record, after)) => {
+                    f(&record);
+                    rest = after;
+                    count += 1;
+                }
+                Err(err) => break Err(err),
+            }
+        };
+        self.spare = relabel(list);
+        result
+    }
+}
+
+/// Gives an emptied list of borrowed strings a new lifetime, keeping its allocation:
+/// collecting a `Vec`'s own `into_iter` reuses its buffer, and an empty list holds no
+/// borrow that could outlive its source.
+fn relabel<'a, 'b>(mut list: Vec<&'a str>) -> Vec<&'b str> {
+    list.clear();
+    list.into_iter().map(|_| -> &'b str { "" }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(event: Event<'_>) -> Record<'_> {
+        Record {
+            event,
+            time: Timestamp {
+                wall_us: -5,
+                t_abs_us: u64::MAX,
+            },
+            sid: "20250101T000000.000000Z-H0-P1/child",
+            depth: 7,
+            thread: "th01:worker",
+            callsite: Callsite {
+                file: Some("src/main.rs"),
+                line: 42,
+            },
+            open_regions: 3,
+        }
+    }
+
+    fn round_trip(r: &Record<'_>) {
+        let mut buf = vec![0xAA];
+        encode(r, &mut buf);
+        let mut list = Vec::new();
+        let (back, rest) = decode(&buf[1..], &mut list).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(format!("{back:?}"), format!("{r:?}"));
+    }
+
+    #[test]
+    fn round_trips_keep_every_field() {
+        let argv = ["git", "", "a b", "é\"\n"];
+        let region = RegionInfo {
+            repo: Some(-1),
+            category: None,
+            label: Some(""),
+            msg: Some("m"),
+        };
+        for event in [
+            Event::Start { argv: &argv },
+            Event::Start { argv: &[] },
+            Event::RegionEnter { region, nesting: 0 },
+            Event::RegionLeave {
+                region: RegionInfo::default(),
+                nesting: u32::MAX,
+                t_rel_us: 1,
+            },
+            Event::Printf { msg: None },
+            Event::Printf { msg: Some("") },
+            Event::ChildStart(ChildInfo {
+                child_id: 9,
+                class: "hook",
+                hook_name: Some("pre-commit"),
+                cd: None,
+                use_shell: true,
+                is_git: false,
+                argv: &argv,
+            }),
+            Event::Signal { signo: -3 },
+        ] {
+            round_trip(&record(event));
+        }
+        let mut r = record(Event::ThreadStart);
+        r.callsite = Callsite::default();
+        round_trip(&r);
+    }
+
+    #[test]
+    fn records_follow_each_other() {
+        let mut buf = Vec::new();
+        encode(&record(Event::Exit { code: 3 }), &mut buf);
+        encode(&record(Event::Atexit { code: 3 }), &mut buf);
+        let mut names = Vec::new();
+        let mut decoder = Decoder::new();
+        let n = decoder
+            .replay(&buf, |r| names.push(r.event.name()))
+            .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(names, ["exit", "atexit"]);
+    }
+
+    #[test]
+    fn decoder_keeps_its_list_room() {
+        let argv = ["a"; 40];
+        let mut buf = Vec::new();
+        encode(&record(Event::Start { argv: &argv }), &mut buf);
+        let mut decoder = Decoder::new();
+        decoder.replay(&buf, |_| {}).unwrap();
+        let room = decoder.spare.capacity();
+        assert!(room >= 40);
+        decoder.replay(&buf, |_| {}).unwrap();
+        assert_eq!(decoder.spare.capacity(), room);
+        assert!(decoder.spare.is_empty());
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        let mut buf = Vec::new();
+        encode(&record(Event::CmdPath { path: "/bin/x" }), &mut buf);
+        let mut list = Vec::new();
+        assert_eq!(decode(&[], &mut list).unwrap_err(), DecodeError::Truncated);
+        for cut in 1..buf.len() {
+            assert_eq!(
+                decode(&buf[..cut], &mut list).unwrap_err(),
+                DecodeError::Truncated,
+                "{cut}"
+            );
+        }
+        let mut wrong = buf.clone();
+        wrong[0] = 2;
+        assert_eq!(
+            decode(&wrong, &mut list).unwrap_err(),
+            DecodeError::Version(2)
+        );
+        let mut wrong = buf.clone();
+        wrong[FRAME_HEADER] = 200;
+        assert_eq!(
+            decode(&wrong, &mut list).unwrap_err(),
+            DecodeError::Tag(200)
+        );
+        let mut wrong = buf.clone();
+        let last = wrong.len() - 1;
+        wrong[last] = 0xFF;
+        assert_eq!(decode(&wrong, &mut list).unwrap_err(), DecodeError::Utf8);
+        // A longer body than its fields.
+        let mut wrong = buf.clone();
+        wrong.push(0);
+        let body = (wrong.len() - FRAME_HEADER) as u32;
+        wrong[1..FRAME_HEADER].copy_from_slice(&body.to_le_bytes());
+        assert_eq!(
+            decode(&wrong, &mut list).unwrap_err(),
+            DecodeError::TrailingBytes
+        );
+        // A presence byte that is neither 0 nor 1.
+        let mut data = Vec::new();
+        encode(
+            &record(Event::Data {
+                repo: None,
+                category: "",
+                key: "",
+                value: "",
+                nesting: 1,
+                t_rel_us: 0,
+            }),
+            &mut data,
+        );
+        // The repo flag, before three empty strings, the nesting and t_rel.
+        let flag = data.len() - (1 + 3 * 4 + 4 + 8);
+        data[flag] = 7;
+        assert_eq!(decode(&data, &mut list).unwrap_err(), DecodeError::Flag(7));
+        let mut decoder = Decoder::new();
+        assert_eq!(
+            decoder.replay(&data, |_| {}).unwrap_err(),
+            DecodeError::Flag(7)
+        );
+        assert!(DecodeError::Flag(7).to_string().contains("flag byte 7"));
+    }
+
+    #[test]
+    fn long_strings_are_cut_at_a_character_boundary() {
+        let mut w = Writer {
+            out: &mut Vec::new(),
+            budget: 4,
+        };
+        w.str("aéé");
+        // 'a' + 'é' fit in 3 bytes; the second 'é' would cross the budget.
+        assert_eq!(&w.out[..], b"\x03\0\0\0a\xc3\xa9");
+        assert_eq!(w.budget, 1);
+    }
+}

@@ -1,0 +1,595 @@
+//! What every background writer shares: a bounded queue of messages drained by one
+//! worker thread, with flush, shutdown, drop accounting, and the exit handler and panic
+//! hook that flush every queue of the process.
+//!
+//! What a message means is up to its [`Drain`]: a formatted line for
+//! [`BackgroundSink`](super::BackgroundSink), the encoded records of one `tracing` call
+//! for the deferred writer (`crate::deferred`).
+//!
+//! # Why one buffer under a lock
+//!
+//! Senders append each message (length-prefixed) to one pending buffer under a mutex;
+//! the worker swaps the whole buffer for an empty one and handles the batch. A sender
+//! thus pays an uncontended lock and a copy, and nothing crosses to the other core per
+//! message: a channel with a slot per message (measured first) spent more on moving its
+//! slots, buffers and wake-ups between cores than the traced thread spent encoding.
+//! Appending under one lock also keeps the messages of all threads in the order they
+//! were sent, so the worker writes them in that order (`version` first, each thread's
+//! lines in order, causality across threads kept).
+//!
+//! The worker does not make senders wake it for every message: while messages keep
+//! coming it looks again every [`POLL`] (at once after a batch of [`FULL_BATCH`] or
+//! more), so that messages gather into batches; after [`IDLE_POLLS`] empty looks it
+//! sleeps until the next sender wakes it. A full queue, a flush and a shutdown wake it
+//! at once.
+//!
+//! After shutdown (or when the worker could not start or died, or when a worker itself
+//! sends), messages are handled on the calling thread, under a lock that keeps them from
+//! overtaking messages still queued.
+
+use std::cell::Cell;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError, Weak};
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
+
+use super::background::BackgroundOptions;
+
+/// How long the worker waits before looking again while messages keep coming: the most
+/// a line waits in the queue.
+pub(crate) const POLL: Duration = Duration::from_millis(1);
+/// Empty looks after which the worker sleeps until a sender wakes it.
+const IDLE_POLLS: u32 = 20;
+/// A batch at least this long means senders keep the worker busy: no pause before
+/// the next one.
+const FULL_BATCH: usize = 256;
+/// A batch buffer that grew beyond this (a burst of huge lines) is not kept for reuse.
+const MAX_KEPT_CAPACITY: usize = 8 << 20;
+
+/// What a queue's messages mean: how the worker handles them.
+pub(crate) trait Drain: Send + Sync + 'static {
+    /// Handles one message on the worker thread.
+    fn handle(&self, msg: &[u8]);
+
+    /// Handles one message on the sending thread (after shutdown, or without a worker),
+    /// returning what the destination said.
+    fn handle_here(&self, msg: &[u8]) -> io::Result<()>;
+
+    /// Flushes the destinations.
+    fn flush(&self) -> io::Result<()>;
+
+    /// Reports, on the worker, the weight of the messages dropped since the last report
+    /// (0 if none) and whatever else waits to be reported.
+    fn report(&self, dropped: u64);
+}
+
+thread_local! {
+    /// Set on worker threads: what they send bypasses every queue, so a worker never
+    /// waits on a queue that only workers drain.
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+pub(crate) fn on_worker() -> bool {
+    ON_WORKER.try_with(Cell::get).unwrap_or(false)
+}
+
+/// The messages waiting for the worker, and what senders and worker tell each other.
+#[derive(Default)]
+struct Pending {
+    /// `len:u32` + bytes, per message.
+    buf: Vec<u8>,
+    messages: usize,
+    /// A lossless sender waits for room.
+    waiting_for_room: bool,
+    /// The worker sleeps until woken (no more polling).
+    worker_asleep: bool,
+    /// Flushes asked for so far; the worker answers each by raising `Flushed::done`.
+    flushes: u64,
+    /// A flush asked for the drop report.
+    report: bool,
+    /// Shut down (or the worker is gone): senders handle messages themselves.
+    closed: bool,
+}
+
+/// Flushes answered so far.
+struct Flushed {
+    done: u64,
+}
+
+/// State shared by the senders and the worker.
+struct Shared {
+    drain: Arc<dyn Drain>,
+    lossy: bool,
+    capacity: usize,
+    pending: Mutex<Pending>,
+    /// Signalled when the worker takes a batch (room for waiting senders).
+    room: Condvar,
+    flushed: Mutex<Flushed>,
+    /// Signalled when a flush is answered.
+    answered: Condvar,
+    dropped: AtomicU64,
+    reported: AtomicU64,
+}
+
+impl Shared {
+    fn pending(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One queue and its worker.
+pub(crate) struct Queue {
+    shared: Arc<Shared>,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    thread: Option<Thread>,
+    /// Held by shutdown until the worker is joined, so a message handled on the
+    /// sending thread cannot overtake messages still queued.
+    closing: Mutex<()>,
+    /// The process that started the worker (a forked child has no worker).
+    pid: u32,
+}
+
+impl Queue {
+    /// Starts a worker draining into `drain`, and registers the queue with the exit
+    /// handler (and the panic hook, if the options ask for it). If the thread cannot
+    /// be started, every message is handled on its sender's thread.
+    pub fn start(drain: Arc<dyn Drain>, options: &BackgroundOptions) -> Arc<Queue> {
+        let shared = Arc::new(Shared {
+            drain,
+            lossy: options.is_lossy(),
+            capacity: options.capacity(),
+            pending: Mutex::new(Pending::default()),
+            room: Condvar::new(),
+            flushed: Mutex::new(Flushed { done: 0 }),
+            answered: Condvar::new(),
+            dropped: AtomicU64::new(0),
+            reported: AtomicU64::new(0),
+        });
+        let worker = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("trace2-writer".to_owned())
+                .spawn(move || run_worker(&shared))
+                .ok()
+        };
+        if worker.is_none() {
+            shared.pending().closed = true;
+        }
+        let queue = Arc::new(Queue {
+            thread: worker.as_ref().map(|w| w.thread().clone()),
+            worker: Mutex::new(worker),
+            shared,
+            closing: Mutex::new(()),
+            pid: std::process::id(),
+        });
+        register(&queue, options.flush_on_panic());
+        queue
+    }
+
+    fn wake(&self) {
+        if let Some(thread) = &self.thread {
+            thread.unpark();
+        }
+    }
+
+    /// Queues a copy of `msg`, which counts `weight` in a drop report if a lossy queue
+    /// drops it. Lossless, a full queue makes the caller wait.
+    pub fn send(&self, msg: &[u8], weight: u64) -> io::Result<()> {
+        let s = &*self.shared;
+        if on_worker() {
+            return s.drain.handle_here(msg);
+        }
+        let mut p = s.pending();
+        loop {
+            if p.closed {
+                drop(p);
+                let _closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
+                return s.drain.handle_here(msg);
+            }
+            if p.messages < s.capacity {
+                break;
+            }
+            if s.lossy {
+                s.dropped.fetch_add(weight, Ordering::Relaxed);
+                return Ok(());
+            }
+            p.waiting_for_room = true;
+            self.wake();
+            p = s.room.wait(p).unwrap_or_else(PoisonError::into_inner);
+        }
+        // A message longer than 4 GiB cannot be framed; no Trace2 line comes near it.
+        let Ok(len) = u32::try_from(msg.len()) else {
+            return Ok(());
+        };
+        p.buf.extend_from_slice(&len.to_le_bytes());
+        p.buf.extend_from_slice(msg);
+        p.messages += 1;
+        let wake = std::mem::take(&mut p.worker_asleep);
+        drop(p);
+        if wake {
+            self.wake();
+        }
+        Ok(())
+    }
+
+    /// Returns once every message sent before the call has been handled and the
+    /// destinations flushed; with `report`, the worker reports drops first.
+    pub fn flush(&self, report: bool) -> io::Result<()> {
+        let s = &*self.shared;
+        if on_worker() {
+            return s.drain.flush();
+        }
+        let mut p = s.pending();
+        if p.closed {
+            drop(p);
+            let _closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
+            return s.drain.flush();
+        }
+        p.flushes += 1;
+        p.report |= report;
+        let asked = p.flushes;
+        drop(p);
+        self.wake();
+        let mut flushed = s.flushed.lock().unwrap_or_else(PoisonError::into_inner);
+        while flushed.done < asked {
+            flushed = s
+                .answered
+                .wait(flushed)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        Ok(())
+    }
+
+    /// Flushes, reports, stops the worker and joins it. Idempotent.
+    pub fn shutdown(&self) {
+        if on_worker() || self.pid != std::process::id() {
+            return;
+        }
+        let Some(handle) = self
+            .worker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
+        let _ = self.flush(true);
+        let _closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
+        // From here senders handle their messages themselves, once the worker has
+        // handled what was queued before (it sees `closed` and stops after that batch).
+        self.shared.pending().closed = true;
+        self.wake();
+        let _ = handle.join();
+    }
+
+    /// The weight dropped so far because the queue was full (lossy queues only).
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Whether a full queue drops messages.
+    pub fn is_lossy(&self) -> bool {
+        self.shared.lossy
+    }
+
+    /// Messages waiting for the worker (for tests).
+    #[cfg(test)]
+    pub fn queued(&self) -> usize {
+        self.shared.pending().messages
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Closes the queue when the worker ends, even by a panic of a sink or a formatter:
+/// senders then handle their messages themselves and no flush waits forever.
+struct WorkerGone<'a>(&'a Shared);
+
+impl Drop for WorkerGone<'_> {
+    fn drop(&mut self) {
+        let mut p = self.0.pending();
+        p.closed = true;
+        drop(p);
+        self.0.room.notify_all();
+        self.0
+            .flushed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .done = u64::MAX;
+        self.0.answered.notify_all();
+    }
+}
+
+fn run_worker(shared: &Shared) {
+    let _ = ON_WORKER.try_with(|w| w.set(true));
+    let _gone = WorkerGone(shared);
+    let mut batch = Vec::new();
+    let mut idle = 0;
+    loop {
+        // Only this thread raises `done` (and `WorkerGone`, after it).
+        let answered = shared
+            .flushed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .done;
+        let (messages, flushes, report, closed) = {
+            let mut p = shared.pending();
+            if batch.capacity() < p.buf.capacity() {
+                // The buffer senders fill next is as roomy as this one: they never grow
+                // it (an allocation on the traced thread) once the queue has been full.
+                batch.reserve(p.buf.capacity());
+            }
+            std::mem::swap(&mut batch, &mut p.buf);
+            let messages = std::mem::take(&mut p.messages);
+            if std::mem::take(&mut p.waiting_for_room) {
+                shared.room.notify_all();
+            }
+            let nothing = messages == 0 && p.flushes == answered && !p.closed;
+            // Set under the lock with nothing queued: the next sender wakes us.
+            p.worker_asleep = nothing && idle >= IDLE_POLLS;
+            (messages, p.flushes, std::mem::take(&mut p.report), p.closed)
+        };
+        handle_batch(shared, &batch);
+        batch.clear();
+        if batch.capacity() > MAX_KEPT_CAPACITY {
+            batch = Vec::new();
+        }
+        if flushes > answered {
+            if report {
+                let dropped = shared.dropped.load(Ordering::Relaxed);
+                let reported = shared.reported.swap(dropped, Ordering::Relaxed);
+                shared.drain.report(dropped.saturating_sub(reported));
+            }
+            let _ = shared.drain.flush();
+            shared
+                .flushed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .done = flushes;
+            shared.answered.notify_all();
+        }
+        if closed {
+            return;
+        }
+        if messages >= FULL_BATCH || flushes > answered {
+            // Senders keep it busy: look again at once.
+            idle = 0;
+        } else if messages > 0 {
+            // Let messages gather: one big batch costs senders less than many small
+            // ones (each take moves the lock's cache line to this core and back).
+            idle = 0;
+            std::thread::park_timeout(POLL);
+        } else if idle < IDLE_POLLS {
+            idle += 1;
+            std::thread::park_timeout(POLL);
+        } else {
+            // An unpark that came first only makes this return at once.
+            std::thread::park();
+            idle = 0;
+        }
+    }
+}
+
+fn handle_batch(shared: &Shared, mut batch: &[u8]) {
+    while let Some((len, rest)) = batch.split_first_chunk::<4>() {
+        let len = u32::from_le_bytes(*len) as usize;
+        let Some(msg) = rest.get(..len) else { return };
+        shared.drain.handle(msg);
+        batch = &rest[len..];
+    }
+}
+
+/// Every queue of the process, for the exit handler and the panic hook.
+static REGISTRY: Mutex<Vec<Weak<Queue>>> = Mutex::new(Vec::new());
+
+fn register(queue: &Arc<Queue>, flush_on_panic: bool) {
+    {
+        let mut all = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(queue));
+    }
+    static AT_EXIT: Once = Once::new();
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a function with no captured state that never unwinds.
+        // A failure (no room left) only means exits are not covered; nothing to do.
+        unsafe { libc::atexit(at_exit) };
+    });
+    if flush_on_panic && !std::thread::panicking() {
+        static PANIC_HOOK: Once = Once::new();
+        PANIC_HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                previous(info);
+                flush_quietly();
+            }));
+        });
+    }
+}
+
+fn live_queues() -> Vec<Arc<Queue>> {
+    REGISTRY
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|q| q.pid == std::process::id())
+        .collect()
+}
+
+extern "C" fn at_exit() {
+    // Unwinding out of an `extern "C"` function would abort: contain it.
+    let _ = std::panic::catch_unwind(shutdown_all);
+}
+
+/// Flushes without a drop report: used from the panic hook, where the panicking
+/// thread may be inside the layer and the report would be lost anyway.
+fn flush_quietly() {
+    if on_worker() {
+        return;
+    }
+    for queue in live_queues() {
+        let _ = queue.flush(false);
+    }
+}
+
+/// Flushes every background writer of the process (with drop reports).
+pub(crate) fn flush_all() {
+    for queue in live_queues() {
+        let _ = queue.flush(true);
+    }
+}
+
+/// Shuts every background writer of the process down, as the exit handler does.
+pub(crate) fn shutdown_all() {
+    for queue in live_queues() {
+        queue.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+
+    /// Keeps what the worker and the senders handled.
+    #[derive(Default)]
+    struct Recorder {
+        handled: Mutex<Vec<Vec<u8>>>,
+        here: Mutex<Vec<Vec<u8>>>,
+        reports: Mutex<Vec<u64>>,
+        /// While set, `handle` waits (to fill the queue on purpose) ...
+        hold: AtomicBool,
+        /// ... and says so here.
+        holding: AtomicBool,
+    }
+
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(POLL);
+        }
+    }
+
+    impl Drain for Recorder {
+        fn handle(&self, msg: &[u8]) {
+            assert_ne!(msg, b"boom", "told to panic");
+            if self.hold.load(Ordering::SeqCst) {
+                self.holding.store(true, Ordering::SeqCst);
+                wait_for("never released", || !self.hold.load(Ordering::SeqCst));
+            }
+            self.handled.lock().unwrap().push(msg.to_vec());
+        }
+        fn handle_here(&self, msg: &[u8]) -> io::Result<()> {
+            self.here.lock().unwrap().push(msg.to_vec());
+            Ok(())
+        }
+        fn flush(&self) -> io::Result<()> {
+            Ok(())
+        }
+        fn report(&self, dropped: u64) {
+            self.reports.lock().unwrap().push(dropped);
+        }
+    }
+
+    fn start(options: BackgroundOptions) -> (Arc<Recorder>, Arc<Queue>) {
+        let recorder = Arc::new(Recorder::default());
+        let queue = Queue::start(
+            Arc::clone(&recorder) as Arc<dyn Drain>,
+            &options.with_flush_on_panic(false),
+        );
+        (recorder, queue)
+    }
+
+    #[test]
+    fn flush_waits_for_every_message_of_every_thread() {
+        let (recorder, queue) = start(BackgroundOptions::new().with_capacity(8));
+        std::thread::scope(|scope| {
+            for t in 0..3u8 {
+                let queue = &queue;
+                scope.spawn(move || {
+                    for i in 0..3000u32 {
+                        let mut msg = vec![t];
+                        msg.extend_from_slice(&i.to_le_bytes());
+                        queue.send(&msg, 1).unwrap();
+                    }
+                });
+            }
+        });
+        queue.flush(true).unwrap();
+        let handled = recorder.handled.lock().unwrap();
+        let mut next = [0u32; 3];
+        for msg in handled.iter() {
+            let t = msg[0] as usize;
+            assert_eq!(u32::from_le_bytes(msg[1..5].try_into().unwrap()), next[t]);
+            next[t] += 1;
+        }
+        assert_eq!(next, [3000; 3]);
+        assert_eq!(*recorder.reports.lock().unwrap(), [0]);
+        assert!(recorder.here.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn lossy_drops_count_their_weight_and_are_reported_once() {
+        let (recorder, queue) = start(BackgroundOptions::new().with_capacity(2).with_lossy(true));
+        recorder.hold.store(true, Ordering::SeqCst);
+        queue.send(b"first", 1).unwrap();
+        wait_for("the worker never took the first message", || {
+            recorder.holding.load(Ordering::SeqCst)
+        });
+        for _ in 0..2 {
+            queue.send(b"kept", 1).unwrap();
+        }
+        queue.send(b"three records", 3).unwrap();
+        queue.send(b"one more", 1).unwrap();
+        assert_eq!(queue.dropped(), 4);
+        assert_eq!(queue.queued(), 2);
+        recorder.hold.store(false, Ordering::SeqCst);
+        queue.flush(true).unwrap();
+        queue.flush(true).unwrap();
+        assert_eq!(*recorder.reports.lock().unwrap(), [4, 0]);
+        assert_eq!(recorder.handled.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_sleeping_worker_is_woken_by_the_next_message() {
+        let (recorder, queue) = start(BackgroundOptions::new());
+        queue.send(b"a", 1).unwrap();
+        queue.flush(false).unwrap();
+        wait_for("the idle worker never went to sleep", || {
+            queue.shared.pending().worker_asleep
+        });
+        queue.send(b"b", 1).unwrap();
+        // No flush: the message alone must wake the worker.
+        wait_for("the sleeping worker was not woken", || {
+            recorder.handled.lock().unwrap().len() == 2
+        });
+        assert!(!queue.shared.pending().worker_asleep);
+    }
+
+    #[test]
+    fn after_shutdown_and_after_a_dead_worker_senders_handle_messages() {
+        let (recorder, queue) = start(BackgroundOptions::new());
+        queue.send(b"queued", 1).unwrap();
+        queue.shutdown();
+        queue.send(b"here", 1).unwrap();
+        queue.flush(true).unwrap();
+        assert_eq!(*recorder.handled.lock().unwrap(), [b"queued".to_vec()]);
+        assert_eq!(*recorder.here.lock().unwrap(), [b"here".to_vec()]);
+
+        let (recorder, queue) = start(BackgroundOptions::new().with_capacity(1));
+        queue.send(b"boom", 1).unwrap();
+        // The worker panics on it; neither a flush nor a full queue waits forever.
+        queue.flush(false).unwrap();
+        queue.send(b"after", 1).unwrap();
+        queue.send(b"after", 1).unwrap();
+        assert_eq!(recorder.here.lock().unwrap().len(), 2);
+        queue.shutdown();
+    }
+}
