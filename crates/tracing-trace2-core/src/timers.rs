@@ -66,6 +66,14 @@ impl Declared {
         }
     }
 
+    fn per_thread(&self) -> PerThread {
+        if self.per_thread {
+            PerThread::Yes
+        } else {
+            PerThread::No
+        }
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             category: self.category,
@@ -149,11 +157,7 @@ impl Timer {
 
     /// Whether the timer writes `th_timer` lines.
     pub fn per_thread(&self) -> PerThread {
-        if self.0.per_thread {
-            PerThread::Yes
-        } else {
-            PerThread::No
-        }
+        self.0.per_thread()
     }
 
     /// Gives the timer its place in the output order now rather than at its first use.
@@ -245,11 +249,7 @@ impl Counter {
 
     /// Whether the counter writes `th_counter` lines.
     pub fn per_thread(&self) -> PerThread {
-        if self.0.per_thread {
-            PerThread::Yes
-        } else {
-            PerThread::No
-        }
+        self.0.per_thread()
     }
 
     /// Gives the counter its place in the output order now rather than at its first
