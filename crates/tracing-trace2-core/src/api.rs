@@ -31,7 +31,7 @@ static LAST_EXIT_CODE: AtomicI32 = AtomicI32::new(0);
 static EXIT_WRITTEN: AtomicBool = AtomicBool::new(false);
 
 macro_rules! emit {
-    ($level:expr, $loc:expr, $kind:literal $(, $($fields:tt)*)?) => {
+    ($level:expr, $loc:expr, $kind:expr $(, $($fields:tt)*)?) => {
         tracing::event!(
             target: "trace2",
             $level,
@@ -174,28 +174,22 @@ pub fn def_repo(repo: i64, worktree: &str) {
 /// Empty strings are left out of the lines.
 #[track_caller]
 pub fn region_enter(category: &str, label: &str, msg: Option<&str>, repo: Option<i64>) {
-    let loc = Location::caller();
-    emit!(
-        Level::INFO,
-        loc,
-        "region_enter",
-        category,
-        label,
-        has_msg = msg.is_some(),
-        msg = msg.unwrap_or(""),
-        has_repo = repo.is_some(),
-        repo = repo.unwrap_or(0)
-    );
+    region("region_enter", category, label, msg, repo);
 }
 
 /// `region_leave` for the innermost region opened with [`region_enter`] on this thread.
 #[track_caller]
 pub fn region_leave(category: &str, label: &str, msg: Option<&str>, repo: Option<i64>) {
+    region("region_leave", category, label, msg, repo);
+}
+
+#[track_caller]
+fn region(kind: &'static str, category: &str, label: &str, msg: Option<&str>, repo: Option<i64>) {
     let loc = Location::caller();
     emit!(
         Level::INFO,
         loc,
-        "region_leave",
+        kind,
         category,
         label,
         has_msg = msg.is_some(),

@@ -695,40 +695,30 @@ mod tests {
         }
     }
 
+    /// The events of `git version`, behind `version.perf` and `version-brief.perf`.
+    fn git_version_events() -> [Event<'static>; 6] {
+        [
+            VERSION,
+            Event::Start {
+                argv: &["git", "version"],
+            },
+            ancestry(ANCESTRY),
+            cmd_name("version", "version"),
+            EXIT0,
+            ATEXIT0,
+        ]
+    }
+
     #[test]
     fn version_sample() {
-        check_all(
-            &sample("version.perf"),
-            &[
-                VERSION,
-                Event::Start {
-                    argv: &["git", "version"],
-                },
-                ancestry(ANCESTRY),
-                cmd_name("version", "version"),
-                EXIT0,
-                ATEXIT0,
-            ],
-        );
+        check_all(&sample("version.perf"), &git_version_events());
     }
 
     #[test]
     fn version_brief_sample() {
         let lines = sample("version-brief.perf");
         assert!(lines.iter().all(|l| l.brief && l.raw.starts_with("d0 | ")));
-        check_all(
-            &lines,
-            &[
-                VERSION,
-                Event::Start {
-                    argv: &["git", "version"],
-                },
-                ancestry(ANCESTRY),
-                cmd_name("version", "version"),
-                EXIT0,
-                ATEXIT0,
-            ],
-        );
+        check_all(&lines, &git_version_events());
     }
 
     #[test]

@@ -144,12 +144,11 @@ impl Trace2 {
                 max_files: s.max_files,
                 sid_component: session.own_component().to_owned(),
             };
-            let (sink, sentinel) = match dst::open(value, &settings) {
-                Opened::Sink(sink) => (sink, false),
-                Opened::Sentinel(sink) => (sink, true),
-                Opened::Disabled => return None,
-            };
-            Some((sink, sentinel))
+            match dst::open(value, &settings) {
+                Opened::Sink(sink) => Some((sink, false)),
+                Opened::Sentinel(sink) => Some((sink, true)),
+                Opened::Disabled => None,
+            }
         };
         let mut builder = Trace2Layer::builder().with_exe_version(&self.exe_version);
         let mut any = false;
