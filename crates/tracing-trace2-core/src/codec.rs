@@ -66,6 +66,7 @@
 use std::fmt;
 
 use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
+use crate::text::Appender;
 
 /// The version byte that starts every record of this layout.
 pub const VERSION: u8 = 1;
@@ -76,29 +77,27 @@ const FRAME_HEADER: usize = 5;
 const NONE_LEN: u32 = u32::MAX;
 
 /// Appends `record` to `out` as one frame. `out` only grows: nothing else is allocated.
+///
+/// Written through an [`Appender`]: the deferred writer encodes on the traced thread,
+/// and pieces appended one by one to the vector cost about twice as much.
 pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
     let start = out.len();
-    out.push(VERSION);
-    out.extend_from_slice(&[0; 4]);
-    let mut w = Writer {
-        out,
-        // Every string is cut to what is left of the frame's 4 GiB, so the length fits.
-        budget: u32::MAX as usize - 64,
-    };
-    w.u8(tag(&record.event));
-    w.i64(record.time.wall_us);
-    w.u64(record.time.t_abs_us);
-    w.u32(record.depth);
-    w.u32(record.open_regions);
-    w.u32(record.callsite.line);
-    w.str(record.sid);
-    w.str(record.thread);
-    w.opt_str(record.callsite.file);
-    w.fields(&record.event);
+    {
+        let mut w = Writer {
+            out: Appender::new(out),
+            budget: STRING_BUDGET,
+        };
+        w.out.put(&[VERSION, 0, 0, 0, 0]);
+        w.body(record);
+    }
     let body = out.len() - start - FRAME_HEADER;
     let body = u32::try_from(body).unwrap_or(u32::MAX);
     out[start + 1..start + FRAME_HEADER].copy_from_slice(&body.to_le_bytes());
 }
+
+/// Bytes all strings of one frame may take together, so that the frame's length fits
+/// its `u32` (the fixed fields come on top).
+const STRING_BUDGET: usize = u32::MAX as usize - 64;
 
 fn tag(event: &Event<'_>) -> u8 {
     match event {
@@ -133,42 +132,72 @@ fn tag(event: &Event<'_>) -> u8 {
     }
 }
 
+/// The longest prefix of `s` within `budget` bytes that ends on a character boundary.
+#[cold]
+fn cut_len(s: &str, budget: usize) -> usize {
+    let mut len = budget.min(s.len());
+    while !s.is_char_boundary(len) {
+        len -= 1;
+    }
+    len
+}
+
 struct Writer<'o> {
-    out: &'o mut Vec<u8>,
+    out: Appender<'o>,
     budget: usize,
 }
 
 impl Writer<'_> {
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn body(&mut self, record: &Record<'_>) {
+        // The fixed fields, with one test for room.
+        self.out.put_all([
+            &[tag(&record.event)],
+            &record.time.wall_us.to_le_bytes(),
+            &record.time.t_abs_us.to_le_bytes(),
+            &record.depth.to_le_bytes(),
+            &record.open_regions.to_le_bytes(),
+            &record.callsite.line.to_le_bytes(),
+        ]);
+        self.str(record.sid);
+        self.str(record.thread);
+        self.opt_str(record.callsite.file);
+        self.fields(&record.event);
+    }
+
     fn u8(&mut self, v: u8) {
-        self.out.push(v);
+        self.out.put(&[v]);
     }
     fn bool(&mut self, v: bool) {
-        self.out.push(u8::from(v));
+        self.u8(u8::from(v));
     }
     fn u32(&mut self, v: u32) {
-        self.out.extend_from_slice(&v.to_le_bytes());
+        self.out.put(&v.to_le_bytes());
     }
     fn u64(&mut self, v: u64) {
-        self.out.extend_from_slice(&v.to_le_bytes());
+        self.out.put(&v.to_le_bytes());
     }
     fn i64(&mut self, v: i64) {
-        self.out.extend_from_slice(&v.to_le_bytes());
+        self.out.put(&v.to_le_bytes());
     }
     fn i32(&mut self, v: i32) {
-        self.out.extend_from_slice(&v.to_le_bytes());
+        self.out.put(&v.to_le_bytes());
     }
 
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn str(&mut self, s: &str) {
-        let mut len = s.len().min(self.budget);
-        while !s.is_char_boundary(len) {
-            len -= 1;
-        }
+        let len = if s.len() <= self.budget {
+            s.len()
+        } else {
+            cut_len(s, self.budget)
+        };
         self.budget -= len;
         // `len` is below the budget, itself below `u32::MAX`.
-        self.u32(len as u32);
-        self.out.extend_from_slice(&s.as_bytes()[..len]);
+        let len_bytes = (len as u32).to_le_bytes();
+        self.out.put_all([&len_bytes, &s.as_bytes()[..len]]);
     }
 
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn opt_str(&mut self, s: Option<&str>) {
         match s {
             Some(s) => self.str(s),
@@ -193,6 +222,7 @@ impl Writer<'_> {
         }
     }
 
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn region(&mut self, r: &RegionInfo<'_>) {
         self.opt_i64(r.repo);
         self.opt_str(r.category);
@@ -835,13 +865,15 @@ mod tests {
 
     #[test]
     fn long_strings_are_cut_at_a_character_boundary() {
+        let mut buf = Vec::new();
         let mut w = Writer {
-            out: &mut Vec::new(),
+            out: Appender::new(&mut buf),
             budget: 4,
         };
         w.str("aéé");
-        // 'a' + 'é' fit in 3 bytes; the second 'é' would cross the budget.
-        assert_eq!(&w.out[..], b"\x03\0\0\0a\xc3\xa9");
         assert_eq!(w.budget, 1);
+        drop(w);
+        // 'a' + 'é' fit in 3 bytes; the second 'é' would cross the budget.
+        assert_eq!(&buf[..], b"\x03\0\0\0a\xc3\xa9");
     }
 }

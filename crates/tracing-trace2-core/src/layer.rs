@@ -45,7 +45,7 @@ use crate::dst::background::BackgroundOptions;
 use crate::dst::queue::Queue;
 use crate::fields::{ApiFields, EventFields};
 use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
-use crate::region::{RegionFields, RegionState};
+use crate::region::{RegionFields, RegionState, SpanRegion};
 use crate::session::Session;
 use crate::targets::{Lines, Targets};
 use crate::thread::{self, Frame, ThreadState};
@@ -350,7 +350,7 @@ impl Trace2Layer {
         with_lines(|lines| {
             {
                 let extensions = span.extensions();
-                let Some(state) = extensions.get::<RegionState>() else {
+                let Some(SpanRegion(state)) = extensions.get::<SpanRegion>() else {
                     return;
                 };
                 thread::with_state(now.t_abs_us, |t| f(t, state.info(), now, callsite, lines));
@@ -802,8 +802,8 @@ where
         attrs.record(state.fields_mut());
         state.build_msg();
         if let Some(span) = ctx.span(id) {
-            let old = span.extensions_mut().replace(state);
-            if let Some(old) = old {
+            let old = span.extensions_mut().replace(SpanRegion(state));
+            if let Some(SpanRegion(old)) = old {
                 old.recycle();
             }
         }
@@ -818,7 +818,7 @@ where
             fields.clear();
             values.record(&mut *fields);
             if let Some(span) = ctx.span(id)
-                && let Some(state) = span.extensions_mut().get_mut::<RegionState>()
+                && let Some(SpanRegion(state)) = span.extensions_mut().get_mut::<SpanRegion>()
             {
                 state.record(&fields);
             }
@@ -865,8 +865,8 @@ where
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         if let Some(span) = ctx.span(&id) {
-            let state = span.extensions_mut().remove::<RegionState>();
-            if let Some(state) = state {
+            let state = span.extensions_mut().remove::<SpanRegion>();
+            if let Some(SpanRegion(state)) = state {
                 state.recycle();
             }
         }

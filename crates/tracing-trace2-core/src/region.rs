@@ -122,7 +122,10 @@ impl RegionState {
     /// A state for a new span, recycled from this thread's pool when one is there.
     /// Record its fields with [`RegionState::fields_mut`], then call
     /// [`RegionState::build_msg`].
-    pub(crate) fn pooled(label: &'static str, target: &'static str) -> RegionState {
+    ///
+    /// Boxed, so that moving a state between the pool and the span's extensions moves a
+    /// pointer, not the whole state.
+    pub(crate) fn pooled(label: &'static str, target: &'static str) -> Box<RegionState> {
         let recycled = POOL
             .try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
             .ok()
@@ -133,12 +136,12 @@ impl RegionState {
                 state.name = label;
                 state
             }
-            None => RegionState::new(label, target),
+            None => Box::new(RegionState::new(label, target)),
         }
     }
 
     /// Hands a closed span's state back to this thread's pool.
-    pub(crate) fn recycle(mut self) {
+    pub(crate) fn recycle(mut self: Box<Self>) {
         if self.capacity() > POOL_MAX_BYTES {
             return;
         }
@@ -176,8 +179,14 @@ impl RegionState {
     }
 }
 
+/// What the layer keeps in a span's extensions: the span's boxed [`RegionState`].
+pub(crate) struct SpanRegion(pub(crate) Box<RegionState>);
+
 thread_local! {
-    static POOL: RefCell<Vec<RegionState>> = const { RefCell::new(Vec::new()) };
+    // Boxed on purpose (clippy's `vec_box`): states move between the pool and span
+    // extensions, and a pointer is cheaper to move than the whole state.
+    #[allow(clippy::vec_box)]
+    static POOL: RefCell<Vec<Box<RegionState>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Span field values gathered before the span's extensions are locked (a field's

@@ -2,16 +2,29 @@
 //!
 //! Keys come out in the order git's event target writes them: the common keys
 //! (`event`, `sid`, `thread`, `time`, `file`, `line`, `repo`) and then the keys of the
-//! event itself. Everything is appended to the caller's buffer with the shared
-//! primitives of [`tracing_trace2_core::text`], so a call allocates nothing beyond
-//! growing that buffer.
+//! event itself. Everything is appended to the caller's buffer through an
+//! [`Appender`] and the other shared primitives of [`tracing_trace2_core::text`], so a
+//! call allocates nothing beyond growing that buffer.
+//!
+//! Regions and data make up nearly all of a trace, and their lines take a path on which
+//! everything is inlined: the appender's position and room stay in registers, constant
+//! keys go out as a few stores, and the sid, thread name and the date and time up to
+//! the second come from a per-thread cache in one copy.
 
 use std::cell::RefCell;
 
 use tracing_trace2_core::text::{
-    push_i64, push_json_str, push_seconds, push_timer_seconds, push_u64, push_utc_datetime,
+    Appender, micros_digits, push_timer_seconds, utc_datetime_text, utc_second,
 };
 use tracing_trace2_core::{ChildInfo, Event, Format, Record, RegionInfo, TimerInfo};
+
+/// `,"<key>":` for a key name written as a literal. Keys are fixed ASCII names that
+/// need no escaping; spelling each one out whole makes it one copy.
+macro_rules! key {
+    ($key:literal) => {
+        concat!(",\"", $key, "\":").as_bytes()
+    };
+}
 
 /// The nesting limit git uses when none (or a non-positive one) is configured.
 const DEFAULT_MAX_NESTING: u32 = 2;
@@ -73,29 +86,20 @@ impl EventFormat {
     }
 
     /// Writes `{"event":…` up to and including `line`, but not `repo`.
-    fn push_common(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn push_common(&self, record: &Record<'_>, w: &mut Appender<'_>) {
         // Event names are fixed ASCII words: nothing to escape.
-        out.extend_from_slice(b"{\"event\":\"");
-        out.extend_from_slice(record.event.name().as_bytes());
-        out.extend_from_slice(b"\",");
-        push_sid_thread(out, record.sid, record.thread);
+        w.put_all([b"{\"event\":\"", record.event.name().as_bytes(), b"\","]);
         // Brief mode still dates the first and the last line of a process, so that a
         // reader can tell when it ran and for how long.
         let keep_time =
             !self.brief || matches!(record.event, Event::Version { .. } | Event::Atexit { .. });
-        if keep_time {
-            push_key(out, "time");
-            out.push(b'"');
-            push_utc_datetime(out, record.time.wall_us);
-            out.push(b'"');
-        }
+        let wall_us = keep_time.then_some(record.time.wall_us);
+        push_sid_thread(w, record.sid, record.thread, wall_us);
         if !self.brief
             && let Some(file) = record.callsite.file.filter(|file| !file.is_empty())
         {
-            push_key(out, "file");
-            push_json_str(out, file);
-            push_key(out, "line");
-            push_u64(out, u64::from(record.callsite.line));
+            push_file_line(w, file, record.callsite.line);
         }
     }
 }
@@ -107,55 +111,25 @@ impl Format for EventFormat {
         {
             return;
         }
-        self.push_common(record, out);
+        let w = &mut Appender::new(out);
+        // The common keys are written from this one place, so that everything they
+        // take (the per-thread caches included) is inlined once.
+        self.push_common(record, w);
         let t_abs_us = record.time.t_abs_us;
+        // Regions and data make up nearly every line of a trace: they are written
+        // here with helpers that are all inlined. Every other event goes through a
+        // function of its own on a second appender, so that no pointer to `w` ever
+        // leaves this function and its fields can live in registers.
         match record.event {
-            Event::Version { exe } => {
-                push_str_key(out, "evt", EVT_VERSION);
-                push_str_key(out, "exe", exe);
-            }
-            Event::TooManyFiles | Event::ThreadStart => {}
-            Event::Start { argv } => {
-                push_seconds_key(out, "t_abs", t_abs_us);
-                push_array_key(out, "argv", false, argv);
-            }
-            Event::CmdAncestry { ancestry } => push_array_key(out, "ancestry", false, ancestry),
-            Event::CmdPath { path } => push_str_key(out, "path", path),
-            Event::CmdName { name, hierarchy } => {
-                push_str_key(out, "name", name);
-                if !hierarchy.is_empty() {
-                    push_str_key(out, "hierarchy", hierarchy);
-                }
-            }
-            Event::CmdMode { name } => push_str_key(out, "name", name),
-            Event::Alias { alias, argv } => {
-                push_str_key(out, "alias", alias);
-                push_array_key(out, "argv", false, argv);
-            }
-            Event::DefParam {
-                scope,
-                param,
-                value,
-            } => {
-                push_str_key(out, "scope", scope);
-                push_str_key(out, "param", param);
-                if let Some(value) = value {
-                    push_str_key(out, "value", value);
-                }
-            }
-            Event::DefRepo { repo, worktree } => {
-                push_int_key(out, "repo", repo);
-                push_str_key(out, "worktree", worktree);
-            }
             Event::RegionEnter { region, nesting } => {
-                push_region(out, &region, None, nesting);
+                push_region(w, &region, None, nesting);
             }
             Event::RegionLeave {
                 region,
                 nesting,
                 t_rel_us,
             } => {
-                push_region(out, &region, Some(t_rel_us), nesting);
+                push_region(w, &region, Some(t_rel_us), nesting);
             }
             Event::Data {
                 repo,
@@ -165,8 +139,10 @@ impl Format for EventFormat {
                 nesting,
                 t_rel_us,
             } => {
-                push_data_head(out, repo, t_abs_us, t_rel_us, nesting, category, key);
-                push_str_key(out, "value", value);
+                push_data_head(w, repo, t_abs_us, t_rel_us, nesting, category, key);
+                // The end of the line goes with the value.
+                w.put_json_field_then(key!("value"), value, b"}\n");
+                return;
             }
             Event::DataJson {
                 repo,
@@ -176,90 +152,138 @@ impl Format for EventFormat {
                 nesting,
                 t_rel_us,
             } => {
-                push_data_head(out, repo, t_abs_us, t_rel_us, nesting, category, key);
-                push_key(out, "value");
+                push_data_head(w, repo, t_abs_us, t_rel_us, nesting, category, key);
                 // The text is already JSON; an empty one would leave `"value":}` and
                 // make the whole line unreadable, so it stands for a null value.
-                if json.is_empty() {
-                    out.extend_from_slice(b"null");
+                let json: &[u8] = if json.is_empty() {
+                    b"null"
                 } else {
-                    out.extend_from_slice(json.as_bytes());
-                }
+                    json.as_bytes()
+                };
+                w.put_all([key!("value"), json]);
             }
-            Event::Printf { msg } => {
-                push_seconds_key(out, "t_abs", t_abs_us);
-                if let Some(msg) = msg {
-                    push_str_key(out, "msg", msg);
-                }
-            }
-            Event::Error { msg, fmt } => {
-                if let Some(msg) = msg {
-                    push_str_key(out, "msg", msg);
-                }
-                if let Some(fmt) = fmt {
-                    push_str_key(out, "fmt", fmt);
-                }
-            }
-            Event::ChildStart(child) => push_child_start(out, &child),
-            Event::ChildExit {
-                child_id,
-                pid,
-                code,
-                elapsed_us,
-            } => {
-                push_uint_key(out, "child_id", child_id);
-                push_int_key(out, "pid", pid);
-                push_int_key(out, "code", code);
-                push_seconds_key(out, "t_rel", elapsed_us);
-            }
-            Event::ChildReady {
-                child_id,
-                pid,
-                ready,
-                elapsed_us,
-            } => {
-                push_uint_key(out, "child_id", child_id);
-                push_int_key(out, "pid", pid);
-                push_str_key(out, "ready", ready);
-                push_seconds_key(out, "t_rel", elapsed_us);
-            }
-            Event::Exec { exec_id, exe, argv } => {
-                push_uint_key(out, "exec_id", exec_id);
-                if let Some(exe) = exe {
-                    push_str_key(out, "exe", exe);
-                }
-                push_array_key(out, "argv", false, argv);
-            }
-            // git's event target leaves the errno text to the other targets.
-            Event::ExecResult { exec_id, code, .. } => {
-                push_uint_key(out, "exec_id", exec_id);
-                push_int_key(out, "code", code);
-            }
-            Event::ThreadExit { elapsed_us } => push_seconds_key(out, "t_rel", elapsed_us),
-            Event::Timer { timer, .. } => push_timer(out, &timer),
-            Event::Counter {
-                category,
-                name,
-                value,
-                ..
-            } => {
-                push_str_key(out, "category", category);
-                push_str_key(out, "name", name);
-                push_key(out, "count");
-                // git prints the unsigned total through a signed conversion; mirror it
-                // so that huge counts read the same in both streams.
-                push_i64(out, value as i64);
-            }
-            Event::Exit { code } | Event::Atexit { code } => {
-                push_seconds_key(out, "t_abs", t_abs_us);
-                push_int_key(out, "code", i64::from(code));
-            }
-            Event::Signal { signo } => {
-                push_seconds_key(out, "t_abs", t_abs_us);
-                push_int_key(out, "signo", i64::from(signo));
+            _ => w.with_vec(|out| push_other_keys(&mut Appender::new(out), record)),
+        }
+        w.put(b"}\n");
+    }
+}
+
+/// The keys of every event but regions and data.
+fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
+    let t_abs_us = record.time.t_abs_us;
+    match record.event {
+        Event::Version { exe } => {
+            w.put_json_field(key!("evt"), EVT_VERSION);
+            w.put_json_field(key!("exe"), exe);
+        }
+        Event::TooManyFiles | Event::ThreadStart => {}
+        Event::Start { argv } => {
+            push_seconds_key(w, key!("t_abs"), t_abs_us);
+            push_array_key(w, key!("argv"), false, argv);
+        }
+        Event::CmdAncestry { ancestry } => push_array_key(w, key!("ancestry"), false, ancestry),
+        Event::CmdPath { path } => w.put_json_field(key!("path"), path),
+        Event::CmdName { name, hierarchy } => {
+            w.put_json_field(key!("name"), name);
+            if !hierarchy.is_empty() {
+                w.put_json_field(key!("hierarchy"), hierarchy);
             }
         }
-        out.extend_from_slice(b"}\n");
+        Event::CmdMode { name } => w.put_json_field(key!("name"), name),
+        Event::Alias { alias, argv } => {
+            w.put_json_field(key!("alias"), alias);
+            push_array_key(w, key!("argv"), false, argv);
+        }
+        Event::DefParam {
+            scope,
+            param,
+            value,
+        } => {
+            w.put_json_field(key!("scope"), scope);
+            w.put_json_field(key!("param"), param);
+            if let Some(value) = value {
+                w.put_json_field(key!("value"), value);
+            }
+        }
+        Event::DefRepo { repo, worktree } => {
+            push_int_key(w, key!("repo"), repo);
+            w.put_json_field(key!("worktree"), worktree);
+        }
+        Event::Printf { msg } => {
+            push_seconds_key(w, key!("t_abs"), t_abs_us);
+            if let Some(msg) = msg {
+                w.put_json_field(key!("msg"), msg);
+            }
+        }
+        Event::Error { msg, fmt } => {
+            if let Some(msg) = msg {
+                w.put_json_field(key!("msg"), msg);
+            }
+            if let Some(fmt) = fmt {
+                w.put_json_field(key!("fmt"), fmt);
+            }
+        }
+        Event::ChildStart(child) => push_child_start(w, &child),
+        Event::ChildExit {
+            child_id,
+            pid,
+            code,
+            elapsed_us,
+        } => {
+            push_uint_key(w, key!("child_id"), child_id);
+            push_int_key(w, key!("pid"), pid);
+            push_int_key(w, key!("code"), code);
+            push_seconds_key(w, key!("t_rel"), elapsed_us);
+        }
+        Event::ChildReady {
+            child_id,
+            pid,
+            ready,
+            elapsed_us,
+        } => {
+            push_uint_key(w, key!("child_id"), child_id);
+            push_int_key(w, key!("pid"), pid);
+            w.put_json_field(key!("ready"), ready);
+            push_seconds_key(w, key!("t_rel"), elapsed_us);
+        }
+        Event::Exec { exec_id, exe, argv } => {
+            push_uint_key(w, key!("exec_id"), exec_id);
+            if let Some(exe) = exe {
+                w.put_json_field(key!("exe"), exe);
+            }
+            push_array_key(w, key!("argv"), false, argv);
+        }
+        // git's event target leaves the errno text to the other targets.
+        Event::ExecResult { exec_id, code, .. } => {
+            push_uint_key(w, key!("exec_id"), exec_id);
+            push_int_key(w, key!("code"), code);
+        }
+        Event::ThreadExit { elapsed_us } => push_seconds_key(w, key!("t_rel"), elapsed_us),
+        Event::Timer { timer, .. } => push_timer(w, &timer),
+        Event::Counter {
+            category,
+            name,
+            value,
+            ..
+        } => {
+            w.put_json_field(key!("category"), category);
+            w.put_json_field(key!("name"), name);
+            // git prints the unsigned total through a signed conversion; mirror it
+            // so that huge counts read the same in both streams.
+            push_int_key(w, key!("count"), value as i64);
+        }
+        Event::Exit { code } | Event::Atexit { code } => {
+            push_seconds_key(w, key!("t_abs"), t_abs_us);
+            push_int_key(w, key!("code"), i64::from(code));
+        }
+        Event::Signal { signo } => {
+            push_seconds_key(w, key!("t_abs"), t_abs_us);
+            push_int_key(w, key!("signo"), i64::from(signo));
+        }
+        Event::RegionEnter { .. }
+        | Event::RegionLeave { .. }
+        | Event::Data { .. }
+        | Event::DataJson { .. } => {}
     }
 }
 
@@ -268,18 +292,27 @@ const CACHED_SID: usize = 160;
 const CACHED_THREAD: usize = 32;
 /// Room for `"sid":"<sid>","thread":"<thread>"` once escaped.
 const CACHED_TEXT: usize = 320;
+/// `,"time":"` and the date and time up to the second, `YYYY-MM-DDTHH:MM:SS.`.
+const TIME_PREFIX: usize = 9 + 20;
 
 /// `"sid":"…","thread":"…"`, escaped, for the sid and thread it was made for: a thread
 /// writes the same two values on every line, so they are escaped once per thread (and
 /// again only when either changes). Fixed-size, so that it never allocates; longer
 /// values are escaped every time.
+///
+/// Right after that text comes `,"time":"` and the date and time of the second the
+/// last line fell in: lines come many per second, and the whole run up to the
+/// microseconds of `time` is then a single copy.
 struct SidThread {
     sid: [u8; CACHED_SID],
     sid_len: usize,
     thread: [u8; CACHED_THREAD],
     thread_len: usize,
-    text: [u8; CACHED_TEXT],
+    text: [u8; CACHED_TEXT + TIME_PREFIX],
     text_len: usize,
+    /// The first microsecond of the second whose text follows `text_len`, when there is
+    /// one.
+    second: Option<i64>,
 }
 
 impl SidThread {
@@ -288,18 +321,58 @@ impl SidThread {
         sid_len: usize::MAX,
         thread: [0; CACHED_THREAD],
         thread_len: usize::MAX,
-        text: [0; CACHED_TEXT],
+        text: [0; CACHED_TEXT + TIME_PREFIX],
         text_len: 0,
+        second: None,
     };
 
+    /// The text up to the microseconds of `time` and those microseconds, when
+    /// `wall_us` falls in the second kept; `None` otherwise.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn with_second(&self, wall_us: i64) -> Option<(&[u8], u64)> {
+        let micros = wall_us.wrapping_sub(self.second?) as u64;
+        if micros >= 1_000_000 {
+            return None;
+        }
+        Some((self.text.get(..self.text_len + TIME_PREFIX)?, micros))
+    }
+
+    /// Keeps the second `wall_us` falls in after the text (when it can be kept).
+    fn store_second(&mut self, wall_us: i64) {
+        self.second = None;
+        let Some((start, date)) = utc_second(wall_us) else {
+            return;
+        };
+        let Some(slot) = self
+            .text
+            .get_mut(self.text_len..self.text_len + TIME_PREFIX)
+        else {
+            return;
+        };
+        slot[..9].copy_from_slice(b",\"time\":\"");
+        slot[9..].copy_from_slice(&date);
+        self.second = Some(start);
+    }
+
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn holds(&self, sid: &str, thread: &str) -> bool {
-        self.sid.get(..self.sid_len) == Some(sid.as_bytes())
-            && self.thread.get(..self.thread_len) == Some(thread.as_bytes())
+        let (sid, thread) = (sid.as_bytes(), thread.as_bytes());
+        sid.len() == self.sid_len
+            && thread.len() == self.thread_len
+            && self
+                .sid
+                .get(..sid.len())
+                .is_some_and(|cached| same_bytes(cached, sid))
+            && self
+                .thread
+                .get(..thread.len())
+                .is_some_and(|cached| same_bytes(cached, thread))
     }
 
     /// Keeps `text` for `sid` and `thread`, if everything fits.
     fn store(&mut self, sid: &str, thread: &str, text: &[u8]) {
         let (sid, thread) = (sid.as_bytes(), thread.as_bytes());
+        self.second = None;
         if sid.len() > CACHED_SID || thread.len() > CACHED_THREAD || text.len() > CACHED_TEXT {
             self.sid_len = usize::MAX;
             return;
@@ -313,110 +386,268 @@ impl SidThread {
     }
 }
 
+/// `a == b` for two slices of the same length, tested inline: a call to `memcmp` for
+/// the sid and thread of every line cost more than the comparison itself.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    fn chunk<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
+        let mut bytes = [0; N];
+        bytes.copy_from_slice(&s[at..at + N]);
+        bytes
+    }
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    // Two blocks, possibly overlapping, cover the whole length (for one to three
+    // bytes: the first, middle and last byte).
+    if n < 4 {
+        n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
+    } else if n < 8 {
+        chunk::<4>(a, 0) == chunk::<4>(b, 0) && chunk::<4>(a, n - 4) == chunk::<4>(b, n - 4)
+    } else if n <= 16 {
+        chunk::<8>(a, 0) == chunk::<8>(b, 0) && chunk::<8>(a, n - 8) == chunk::<8>(b, n - 8)
+    } else if n <= 32 {
+        chunk::<16>(a, 0) == chunk::<16>(b, 0) && chunk::<16>(a, n - 16) == chunk::<16>(b, n - 16)
+    } else if n <= 64 {
+        chunk::<32>(a, 0) == chunk::<32>(b, 0) && chunk::<32>(a, n - 32) == chunk::<32>(b, n - 32)
+    } else {
+        a == b
+    }
+}
+
 thread_local! {
     static SID_THREAD: RefCell<SidThread> = const { RefCell::new(SidThread::EMPTY) };
 }
 
-/// Appends `"sid":"<sid>","thread":"<thread>"`.
-fn push_sid_thread(out: &mut Vec<u8>, sid: &str, thread: &str) {
+/// Appends `"sid":"<sid>","thread":"<thread>"` and, given the wall-clock time of the
+/// line, `,"time":"<date and time>"`.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Option<i64>) {
+    // Only the usual case is handled inline: the thread's sid and name as cached, and
+    // the line in the second cached (or no time at all). Anything else takes the slow
+    // path, which also brings the cache up to date.
     let done = SID_THREAD.try_with(|cell| {
-        let Ok(mut cached) = cell.try_borrow_mut() else {
+        let Ok(cached) = cell.try_borrow() else {
             return false;
         };
         if !cached.holds(sid, thread) {
-            let start = out.len();
-            render_sid_thread(out, sid, thread);
-            cached.store(sid, thread, &out[start..]);
-            return true;
+            return false;
         }
-        out.extend_from_slice(&cached.text[..cached.text_len]);
+        match wall_us {
+            None => w.put(&cached.text[..cached.text_len]),
+            Some(wall_us) => {
+                let Some((text, micros)) = cached.with_second(wall_us) else {
+                    return false;
+                };
+                w.put(text);
+                w.put_all([&micros_digits(micros), b"Z\""]);
+            }
+        }
         true
     });
-    // While the thread's storage is torn down (or in a nested call): no cache.
     if done != Ok(true) {
-        render_sid_thread(out, sid, thread);
+        w.with_vec(|out| push_sid_thread_slow(out, sid, thread, wall_us));
     }
 }
 
+/// [`push_sid_thread`] when the cache does not have the line's sid, thread name or
+/// second: write them out and keep them for the next line.
+#[cold]
+#[inline(never)]
+fn push_sid_thread_slow(out: &mut Vec<u8>, sid: &str, thread: &str, wall_us: Option<i64>) {
+    let start = out.len();
+    render_sid_thread(out, sid, thread);
+    let _ = SID_THREAD.try_with(|cell| {
+        // In a nested call (or while the thread's storage is torn down): no cache.
+        let Ok(mut cached) = cell.try_borrow_mut() else {
+            return;
+        };
+        if !cached.holds(sid, thread) {
+            cached.store(sid, thread, &out[start..]);
+        }
+        if let Some(wall_us) = wall_us {
+            cached.store_second(wall_us);
+        }
+    });
+    if let Some(wall_us) = wall_us {
+        push_time(&mut Appender::new(out), wall_us);
+    }
+}
+
+/// Appends `,"time":"<date and time>"`.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_time(w: &mut Appender<'_>, wall_us: i64) {
+    let time = utc_datetime_text(wall_us);
+    w.put_all([key!("time"), b"\"", &time, b"\""]);
+}
+
 fn render_sid_thread(out: &mut Vec<u8>, sid: &str, thread: &str) {
-    out.extend_from_slice(b"\"sid\":");
-    push_json_str(out, sid);
-    push_key(out, "thread");
-    push_json_str(out, thread);
+    let w = &mut Appender::new(out);
+    w.put_json_field(b"\"sid\":", sid);
+    w.put_json_field(key!("thread"), thread);
 }
 
-/// Appends `,"<key>":`. Keys are fixed ASCII names that need no escaping.
-#[inline]
-fn push_key(out: &mut Vec<u8>, key: &str) {
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\":");
+/// Longest callsite file name whose `file` and `line` text is kept per thread.
+const CACHED_FILE: usize = 128;
+/// Room for `,"file":"<file>","line":<line>` once escaped.
+const CACHED_FILE_TEXT: usize = 192;
+/// Callsites kept per thread, picked by a hash of the line number.
+const FILE_SLOTS: usize = 8;
+
+/// The slot of the callsites on `line`. Lines near each other (the usual neighbours in a
+/// trace) land in different slots.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn file_slot(line: u32) -> usize {
+    (line.wrapping_mul(0x9e37_79b1) >> (32 - FILE_SLOTS.trailing_zeros())) as usize
 }
 
-#[inline]
-fn push_str_key(out: &mut Vec<u8>, key: &str, value: &str) {
-    push_key(out, key);
-    push_json_str(out, value);
+/// `,"file":"…","line":…` for the callsite it was made for: the lines of a thread come
+/// from a handful of callsites, each writing the same two keys every time. Kept like
+/// [`SidThread`], in a few slots per thread chosen by line number.
+struct FileLine {
+    file: [u8; CACHED_FILE],
+    file_len: usize,
+    line: u32,
+    text: [u8; CACHED_FILE_TEXT],
+    text_len: usize,
 }
 
-#[inline]
-fn push_int_key(out: &mut Vec<u8>, key: &str, value: i64) {
-    push_key(out, key);
-    push_i64(out, value);
+impl FileLine {
+    const EMPTY: FileLine = FileLine {
+        file: [0; CACHED_FILE],
+        file_len: usize::MAX,
+        line: 0,
+        text: [0; CACHED_FILE_TEXT],
+        text_len: 0,
+    };
+
+    /// The text kept, when it was made for `file` and `line`.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn text_for(&self, file: &str, line: u32) -> Option<&[u8]> {
+        let file = file.as_bytes();
+        if self.line != line || self.file_len != file.len() {
+            return None;
+        }
+        if !same_bytes(self.file.get(..file.len())?, file) {
+            return None;
+        }
+        self.text.get(..self.text_len)
+    }
+
+    /// Keeps `text` for `file` and `line`, if everything fits.
+    fn store(&mut self, file: &str, line: u32, text: &[u8]) {
+        let file = file.as_bytes();
+        if file.len() > CACHED_FILE || text.len() > CACHED_FILE_TEXT {
+            self.file_len = usize::MAX;
+            return;
+        }
+        self.file[..file.len()].copy_from_slice(file);
+        self.file_len = file.len();
+        self.line = line;
+        self.text[..text.len()].copy_from_slice(text);
+        self.text_len = text.len();
+    }
 }
 
-#[inline]
-fn push_uint_key(out: &mut Vec<u8>, key: &str, value: u64) {
-    push_key(out, key);
-    push_u64(out, value);
+thread_local! {
+    static FILE_LINE: RefCell<[FileLine; FILE_SLOTS]> =
+        const { RefCell::new([FileLine::EMPTY; FILE_SLOTS]) };
 }
 
-#[inline]
-fn push_seconds_key(out: &mut Vec<u8>, key: &str, micros: u64) {
-    push_key(out, key);
-    push_seconds(out, micros);
+/// Appends `,"file":"<file>","line":<line>`.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_file_line(w: &mut Appender<'_>, file: &str, line: u32) {
+    let done = FILE_LINE.try_with(|cell| {
+        let Ok(slots) = cell.try_borrow() else {
+            return false;
+        };
+        let Some(text) = slots[file_slot(line)].text_for(file, line) else {
+            return false;
+        };
+        w.put(text);
+        true
+    });
+    if done != Ok(true) {
+        w.with_vec(|out| push_file_line_slow(out, file, line));
+    }
+}
+
+/// [`push_file_line`] for a callsite not in the cache: write the keys out and keep
+/// them for the next line.
+#[cold]
+#[inline(never)]
+fn push_file_line_slow(out: &mut Vec<u8>, file: &str, line: u32) {
+    let start = out.len();
+    render_file_line(out, file, line);
+    let _ = FILE_LINE.try_with(|cell| {
+        // In a nested call (or while the thread's storage is torn down): no cache.
+        if let Ok(mut slots) = cell.try_borrow_mut() {
+            slots[file_slot(line)].store(file, line, &out[start..]);
+        }
+    });
+}
+
+fn render_file_line(out: &mut Vec<u8>, file: &str, line: u32) {
+    let w = &mut Appender::new(out);
+    w.put_json_field(key!("file"), file);
+    w.put_u64_after(key!("line"), u64::from(line));
+}
+
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_int_key(w: &mut Appender<'_>, key: &[u8], value: i64) {
+    w.put_i64_after(key, value);
+}
+
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_uint_key(w: &mut Appender<'_>, key: &[u8], value: u64) {
+    w.put_u64_after(key, value);
+}
+
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_seconds_key(w: &mut Appender<'_>, key: &[u8], micros: u64) {
+    w.put_seconds_after(key, micros);
 }
 
 /// Appends a string array; `git_first` puts `"git"` before the elements, the way git
 /// shows a child that is a git sub-command.
-fn push_array_key(out: &mut Vec<u8>, key: &str, git_first: bool, items: &[&str]) {
-    push_key(out, key);
-    out.push(b'[');
+fn push_array_key(w: &mut Appender<'_>, key: &[u8], git_first: bool, items: &[&str]) {
+    w.put_all([key, b"["]);
     if git_first {
-        push_json_str(out, "git");
+        w.put_json_str("git");
     }
     for (i, item) in items.iter().enumerate() {
-        if git_first || i > 0 {
-            out.push(b',');
-        }
-        push_json_str(out, item);
+        let comma: &[u8] = if git_first || i > 0 { b"," } else { b"" };
+        w.put_json_field(comma, item);
     }
-    out.push(b']');
+    w.put(b"]");
 }
 
 /// The keys of `region_enter` (`t_rel_us` is `None`) and `region_leave`.
-fn push_region(out: &mut Vec<u8>, region: &RegionInfo<'_>, t_rel_us: Option<u64>, nesting: u32) {
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_region(w: &mut Appender<'_>, region: &RegionInfo<'_>, t_rel_us: Option<u64>, nesting: u32) {
     if let Some(repo) = region.repo {
-        push_int_key(out, "repo", repo);
+        push_int_key(w, key!("repo"), repo);
     }
     if let Some(t_rel_us) = t_rel_us {
-        push_seconds_key(out, "t_rel", t_rel_us);
+        push_seconds_key(w, key!("t_rel"), t_rel_us);
     }
-    push_uint_key(out, "nesting", u64::from(nesting));
+    push_uint_key(w, key!("nesting"), u64::from(nesting));
     if let Some(category) = region.category {
-        push_str_key(out, "category", category);
+        w.put_json_field(key!("category"), category);
     }
     if let Some(label) = region.label {
-        push_str_key(out, "label", label);
+        w.put_json_field(key!("label"), label);
     }
     if let Some(msg) = region.msg {
-        push_str_key(out, "msg", msg);
+        w.put_json_field(key!("msg"), msg);
     }
 }
 
 /// The keys `data` and `data_json` share, everything up to `value`.
+#[cfg_attr(not(debug_assertions), inline(always))]
 fn push_data_head(
-    out: &mut Vec<u8>,
+    w: &mut Appender<'_>,
     repo: Option<i64>,
     t_abs_us: u64,
     t_rel_us: u64,
@@ -425,49 +656,100 @@ fn push_data_head(
     key: &str,
 ) {
     if let Some(repo) = repo {
-        push_int_key(out, "repo", repo);
+        push_int_key(w, key!("repo"), repo);
     }
-    push_seconds_key(out, "t_abs", t_abs_us);
-    push_seconds_key(out, "t_rel", t_rel_us);
-    push_uint_key(out, "nesting", u64::from(nesting));
-    push_str_key(out, "category", category);
-    push_str_key(out, "key", key);
+    push_seconds_key(w, key!("t_abs"), t_abs_us);
+    push_seconds_key(w, key!("t_rel"), t_rel_us);
+    push_uint_key(w, key!("nesting"), u64::from(nesting));
+    w.put_json_field(key!("category"), category);
+    w.put_json_field(key!("key"), key);
 }
 
-fn push_child_start(out: &mut Vec<u8>, child: &ChildInfo<'_>) {
-    push_uint_key(out, "child_id", child.child_id);
-    push_str_key(out, "child_class", child.class);
+fn push_child_start(w: &mut Appender<'_>, child: &ChildInfo<'_>) {
+    push_uint_key(w, key!("child_id"), child.child_id);
+    w.put_json_field(key!("child_class"), child.class);
     if let Some(hook_name) = child.hook_name {
-        push_str_key(out, "hook_name", hook_name);
+        w.put_json_field(key!("hook_name"), hook_name);
     }
     if let Some(cd) = child.cd {
-        push_str_key(out, "cd", cd);
+        w.put_json_field(key!("cd"), cd);
     }
-    push_key(out, "use_shell");
-    out.extend_from_slice(if child.use_shell { b"true" } else { b"false" });
-    push_array_key(out, "argv", child.is_git, child.argv);
+    w.put(key!("use_shell"));
+    w.put(if child.use_shell { b"true" } else { b"false" });
+    push_array_key(w, key!("argv"), child.is_git, child.argv);
 }
 
-fn push_timer(out: &mut Vec<u8>, timer: &TimerInfo<'_>) {
-    push_str_key(out, "category", timer.category);
-    push_str_key(out, "name", timer.name);
-    push_key(out, "intervals");
+fn push_timer(w: &mut Appender<'_>, timer: &TimerInfo<'_>) {
+    w.put_json_field(key!("category"), timer.category);
+    w.put_json_field(key!("name"), timer.name);
     // Same signed conversion as the counter total (see there).
-    push_i64(out, timer.intervals as i64);
-    push_key(out, "t_total");
-    push_timer_seconds(out, timer.total_ns);
-    push_key(out, "t_min");
-    push_timer_seconds(out, timer.min_ns);
-    push_key(out, "t_max");
-    push_timer_seconds(out, timer.max_ns);
+    push_int_key(w, key!("intervals"), timer.intervals as i64);
+    for (key, nanos) in [
+        (key!("t_total"), timer.total_ns),
+        (key!("t_min"), timer.min_ns),
+        (key!("t_max"), timer.max_ns),
+    ] {
+        w.put(key);
+        w.with_vec(|out| push_timer_seconds(out, nanos));
+    }
 }
 
 #[cfg(test)]
 mod sid_thread_tests {
     use super::*;
+    use tracing_trace2_core::text::{push_json_str, push_utc_datetime};
 
-    /// The per-thread cache never hands out the text of another sid or thread: values
-    /// alternate, grow past what is cached, and need escaping.
+    /// The per-thread callsite cache never hands out the text of another callsite:
+    /// files and lines alternate, share slots, grow past what is kept, need escaping.
+    #[test]
+    fn cached_file_line_follows_every_change() {
+        let long = "d/".repeat(CACHED_FILE);
+        let files = [
+            "benches/peers.rs",
+            "src/main.rs",
+            "benches/peers.rs",
+            "q\"uote\\d.rs",
+            &long,
+            "benches/peers.rt",
+            "",
+        ];
+        let lines = [151, 155, 151, 0, 4, 8, 156, 164, 163, 164, u32::MAX];
+        for _ in 0..3 {
+            for file in files {
+                for line in lines {
+                    let mut cached = b"x".to_vec();
+                    push_file_line(&mut Appender::new(&mut cached), file, line);
+                    let mut direct = b"x,\"file\":".to_vec();
+                    push_json_str(&mut direct, file);
+                    direct.extend_from_slice(format!(",\"line\":{line}").as_bytes());
+                    assert_eq!(
+                        String::from_utf8_lossy(&cached),
+                        String::from_utf8_lossy(&direct),
+                        "{file} {line}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The inline comparison agrees with `==` at every length and for a difference at
+    /// every position.
+    #[test]
+    fn same_bytes_matches_slice_equality() {
+        for len in 0..80 {
+            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()), "{len}");
+            assert!(len == 0 || !same_bytes(&a, &a[..len - 1]));
+            for pos in 0..len {
+                let mut b = a.clone();
+                b[pos] ^= 0x20;
+                assert!(!same_bytes(&a, &b), "{len} {pos}");
+            }
+        }
+    }
+
+    /// The per-thread cache never hands out the text of another sid, thread or second:
+    /// values alternate, grow past what is cached, and need escaping.
     #[test]
     fn cached_prefix_follows_every_change() {
         let long_sid = "p".repeat(CACHED_SID + 1);
@@ -479,14 +761,43 @@ mod sid_thread_tests {
             &long_sid,
         ];
         let threads = ["main", "th01:worker", "th02:work\ter", &long_thread, "main"];
+        // Seconds alternate, repeat, and sit at the ends of the range.
+        let times = [
+            Some(1_795_303_297_816_991),
+            Some(1_795_303_297_999_999),
+            None,
+            Some(1_795_303_298_000_000),
+            Some(1_795_303_297_000_000),
+            Some(-1),
+            Some(0),
+            Some(i64::MAX),
+            Some(i64::MIN),
+            Some(i64::MAX),
+            Some(1_795_303_298_000_001),
+            None,
+            Some(1_795_303_298_000_002),
+        ];
         for _ in 0..2 {
             for sid in sids {
                 for thread in threads {
-                    let mut cached = Vec::new();
-                    push_sid_thread(&mut cached, sid, thread);
-                    let mut direct = Vec::new();
-                    render_sid_thread(&mut direct, sid, thread);
-                    assert_eq!(cached, direct, "{sid} {thread}");
+                    for wall_us in times {
+                        let mut cached = b"x".to_vec();
+                        push_sid_thread(&mut Appender::new(&mut cached), sid, thread, wall_us);
+                        let mut direct = b"x\"sid\":".to_vec();
+                        push_json_str(&mut direct, sid);
+                        direct.extend_from_slice(b",\"thread\":");
+                        push_json_str(&mut direct, thread);
+                        if let Some(wall_us) = wall_us {
+                            direct.extend_from_slice(b",\"time\":\"");
+                            push_utc_datetime(&mut direct, wall_us);
+                            direct.push(b'"');
+                        }
+                        assert_eq!(
+                            String::from_utf8_lossy(&cached),
+                            String::from_utf8_lossy(&direct),
+                            "{sid} {thread} {wall_us:?}"
+                        );
+                    }
                 }
             }
         }
