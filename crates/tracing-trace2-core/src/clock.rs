@@ -15,14 +15,14 @@
 //! has a single thread then). When it cannot be determined the offset is 0 (UTC).
 
 use std::sync::OnceLock;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::record::Timestamp;
 
 /// The clock readings taken at process start.
 #[derive(Debug)]
 pub struct ProcessStart {
-    instant: Instant,
+    monotonic: Monotonic,
     wall_us: i64,
     utc_offset_secs: Option<i32>,
 }
@@ -43,7 +43,7 @@ extern "C" fn capture_at_load() {
 /// The process start, captured on first use (or at load time on Linux).
 pub fn start() -> &'static ProcessStart {
     START.get_or_init(|| {
-        let instant = Instant::now();
+        let monotonic = Monotonic::now();
         let wall_us = match SystemTime::now().duration_since(UNIX_EPOCH) {
             Ok(d) => d.as_micros() as i64,
             Err(e) => -(e.duration().as_micros() as i64),
@@ -52,7 +52,7 @@ pub fn start() -> &'static ProcessStart {
             .ok()
             .map(|o| o.whole_seconds());
         ProcessStart {
-            instant,
+            monotonic,
             wall_us,
             utc_offset_secs,
         }
@@ -75,7 +75,7 @@ impl ProcessStart {
 #[inline]
 pub fn now() -> Timestamp {
     let start = start();
-    let t_abs_us = start.instant.elapsed().as_micros() as u64;
+    let t_abs_us = start.monotonic.micros_since();
     Timestamp {
         wall_us: start.wall_us + t_abs_us as i64,
         t_abs_us,
@@ -85,6 +85,57 @@ pub fn now() -> Timestamp {
 /// The local offset east of UTC in seconds (0 when it could not be determined).
 pub fn local_offset_secs() -> i32 {
     start().utc_offset_secs.unwrap_or(0)
+}
+
+/// A reading of the monotonic clock. On Unix it is `CLOCK_MONOTONIC` (the clock
+/// `Instant` reads there) in nanoseconds, read directly: `Instant::elapsed` subtracts
+/// two timespecs with carries and builds a `Duration`, which cost more than the clock
+/// read itself on every traced call.
+#[derive(Clone, Copy, Debug)]
+struct Monotonic {
+    #[cfg(unix)]
+    nanos: u64,
+    #[cfg(not(unix))]
+    instant: std::time::Instant,
+}
+
+impl Monotonic {
+    #[inline]
+    fn now() -> Monotonic {
+        #[cfg(unix)]
+        {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: `ts` is a valid timespec to write to; CLOCK_MONOTONIC always
+            // exists, so the call cannot fail.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+            let nanos = (ts.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(ts.tv_nsec as u64);
+            Monotonic { nanos }
+        }
+        #[cfg(not(unix))]
+        {
+            Monotonic {
+                instant: std::time::Instant::now(),
+            }
+        }
+    }
+
+    /// Whole microseconds from this reading to now.
+    #[inline]
+    fn micros_since(&self) -> u64 {
+        #[cfg(unix)]
+        {
+            Monotonic::now().nanos.saturating_sub(self.nanos) / 1000
+        }
+        #[cfg(not(unix))]
+        {
+            self.instant.elapsed().as_micros() as u64
+        }
+    }
 }
 
 #[cfg(test)]

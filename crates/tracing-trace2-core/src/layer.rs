@@ -350,7 +350,7 @@ impl Trace2Layer {
         with_lines(|lines| {
             {
                 let extensions = span.extensions();
-                let Some(SpanRegion(state)) = extensions.get::<SpanRegion>() else {
+                let Some(state) = extensions.get::<SpanRegion>().and_then(SpanRegion::state) else {
                     return;
                 };
                 thread::with_state(now.t_abs_us, |t| f(t, state.info(), now, callsite, lines));
@@ -802,10 +802,9 @@ where
         attrs.record(state.fields_mut());
         state.build_msg();
         if let Some(span) = ctx.span(id) {
-            let old = span.extensions_mut().replace(SpanRegion(state));
-            if let Some(SpanRegion(old)) = old {
-                old.recycle();
-            }
+            // A state already there (never, short of a layer misuse) is recycled
+            // when dropped.
+            drop(span.extensions_mut().replace(SpanRegion::new(state)));
         }
     }
 
@@ -818,7 +817,10 @@ where
             fields.clear();
             values.record(&mut *fields);
             if let Some(span) = ctx.span(id)
-                && let Some(SpanRegion(state)) = span.extensions_mut().get_mut::<SpanRegion>()
+                && let Some(state) = span
+                    .extensions_mut()
+                    .get_mut::<SpanRegion>()
+                    .and_then(SpanRegion::state_mut)
             {
                 state.record(&fields);
             }
@@ -860,15 +862,6 @@ where
             self.on_api_event(event);
         } else {
             self.on_user_event(event);
-        }
-    }
-
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(&id) {
-            let state = span.extensions_mut().remove::<SpanRegion>();
-            if let Some(SpanRegion(state)) = state {
-                state.recycle();
-            }
         }
     }
 }

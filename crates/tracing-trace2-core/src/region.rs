@@ -180,7 +180,33 @@ impl RegionState {
 }
 
 /// What the layer keeps in a span's extensions: the span's boxed [`RegionState`].
-pub(crate) struct SpanRegion(pub(crate) Box<RegionState>);
+///
+/// When the span closes, the registry clears its extensions and this hands the state
+/// back to the closing thread's pool: the layer needs no `on_close` (a second span
+/// lookup and extension lock per span) to recycle it.
+pub(crate) struct SpanRegion(Option<Box<RegionState>>);
+
+impl SpanRegion {
+    pub(crate) fn new(state: Box<RegionState>) -> SpanRegion {
+        SpanRegion(Some(state))
+    }
+
+    pub(crate) fn state(&self) -> Option<&RegionState> {
+        self.0.as_deref()
+    }
+
+    pub(crate) fn state_mut(&mut self) -> Option<&mut RegionState> {
+        self.0.as_deref_mut()
+    }
+}
+
+impl Drop for SpanRegion {
+    fn drop(&mut self) {
+        if let Some(state) = self.0.take() {
+            state.recycle();
+        }
+    }
+}
 
 thread_local! {
     // Boxed on purpose (clippy's `vec_box`): states move between the pool and span
