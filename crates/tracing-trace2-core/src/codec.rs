@@ -87,7 +87,7 @@ pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
             out: Appender::new(out),
             budget: STRING_BUDGET,
         };
-        w.out.put(&[VERSION, 0, 0, 0, 0]);
+        w.out.put_array([VERSION, 0, 0, 0, 0]);
         w.body(record);
     }
     let body = out.len() - start - FRAME_HEADER;
@@ -150,38 +150,43 @@ struct Writer<'o> {
 impl Writer<'_> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn body(&mut self, record: &Record<'_>) {
-        // The fixed fields, with one test for room.
-        self.out.put_all([
-            &[tag(&record.event)],
-            &record.time.wall_us.to_le_bytes(),
-            &record.time.t_abs_us.to_le_bytes(),
-            &record.depth.to_le_bytes(),
-            &record.open_regions.to_le_bytes(),
-            &record.callsite.line.to_le_bytes(),
-        ]);
+        // The fixed fields, as one store.
+        let mut fixed = [0u8; 29];
+        fixed[0] = tag(&record.event);
+        fixed[1..9].copy_from_slice(&record.time.wall_us.to_le_bytes());
+        fixed[9..17].copy_from_slice(&record.time.t_abs_us.to_le_bytes());
+        fixed[17..21].copy_from_slice(&record.depth.to_le_bytes());
+        fixed[21..25].copy_from_slice(&record.open_regions.to_le_bytes());
+        fixed[25..29].copy_from_slice(&record.callsite.line.to_le_bytes());
+        self.out.put_array(fixed);
         self.str(record.sid);
         self.str(record.thread);
         self.opt_str(record.callsite.file);
         self.fields(&record.event);
     }
 
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn u8(&mut self, v: u8) {
-        self.out.put(&[v]);
+        self.out.put_array([v]);
     }
     fn bool(&mut self, v: bool) {
         self.u8(u8::from(v));
     }
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn u32(&mut self, v: u32) {
-        self.out.put(&v.to_le_bytes());
+        self.out.put_array(v.to_le_bytes());
     }
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn u64(&mut self, v: u64) {
-        self.out.put(&v.to_le_bytes());
+        self.out.put_array(v.to_le_bytes());
     }
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn i64(&mut self, v: i64) {
-        self.out.put(&v.to_le_bytes());
+        self.out.put_array(v.to_le_bytes());
     }
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn i32(&mut self, v: i32) {
-        self.out.put(&v.to_le_bytes());
+        self.out.put_array(v.to_le_bytes());
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -193,8 +198,8 @@ impl Writer<'_> {
         };
         self.budget -= len;
         // `len` is below the budget, itself below `u32::MAX`.
-        let len_bytes = (len as u32).to_le_bytes();
-        self.out.put_all([&len_bytes, &s.as_bytes()[..len]]);
+        self.out
+            .put_array_then((len as u32).to_le_bytes(), &s.as_bytes()[..len]);
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -205,11 +210,13 @@ impl Writer<'_> {
         }
     }
 
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn opt_i64(&mut self, v: Option<i64>) {
         match v {
             Some(v) => {
-                self.u8(1);
-                self.i64(v);
+                let mut flagged = [1u8; 9];
+                flagged[1..].copy_from_slice(&v.to_le_bytes());
+                self.out.put_array(flagged);
             }
             None => self.u8(0),
         }
@@ -230,6 +237,7 @@ impl Writer<'_> {
         self.opt_str(r.msg);
     }
 
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn fields(&mut self, event: &Event<'_>) {
         match *event {
             Event::Version { exe } => self.str(exe),

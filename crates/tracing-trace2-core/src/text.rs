@@ -441,6 +441,29 @@ impl<'a> Appender<'a> {
         self.put(&[byte]);
     }
 
+    /// Appends a fixed-size array with one store: unlike a slice, its length is known
+    /// where the copy is made, so no size has to be tested at run time.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn put_array<const N: usize>(&mut self, bytes: [u8; N]) {
+        self.put_array_then(bytes, b"");
+    }
+
+    /// Appends a fixed-size array and then `bytes`, with a single test for room (a
+    /// length prefix and what it counts, say).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn put_array_then<const N: usize>(&mut self, array: [u8; N], bytes: &[u8]) {
+        let room = self.room_after(N + bytes.len());
+        // SAFETY: `room_after` made sure that `N + bytes.len()` bytes fit after `cur`;
+        // `write_unaligned` has no alignment requirement, and `bytes`, a shared borrow,
+        // cannot overlap the spare capacity that `self` borrows mutably.
+        unsafe {
+            self.cur.cast::<[u8; N]>().write_unaligned(array);
+            copy_to(bytes, self.cur.add(N));
+        }
+        self.cur = self.cur.wrapping_add(N + bytes.len());
+        self.room = room;
+    }
+
     /// Appends every piece of `parts`, in order, with a single test for room.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn put_all<const N: usize>(&mut self, parts: [&[u8]; N]) {
@@ -1174,6 +1197,26 @@ mod tests {
                 Appender::new(&mut out).put(&source[..len]);
                 assert_eq!(&out[..start], &vec![b'-'; start][..]);
                 assert_eq!(&out[start..], &source[..len], "{len}");
+            }
+        }
+    }
+
+    /// Fixed-size arrays, alone and before a slice of every length, whatever room the
+    /// vector starts with (none, exactly enough, one byte short).
+    #[test]
+    fn appender_puts_arrays() {
+        let source: Vec<u8> = (0..100).map(|i| b'A' + (i % 26) as u8).collect();
+        for len in 0..source.len() {
+            let want: Vec<u8> = [&b"pre"[..], &[1, 2, 3, 4], &source[..len], &[9; 9]].concat();
+            for spare in [0, want.len() - 3, want.len() - 4, want.len()] {
+                let mut out = Vec::with_capacity(spare);
+                out.extend_from_slice(b"pre");
+                {
+                    let w = &mut Appender::new(&mut out);
+                    w.put_array_then([1, 2, 3, 4], &source[..len]);
+                    w.put_array([9u8; 9]);
+                }
+                assert_eq!(out, want, "{len} {spare}");
             }
         }
     }
