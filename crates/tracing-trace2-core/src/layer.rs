@@ -282,6 +282,8 @@ impl Trace2Layer {
     /// targets (the worker formats it).
     fn format_into(&self, record: &Record<'_>, lines: &mut Lines) {
         match self.inner.deferred {
+            // A record no target shows is not worth encoding and queueing.
+            Some(_) if !self.inner.targets.any_writes(record) => {}
             Some(_) => {
                 codec::encode(record, &mut lines.buf);
                 lines.ends.push((0, lines.buf.len()));

@@ -361,10 +361,24 @@ impl Event<'_> {
 pub trait Format: Send + Sync + 'static {
     /// Appends the line for `record` to `out`.
     fn format(&self, record: &Record<'_>, out: &mut Vec<u8>);
+
+    /// Whether [`Format::format`] may write anything for `record`. The deferred writer
+    /// asks before it encodes a record, so that records no target shows (regions for a
+    /// Normal target alone, regions nested too deep for the Event target) cost the
+    /// traced thread nothing more. `true` is always safe; `false` must mean that
+    /// `format` writes nothing.
+    fn writes(&self, record: &Record<'_>) -> bool {
+        let _ = record;
+        true
+    }
 }
 
 impl<F: Format + ?Sized> Format for Box<F> {
     fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
         (**self).format(record, out)
+    }
+
+    fn writes(&self, record: &Record<'_>) -> bool {
+        (**self).writes(record)
     }
 }

@@ -97,12 +97,25 @@ pub(crate) struct Targets {
 }
 
 impl Targets {
+    /// Whether `target` takes `record` at all: it is enabled, and `too_many_files` goes
+    /// only to the targets that asked for it.
+    fn takes(target: &Target, record: &Record<'_>) -> bool {
+        target.is_enabled()
+            && (target.too_many_files || !matches!(record.event, Event::TooManyFiles))
+    }
+
+    /// Whether any target may write a line for `record` (see [`Format::writes`]).
+    pub fn any_writes(&self, record: &Record<'_>) -> bool {
+        self.list
+            .iter()
+            .any(|target| Self::takes(target, record) && target.format.writes(record))
+    }
+
     /// Appends the line of every enabled target for `record` (`too_many_files` only for
     /// the targets that asked for it).
     pub fn format(&self, record: &Record<'_>, lines: &mut Lines) {
-        let only_too_many = matches!(record.event, Event::TooManyFiles);
         for (index, target) in self.list.iter().enumerate() {
-            if !target.is_enabled() || (only_too_many && !target.too_many_files) {
+            if !Self::takes(target, record) {
                 continue;
             }
             let start = lines.buf.len();

@@ -105,10 +105,16 @@ impl EventFormat {
 }
 
 impl Format for EventFormat {
+    /// Everything but regions and data nested deeper than the limit.
+    fn writes(&self, record: &Record<'_>) -> bool {
+        record
+            .event
+            .nesting()
+            .is_none_or(|nesting| nesting <= self.max_nesting)
+    }
+
     fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
-        if let Some(nesting) = record.event.nesting()
-            && nesting > self.max_nesting
-        {
+        if !self.writes(record) {
             return;
         }
         let w = &mut Appender::new(out);

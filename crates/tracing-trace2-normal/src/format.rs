@@ -79,6 +79,10 @@ impl Format for NormalFormat {
             out.push(b'\n');
         }
     }
+
+    fn writes(&self, record: &Record<'_>) -> bool {
+        is_written(&record.event)
+    }
 }
 
 /// Whether the Normal target writes anything for `event`.
