@@ -137,6 +137,11 @@ fn recorded_fields_update_the_region() {
     assert!(lines[2].contains("msg=Some(\"later\")"), "{lines:?}");
 }
 
+/// How many of `lines` are of the event `kind`.
+fn count(lines: &[String], kind: &str) -> usize {
+    lines.iter().filter(|l| l.starts_with(kind)).count()
+}
+
 #[test]
 fn a_span_entered_twice_is_one_region() {
     let lines = run(|| {
@@ -144,20 +149,8 @@ fn a_span_entered_twice_is_one_region() {
         let _a = span.enter();
         let _b = span.enter();
     });
-    assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.starts_with("region_enter"))
-            .count(),
-        1
-    );
-    assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.starts_with("region_leave"))
-            .count(),
-        1
-    );
+    assert_eq!(count(&lines, "region_enter"), 1);
+    assert_eq!(count(&lines, "region_leave"), 1);
 }
 
 #[test]
@@ -198,20 +191,8 @@ fn a_span_left_on_another_thread_has_no_region_there() {
         drop(entered);
     });
     // main: enter + leave; the other thread: its own enter + leave.
-    assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.starts_with("region_enter"))
-            .count(),
-        2
-    );
-    assert_eq!(
-        lines
-            .iter()
-            .filter(|l| l.starts_with("region_leave"))
-            .count(),
-        2
-    );
+    assert_eq!(count(&lines, "region_enter"), 2);
+    assert_eq!(count(&lines, "region_leave"), 2);
 }
 
 #[test]
