@@ -39,8 +39,9 @@ use tracing::dispatcher::{self, Dispatch};
 use tracing::{info, info_span};
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::layer::{Identity, SubscriberExt};
-use tracing_trace2_core::dst::{self, BackgroundOptions, BackgroundSink, OpenSettings, Opened};
+use tracing_trace2_core::background::{BackgroundOptions, BackgroundSink};
 use tracing_trace2_core::{MemorySink, Sink, Target, Trace2Layer, clock};
+use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
@@ -403,7 +404,7 @@ fn empty(path: &Path) {
 /// A sink opened exactly as the facade opens a target value.
 fn open_sink(path: &Path) -> Box<dyn Sink> {
     let settings = OpenSettings {
-        env_name: tracing_trace2_event::ENV_NAME,
+        env_name: tracing_trace2::targets::EVENT_ENV,
         dst_debug: true,
         max_files: 0,
         sid_component: "bench".to_owned(),
@@ -439,22 +440,22 @@ impl Ours {
         let offset = clock::local_offset_secs();
         match self {
             Ours::Event => {
-                tracing_trace2_event::target(EventFormat::new().with_max_nesting(10), sink)
+                tracing_trace2::targets::event(EventFormat::new().with_max_nesting(10), sink)
             }
             Ours::Perf => {
-                tracing_trace2_perf::target(PerfFormat::new().with_utc_offset(offset), sink)
+                tracing_trace2::targets::perf(PerfFormat::new().with_utc_offset(offset), sink)
             }
             Ours::Normal => {
-                tracing_trace2_normal::target(NormalFormat::new().with_utc_offset(offset), sink)
+                tracing_trace2::targets::normal(NormalFormat::new().with_utc_offset(offset), sink)
             }
         }
     }
 
     fn env_name(self) -> &'static str {
         match self {
-            Ours::Event => tracing_trace2_event::ENV_NAME,
-            Ours::Perf => tracing_trace2_perf::ENV_NAME,
-            Ours::Normal => tracing_trace2_normal::ENV_NAME,
+            Ours::Event => tracing_trace2::targets::EVENT_ENV,
+            Ours::Perf => tracing_trace2::targets::PERF_ENV,
+            Ours::Normal => tracing_trace2::targets::NORMAL_ENV,
         }
     }
 

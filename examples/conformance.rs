@@ -193,7 +193,7 @@ fn ints_or_die<const N: usize>(args: &[String], usage: &str) -> [i32; N] {
 fn die(message: &str) -> ! {
     eprintln!("fatal: {message}");
     api::error(message, message);
-    tracing_trace2::exit(128)
+    tracing_trace2::exit_process(128)
 }
 
 /// git's `error("%s", message)`.
@@ -214,7 +214,7 @@ fn bug(message: &str) {
 #[track_caller]
 fn bug_exit(message: &str) -> ! {
     bug(message);
-    tracing_trace2::exit(99)
+    tracing_trace2::exit_process(99)
 }
 
 fn sleep_ms(ms: i32) {

@@ -26,7 +26,7 @@
 use std::process::ExitCode;
 
 use tracing_subscriber::prelude::*;
-use tracing_trace2::core::dst::BackgroundOptions;
+use tracing_trace2::BackgroundOptions;
 use tracing_trace2::{Trace2, api};
 
 #[derive(Debug)]

@@ -12,61 +12,27 @@
 //! the test harness's own threads (and the deferred writer's worker) do not disturb the
 //! counts.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tracing::{info, info_span};
 use tracing_subscriber::layer::SubscriberExt;
-use tracing_trace2_core::dst::{self, BackgroundOptions, OpenSettings, Opened};
+use tracing_trace2_core::background::BackgroundOptions;
 use tracing_trace2_core::{Sink, Trace2Layer};
+use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
-
-struct Counting;
-
-thread_local! {
-    // Const-initialised and without a destructor: usable from inside the allocator.
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the count is a
-// thread-local integer that never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use tracing_trace2_test_support::alloc::{self as counting, CountingAlloc};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: CountingAlloc = CountingAlloc;
 
 /// Allocations made on this thread while `f` runs.
 fn allocations(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.with(Cell::get);
+    let before = counting::allocations();
     f();
-    ALLOCATIONS.with(Cell::get) - before
+    counting::allocations() - before
 }
 
 const N: u64 = 1000;
@@ -74,7 +40,7 @@ const N: u64 = 1000;
 /// A sink opened as the facade opens a target value: a real file, one `write` per line.
 fn sink(path: &std::path::Path) -> Box<dyn Sink> {
     let settings = OpenSettings {
-        env_name: tracing_trace2_event::ENV_NAME,
+        env_name: tracing_trace2::targets::EVENT_ENV,
         dst_debug: true,
         max_files: 0,
         sid_component: "alloc".to_owned(),
@@ -115,15 +81,15 @@ fn layer(dir: &std::path::Path, deferred: bool) -> Trace2Layer {
         }
     };
     let builder = Trace2Layer::builder()
-        .with_target(tracing_trace2_normal::target(
+        .with_target(tracing_trace2::targets::normal(
             NormalFormat::new().with_utc_offset(3600),
             sink(&dir.join("normal")),
         ))
-        .with_target(tracing_trace2_perf::target(
+        .with_target(tracing_trace2::targets::perf(
             PerfFormat::new().with_utc_offset(3600),
             sink(&dir.join("perf")),
         ))
-        .with_target(tracing_trace2_event::target(
+        .with_target(tracing_trace2::targets::event(
             EventFormat::new().with_max_nesting(10),
             sink(&dir.join("event")),
         ));

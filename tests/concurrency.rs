@@ -18,13 +18,12 @@ const THREADS: usize = 8;
 const ROUNDS: usize = 500;
 
 fn settings(dir: &Path) -> Settings {
-    Settings {
-        normal_target: Some(dir.join("t.normal").display().to_string()),
-        perf_target: Some(dir.join("t.perf").display().to_string()),
-        event_target: Some(dir.join("t.event").display().to_string()),
-        event_nesting: 9,
-        ..Settings::default()
-    }
+    let mut settings = Settings::default();
+    settings.normal_target = Some(dir.join("t.normal").display().to_string());
+    settings.perf_target = Some(dir.join("t.perf").display().to_string());
+    settings.event_target = Some(dir.join("t.event").display().to_string());
+    settings.event_nesting = 9;
+    settings
 }
 
 #[test]

@@ -346,7 +346,7 @@ fn max_files_and_sentinel() {
             );
         }
     }
-    let sentinel = tracing_trace2_core::dst::DISCARD_SENTINEL;
+    let sentinel = tracing_trace2_dst::DISCARD_SENTINEL;
     let shape = |dir: &Path| {
         let files = dir_files(dir);
         (files.len(), files.contains_key(sentinel))

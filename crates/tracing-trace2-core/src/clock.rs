@@ -17,7 +17,7 @@
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::record::Timestamp;
+use tracing_trace2_record::Timestamp;
 
 /// The clock readings taken at process start.
 #[derive(Debug)]

@@ -1,5 +1,4 @@
-//! Field visitors for `tracing` events: user events (data, printf, error) and the
-//! typed Trace2 events of [`crate::api`].
+//! The field visitor of user `tracing` events (data, printf, error).
 //!
 //! User event fields are written into buffers that live for the whole thread and are
 //! cleared, not freed, between events, so a steady stream of events allocates nothing.
@@ -132,82 +131,5 @@ impl Visit for EventFields {
             }
         }
         let _ = write!(self.slot(field), "{value:?}");
-    }
-}
-
-/// One value of a typed Trace2 event.
-#[derive(Clone, Debug)]
-pub(crate) enum ApiValue {
-    Str(String),
-    Int(i64),
-    Bool(bool),
-}
-
-/// The fields of one typed Trace2 event (rare events: plain owned values).
-#[derive(Debug, Default)]
-pub(crate) struct ApiFields {
-    values: Vec<(&'static str, ApiValue)>,
-}
-
-impl ApiFields {
-    pub fn str(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, v)| match v {
-                ApiValue::Str(s) => Some(s.as_str()),
-                _ => None,
-            })
-    }
-
-    pub fn int(&self, name: &str) -> Option<i64> {
-        self.values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, v)| match v {
-                ApiValue::Int(i) => Some(*i),
-                ApiValue::Str(s) => s.parse().ok(),
-                ApiValue::Bool(_) => None,
-            })
-    }
-
-    pub fn bool(&self, name: &str) -> bool {
-        self.values
-            .iter()
-            .any(|(n, v)| *n == name && matches!(v, ApiValue::Bool(true)))
-    }
-
-    /// A field holding a JSON array of strings (argv lists).
-    pub fn list(&self, name: &str) -> Vec<String> {
-        self.str(name)
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or_default()
-    }
-}
-
-impl Visit for ApiFields {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.values
-            .push((field.name(), ApiValue::Str(value.to_owned())));
-    }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.values.push((field.name(), ApiValue::Int(value)));
-    }
-
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        // Kept bit for bit: counters and timer totals are read back `as u64`, so values
-        // above `i64::MAX` survive (git prints them unsigned in Normal and Perf).
-        self.values
-            .push((field.name(), ApiValue::Int(value as i64)));
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.values.push((field.name(), ApiValue::Bool(value)));
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.values
-            .push((field.name(), ApiValue::Str(format!("{value:?}"))));
     }
 }

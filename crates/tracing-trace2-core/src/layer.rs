@@ -6,7 +6,7 @@
 //!   extensions; `on_enter` opens the region on the calling thread's stack
 //!   (`region_enter`), `on_exit` closes it (`region_leave` with its duration). A span
 //!   entered again on a thread where it is already open is counted, not reopened.
-//! * Events with the target [`api::TARGET`] are the typed Trace2 events of [`api`].
+//! * Events with the target [`crate::api::TARGET`] are the typed Trace2 events of [`api`].
 //! * Other events: ERROR and WARN become `error`. Git's `fmt` is the printf format
 //!   string; `tracing` keeps no template once a message is formatted, so `fmt` holds the
 //!   message alone and `msg` the message followed by the other fields as `name=value`.
@@ -20,13 +20,13 @@
 //! per-thread buffer and only then writes them, one `write` per line, with no lock of
 //! `tracing`'s held (the targets and that fan-out live in `targets.rs`). With a
 //! deferred writer ([`Trace2LayerBuilder::with_deferred`]) the callback encodes each
-//! record once into that buffer instead ([`crate::codec`]) and queues it; a worker
-//! thread formats and writes it through the same fan-out (`deferred.rs`). A
+//! record once into that buffer instead ([`tracing_trace2_record::codec`]) and queues it; a worker
+//! thread formats and writes it through the same fan-out (`background/replay.rs`). A
 //! thread-local flag drops events raised while the layer itself is at work (a field's
 //! `Debug` impl that logs, or a sink on the worker), so the layer never recurses or
 //! deadlocks.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,19 +36,19 @@ use tracing_core::{Event as TracingEvent, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::api;
+use crate::busy::Busy;
 use crate::clock;
-use crate::codec;
-use crate::deferred::Replay;
-use crate::dst::BackgroundGuard;
-use crate::dst::background::BackgroundOptions;
-use crate::dst::queue::Queue;
-use crate::fields::{ApiFields, EventFields};
-use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
+
+use crate::background::BackgroundGuard;
+use crate::background::BackgroundOptions;
+use crate::fields::EventFields;
+use crate::output::{Output, Pending};
 use crate::region::{RegionFields, RegionState, SpanRegion};
 use crate::session::Session;
-use crate::targets::{Lines, Targets};
+use crate::targets::Targets;
 use crate::thread::{self, Frame, ThreadState};
+use crate::wire::{self, ApiCall, ApiChild, ApiFields, ApiRegion};
+use tracing_trace2_record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
 
 pub use crate::targets::Target;
 
@@ -93,8 +93,8 @@ impl Trace2LayerBuilder {
     }
 
     /// Formats and writes on a worker thread: the traced thread encodes each record
-    /// once ([`crate::codec`]) and queues it; the worker formats it for every target and
-    /// writes the lines (see [`crate::dst::background`] for the guarantees). The worker
+    /// once ([`tracing_trace2_record::codec`]) and queues it; the worker formats it for every target and
+    /// writes the lines (see [`crate::background`] for the guarantees). The worker
     /// starts when the layer is built and is shut down by the exit handler, by
     /// [`Trace2Layer::background_guard`]'s guard, or when the last clone of the layer
     /// is dropped.
@@ -106,17 +106,13 @@ impl Trace2LayerBuilder {
     /// The layer.
     pub fn build(self) -> Trace2Layer {
         let session = self.session.unwrap_or_else(Session::global);
-        let targets = Arc::new(Targets {
+        let targets = Targets {
             list: self.targets,
             session,
-        });
-        let deferred = self
-            .deferred
-            .map(|options| Queue::start(Arc::new(Replay::new(Arc::clone(&targets))), &options));
+        };
         Trace2Layer {
             inner: Arc::new(Inner {
-                targets,
-                deferred,
+                output: Output::new(targets, self.deferred.as_ref()),
                 exe: self.exe,
                 session,
                 version: Once::new(),
@@ -133,10 +129,8 @@ pub struct Trace2Layer {
 }
 
 struct Inner {
-    targets: Arc<Targets>,
-    /// The deferred writer's queue: records are encoded and sent there instead of
-    /// being formatted and written on the traced thread.
-    deferred: Option<Arc<Queue>>,
+    /// Direct or deferred, chosen once when the layer is built.
+    output: Output,
     exe: String,
     session: &'static Session,
     version: Once,
@@ -153,41 +147,22 @@ const THREAD_ON_MAIN: u64 = 0;
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Inner")
-            .field("targets", &self.targets.list)
-            .field("deferred", &self.deferred.is_some())
+            .field("targets", &self.output.targets().list)
+            .field("deferred", &self.output.is_deferred())
             .field("exe", &self.exe)
             .finish_non_exhaustive()
     }
 }
 
 thread_local! {
-    static BUSY: Cell<bool> = const { Cell::new(false) };
-    static LINES: RefCell<Lines> = RefCell::new(Lines::default());
+    static PENDING: RefCell<Pending> = RefCell::new(Pending::default());
     static EVENT_FIELDS: RefCell<EventFields> = RefCell::new(EventFields::default());
     static RECORD_FIELDS: RefCell<RegionFields> = RefCell::new(RegionFields::default());
 }
 
-/// Marks this thread as inside the layer; `None` when it already is (re-entrant call).
-pub(crate) struct Busy;
-
-impl Busy {
-    pub(crate) fn enter() -> Option<Busy> {
-        // `then`, not `then_some`: a `Busy` built for nothing would reset the flag on drop.
-        BUSY.try_with(|busy| (!busy.replace(true)).then(|| Busy))
-            .ok()
-            .flatten()
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let _ = BUSY.try_with(|busy| busy.set(false));
-    }
-}
-
-fn with_lines<R>(f: impl FnOnce(&mut Lines) -> R) -> R {
+fn with_pending<R>(f: impl FnOnce(&mut Pending) -> R) -> R {
     let mut f = Some(f);
-    let result = LINES.try_with(|cell| {
+    let result = PENDING.try_with(|cell| {
         cell.try_borrow_mut().ok().map(|mut lines| {
             lines.clear();
             (f.take().expect("called once"))(&mut lines)
@@ -196,7 +171,7 @@ fn with_lines<R>(f: impl FnOnce(&mut Lines) -> R) -> R {
     match result {
         Ok(Some(r)) => r,
         // The thread is shutting down or the buffer is in use: use a fresh one.
-        _ => (f.take().expect("called once"))(&mut Lines::default()),
+        _ => (f.take().expect("called once"))(&mut Pending::default()),
     }
 }
 
@@ -230,26 +205,20 @@ impl Trace2Layer {
 
     /// The targets, in the order they are visited.
     pub fn targets(&self) -> &[Target] {
-        &self.inner.targets.list
+        &self.inner.output.targets().list
     }
 
     /// Flushes every target's sink. With a deferred writer, waits until the worker has
     /// written every record sent before the call (and reported dropped ones).
     pub fn flush(&self) {
-        let _ = match &self.inner.deferred {
-            Some(queue) => queue.flush(true),
-            None => self.inner.targets.flush(),
-        };
+        self.inner.output.flush();
     }
 
     /// A guard that shuts the deferred writer down (flush, drop report, join) when
     /// dropped; an empty guard when the layer writes directly. Records traced after
     /// that are formatted and written on the traced thread.
     pub fn background_guard(&self) -> BackgroundGuard {
-        match &self.inner.deferred {
-            Some(queue) => BackgroundGuard::of(Arc::clone(queue)),
-            None => BackgroundGuard::new(),
-        }
+        self.inner.output.guard()
     }
 
     fn record<'a>(
@@ -273,23 +242,14 @@ impl Trace2Layer {
 
     /// Formats `record` for every enabled target, after the `version` line if this is
     /// the first record of the process.
-    fn format_all(&self, record: &Record<'_>, lines: &mut Lines) {
+    fn format_all(&self, record: &Record<'_>, lines: &mut Pending) {
         self.ensure_version(record, None);
         self.format_into(record, lines);
     }
 
-    /// Formats `record` into `lines`, or with a deferred writer encodes it once for all
-    /// targets (the worker formats it).
-    fn format_into(&self, record: &Record<'_>, lines: &mut Lines) {
-        match self.inner.deferred {
-            // A record no target shows is not worth encoding and queueing.
-            Some(_) if !self.inner.targets.any_writes(record) => {}
-            Some(_) => {
-                codec::encode(record, &mut lines.buf);
-                lines.ends.push((0, lines.buf.len()));
-            }
-            None => self.inner.targets.format(record, lines),
-        }
+    /// Takes `record` into `pending` (formatted, or encoded for the deferred writer).
+    fn format_into(&self, record: &Record<'_>, pending: &mut Pending) {
+        self.inner.output.take(record, pending);
     }
 
     /// Writes `version` (and `too_many_files` where asked) once per layer, before any
@@ -299,7 +259,7 @@ impl Trace2Layer {
             return;
         }
         self.inner.version.call_once(|| {
-            let mut lines = Lines::default();
+            let mut lines = Pending::default();
             let version = Record {
                 event: Event::Version {
                     exe: exe.unwrap_or(&self.inner.exe),
@@ -317,23 +277,14 @@ impl Trace2Layer {
     }
 
     /// Writes each formatted line with one call to its target's sink.
-    fn write_lines(&self, lines: &Lines) {
-        self.write_lines_from(lines, None);
+    fn write_lines(&self, pending: &Pending) {
+        self.write_lines_from(pending, None);
     }
 
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
-    /// names the thread for an `error` line about a failed write. With a deferred
-    /// writer, queues the encoded records as one message instead.
-    fn write_lines_from(&self, lines: &Lines, context: Option<&Record<'_>>) {
-        match &self.inner.deferred {
-            Some(queue) => {
-                if !lines.ends.is_empty() {
-                    // The worker (or, after shutdown, this thread) handles failed writes.
-                    let _ = queue.send(&lines.buf, lines.ends.len() as u64);
-                }
-            }
-            None => self.inner.targets.write(lines, context),
-        }
+    /// names the thread for an `error` line about a failed write.
+    fn write_lines_from(&self, pending: &Pending, context: Option<&Record<'_>>) {
+        self.inner.output.write(pending, context);
     }
 
     /// Runs `f` with the calling thread's state and the region of span `id`, then writes
@@ -342,14 +293,14 @@ impl Trace2Layer {
         &self,
         id: &Id,
         ctx: &Context<'_, S>,
-        f: impl FnOnce(&mut ThreadState, RegionInfo<'_>, Timestamp, Callsite<'static>, &mut Lines),
+        f: impl FnOnce(&mut ThreadState, RegionInfo<'_>, Timestamp, Callsite<'static>, &mut Pending),
     ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let Some(span) = ctx.span(id) else { return };
         let now = clock::now();
         let callsite = callsite_of(span.metadata());
-        with_lines(|lines| {
+        with_pending(|lines| {
             {
                 let extensions = span.extensions();
                 let Some(state) = extensions.get::<SpanRegion>().and_then(SpanRegion::state) else {
@@ -370,7 +321,7 @@ impl Trace2Layer {
         region: RegionInfo<'_>,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Lines,
+        lines: &mut Pending,
     ) {
         let open = t.depth();
         let event = Event::RegionEnter {
@@ -395,7 +346,7 @@ impl Trace2Layer {
         region: RegionInfo<'_>,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Lines,
+        lines: &mut Pending,
     ) {
         let Some(pos) = t.stack.iter().rposition(|f| f.span == marker) else {
             return;
@@ -420,7 +371,7 @@ impl Trace2Layer {
             };
             fields.clear();
             event.record(&mut *fields);
-            with_lines(|lines| {
+            with_pending(|lines| {
                 thread::with_state(now.t_abs_us, |t| {
                     self.user_event_records(t, &fields, meta, now, callsite, lines);
                 });
@@ -436,7 +387,7 @@ impl Trace2Layer {
         meta: &'static Metadata<'static>,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Lines,
+        lines: &mut Pending,
     ) {
         let open = t.depth();
         let message = fields.message.get();
@@ -501,7 +452,7 @@ impl Trace2Layer {
         };
         if let Some(key) = fields.key.get() {
             if let Some(json) = fields.json.get() {
-                match crate::text::compact_json(json) {
+                match tracing_trace2_record::text::compact_json(json) {
                     Some(compact) => datum(key, &compact, true),
                     None => datum(key, json, false),
                 }
@@ -535,32 +486,35 @@ impl Trace2Layer {
         let mut fields = ApiFields::default();
         event.record(&mut fields);
         let now = clock::now();
-        let meta = event.metadata();
-        let file = fields.str("file").filter(|f| !f.is_empty());
-        let callsite = match file {
-            Some(file) => Callsite {
+        let callsite = match wire::location(&fields) {
+            Some(Some((file, line))) => Callsite {
                 file: Some(file),
-                line: fields.int("line").unwrap_or(0) as u32,
+                line,
             },
-            None if fields.str("file").is_some() => Callsite::default(),
-            None => callsite_of(meta),
+            Some(None) => Callsite::default(),
+            None => callsite_of(event.metadata()),
         };
-        let kind = fields.str("event").unwrap_or("");
-        if kind == "atexit" {
+        let Some(call) = ApiCall::receive(&fields) else {
+            return;
+        };
+        if matches!(call, ApiCall::Atexit { .. }) {
             // `atexit` is the last line: flush first, so that a background writer's
             // report of dropped lines (written by its worker thread) comes before it.
             self.flush();
         }
-        let base = (kind == "thread_start").then(|| fields.str("name").unwrap_or(""));
-        with_lines(|lines| {
+        let base = match call {
+            ApiCall::ThreadStart { name } => Some(name),
+            _ => None,
+        };
+        with_pending(|lines| {
             thread::with_state_as(base, now.t_abs_us, |t| {
-                self.api_records(t, kind, &fields, now, callsite, lines);
+                self.api_records(t, &call, now, callsite, lines);
             });
             self.write_lines(lines);
         });
-        match kind {
-            "thread_exit" => thread::reset(),
-            "atexit" => self.close(),
+        match call {
+            ApiCall::ThreadExit => thread::reset(),
+            ApiCall::Atexit { .. } => self.close(),
             _ => {}
         }
     }
@@ -568,55 +522,46 @@ impl Trace2Layer {
     fn api_records(
         &self,
         t: &mut ThreadState,
-        kind: &str,
-        f: &ApiFields,
+        call: &ApiCall<'_>,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Lines,
+        lines: &mut Pending,
     ) {
-        let text = |name: &str| f.str(name).unwrap_or("");
         let open = t.depth();
-        match kind {
-            "version" => {
+        match *call {
+            ApiCall::Version { exe } => {
                 let record = self.record(t, Event::Printf { msg: None }, now, callsite, open);
-                self.ensure_version(&record, Some(text("exe")));
+                self.ensure_version(&record, Some(exe));
             }
-            "region_enter" | "region_leave" => {
-                let region = RegionInfo {
-                    repo: f.bool("has_repo").then(|| f.int("repo").unwrap_or(0)),
-                    category: f.str("category").filter(|s| !s.is_empty()),
-                    label: f.str("label").filter(|s| !s.is_empty()),
-                    msg: f.bool("has_msg").then(|| text("msg")),
-                };
-                if kind == "region_enter" {
-                    self.enter_region(t, API_REGION, region, now, callsite, lines);
-                } else {
-                    // As in git, a leave closes the innermost region opened this way.
-                    self.leave_region(t, API_REGION, region, now, callsite, lines);
-                }
+            ApiCall::RegionEnter(ref region) => {
+                self.enter_region(t, API_REGION, region_info(region), now, callsite, lines);
             }
-            "thread_start" if t.is_main => {
+            ApiCall::RegionLeave(ref region) => {
+                // As in git, a leave closes the innermost region opened this way.
+                self.leave_region(t, API_REGION, region_info(region), now, callsite, lines);
+            }
+            ApiCall::ThreadStart { name } if t.is_main => {
                 // Git turns a thread_start on the main thread into a region.
-                let msg = format!("thread-proc on main: {}", text("name"));
+                let msg = format!("thread-proc on main: {name}");
                 let region = RegionInfo {
                     msg: Some(&msg),
                     ..RegionInfo::default()
                 };
                 self.enter_region(t, THREAD_ON_MAIN, region, now, callsite, lines);
             }
-            "thread_start" => {
-                t.register(text("name"), now.t_abs_us);
+            ApiCall::ThreadStart { name } => {
+                t.register(name, now.t_abs_us);
                 let record = self.record(t, Event::ThreadStart, now, callsite, 0);
                 self.format_all(&record, lines);
             }
-            "thread_exit" if t.is_main => {
+            ApiCall::ThreadExit if t.is_main => {
                 let region = RegionInfo {
                     msg: Some("thread-proc on main"),
                     ..RegionInfo::default()
                 };
                 self.leave_region(t, THREAD_ON_MAIN, region, now, callsite, lines);
             }
-            "thread_exit" => {
+            ApiCall::ThreadExit => {
                 t.stack.clear();
                 let event = Event::ThreadExit {
                     elapsed_us: now.t_abs_us.saturating_sub(t.start_us),
@@ -624,16 +569,15 @@ impl Trace2Layer {
                 let record = self.record(t, event, now, callsite, 0);
                 self.format_all(&record, lines);
             }
-            "atexit" => {
+            ApiCall::Atexit { code } => {
                 t.stack.clear();
-                let code = f.int("code").unwrap_or(0) as i32;
                 let record = self.record(t, Event::Atexit { code }, now, callsite, 0);
                 self.format_all(&record, lines);
             }
             _ => {
-                let owned = OwnedLists::decode(kind, f);
-                let refs = owned.refs();
-                let Some(event) = api_event(kind, f, &refs, t, now) else {
+                let list = call_list(call);
+                let list: Vec<&str> = list.iter().map(String::as_str).collect();
+                let Some(event) = plain_event(call, &list, t, now) else {
                     return;
                 };
                 let open = match event {
@@ -647,147 +591,155 @@ impl Trace2Layer {
     }
 }
 
-/// The string lists of a typed event, decoded from their JSON field.
-struct OwnedLists {
-    list: Vec<String>,
-}
-
-impl OwnedLists {
-    fn decode(kind: &str, f: &ApiFields) -> OwnedLists {
-        let field = match kind {
-            "start" | "alias" | "child_start" | "exec" => "argv",
-            "cmd_ancestry" => "ancestry",
-            _ => return OwnedLists { list: Vec::new() },
-        };
-        OwnedLists {
-            list: f.list(field),
-        }
-    }
-
-    fn refs(&self) -> Vec<&str> {
-        self.list.iter().map(String::as_str).collect()
+/// The region of an API region call: empty strings are left out of the lines.
+fn region_info<'a>(region: &ApiRegion<'a>) -> RegionInfo<'a> {
+    RegionInfo {
+        repo: region.repo,
+        category: Some(region.category).filter(|s| !s.is_empty()),
+        label: Some(region.label).filter(|s| !s.is_empty()),
+        msg: region.msg,
     }
 }
 
-/// The record event of a typed Trace2 event that needs no special handling.
-fn api_event<'a>(
-    kind: &str,
-    f: &'a ApiFields,
+/// The string list a call carries (`argv`, `ancestry`), read back from the wire.
+fn call_list(call: &ApiCall<'_>) -> Vec<String> {
+    match *call {
+        ApiCall::Start { argv }
+        | ApiCall::Alias { argv, .. }
+        | ApiCall::ChildStart(ApiChild { argv, .. })
+        | ApiCall::Exec { argv, .. } => wire::decode_list(argv),
+        ApiCall::CmdAncestry { ancestry } => wire::decode_list(ancestry),
+        _ => Vec::new(),
+    }
+}
+
+/// The record event of a typed Trace2 call that needs no special handling.
+fn plain_event<'a>(
+    call: &ApiCall<'a>,
     list: &'a [&'a str],
     t: &ThreadState,
     now: Timestamp,
 ) -> Option<Event<'a>> {
-    let text = |name: &str| f.str(name).unwrap_or("");
-    let optional = |name: &str| f.str(name).filter(|s| !s.is_empty());
-    let int = |name: &str| f.int(name).unwrap_or(0);
-    let repo = || f.bool("has_repo").then(|| int("repo"));
-    Some(match kind {
-        "start" => Event::Start { argv: list },
-        "cmd_ancestry" => Event::CmdAncestry { ancestry: list },
-        "cmd_path" => Event::CmdPath { path: text("path") },
-        "cmd_name" => Event::CmdName {
-            name: text("name"),
-            hierarchy: text("hierarchy"),
+    let optional = |s: &'a str| Some(s).filter(|s| !s.is_empty());
+    Some(match *call {
+        ApiCall::Start { .. } => Event::Start { argv: list },
+        ApiCall::CmdAncestry { .. } => Event::CmdAncestry { ancestry: list },
+        ApiCall::CmdPath { path } => Event::CmdPath { path },
+        ApiCall::CmdName { name, hierarchy } => Event::CmdName { name, hierarchy },
+        ApiCall::CmdMode { name } => Event::CmdMode { name },
+        ApiCall::Alias { alias, .. } => Event::Alias { alias, argv: list },
+        ApiCall::DefParam {
+            scope,
+            param,
+            value,
+        } => Event::DefParam {
+            scope,
+            param,
+            value,
         },
-        "cmd_mode" => Event::CmdMode { name: text("name") },
-        "alias" => Event::Alias {
-            alias: text("alias"),
-            argv: list,
+        ApiCall::DefRepo { repo, worktree } => Event::DefRepo { repo, worktree },
+        ApiCall::Printf { msg } => Event::Printf { msg: optional(msg) },
+        ApiCall::Error { msg, fmt } => Event::Error {
+            msg: optional(fmt).map(|_| msg),
+            fmt: optional(fmt),
         },
-        "def_param" => Event::DefParam {
-            scope: text("scope"),
-            param: text("param"),
-            value: f.bool("has_value").then(|| text("value")),
+        ApiCall::Data {
+            category,
+            key,
+            value,
+            repo,
+        } => Event::Data {
+            repo,
+            category,
+            key,
+            value,
+            nesting: t.depth() + 1,
+            t_rel_us: t.since_innermost(now.t_abs_us),
         },
-        "def_repo" => Event::DefRepo {
-            repo: int("repo"),
-            worktree: text("worktree"),
+        ApiCall::DataJson {
+            category,
+            key,
+            json,
+            repo,
+        } => Event::DataJson {
+            repo,
+            category,
+            key,
+            json,
+            nesting: t.depth() + 1,
+            t_rel_us: t.since_innermost(now.t_abs_us),
         },
-        "printf" => Event::Printf {
-            msg: optional("msg"),
-        },
-        "error" => Event::Error {
-            msg: optional("fmt").map(|_| text("msg")),
-            fmt: optional("fmt"),
-        },
-        "data" | "data_json" => {
-            let nesting = t.depth() + 1;
-            let t_rel_us = t.since_innermost(now.t_abs_us);
-            if kind == "data" {
-                Event::Data {
-                    repo: repo(),
-                    category: text("category"),
-                    key: text("key"),
-                    value: text("value"),
-                    nesting,
-                    t_rel_us,
-                }
-            } else {
-                Event::DataJson {
-                    repo: repo(),
-                    category: text("category"),
-                    key: text("key"),
-                    json: text("json"),
-                    nesting,
-                    t_rel_us,
-                }
-            }
-        }
-        "child_start" => Event::ChildStart(ChildInfo {
-            child_id: int("child_id") as u64,
-            class: text("class"),
-            hook_name: optional("hook_name"),
-            cd: optional("cd"),
-            use_shell: f.bool("use_shell"),
-            is_git: f.bool("is_git"),
+        ApiCall::ChildStart(ref c) => Event::ChildStart(ChildInfo {
+            child_id: c.child_id,
+            class: c.class,
+            hook_name: optional(c.hook_name),
+            cd: optional(c.cd),
+            use_shell: c.use_shell,
+            is_git: c.is_git,
             argv: list,
         }),
-        "child_exit" => Event::ChildExit {
-            child_id: int("child_id") as u64,
-            pid: int("pid"),
-            code: int("code"),
-            elapsed_us: int("elapsed_us") as u64,
+        ApiCall::ChildExit {
+            child_id,
+            pid,
+            code,
+            elapsed_us,
+        } => Event::ChildExit {
+            child_id,
+            pid,
+            code,
+            elapsed_us,
         },
-        "child_ready" => Event::ChildReady {
-            child_id: int("child_id") as u64,
-            pid: int("pid"),
-            ready: text("ready"),
-            elapsed_us: int("elapsed_us") as u64,
+        ApiCall::ChildReady {
+            child_id,
+            pid,
+            ready,
+            elapsed_us,
+        } => Event::ChildReady {
+            child_id,
+            pid,
+            ready,
+            elapsed_us,
         },
-        "exec" => Event::Exec {
-            exec_id: int("exec_id") as u64,
-            exe: f.bool("has_exe").then(|| text("exe")),
+        ApiCall::Exec { exec_id, exe, .. } => Event::Exec {
+            exec_id,
+            exe,
             argv: list,
         },
-        "exec_result" => Event::ExecResult {
-            exec_id: int("exec_id") as u64,
-            code: int("code"),
-            err: optional("err"),
+        ApiCall::ExecResult { exec_id, code, err } => Event::ExecResult {
+            exec_id,
+            code,
+            err: optional(err),
         },
-        "timer" => Event::Timer {
-            per_thread: f.bool("per_thread"),
+        ApiCall::Timer(ref timer) => Event::Timer {
+            per_thread: timer.per_thread,
             timer: TimerInfo {
-                category: text("category"),
-                name: text("name"),
-                intervals: int("intervals") as u64,
-                total_ns: int("total_ns") as u64,
-                min_ns: int("min_ns") as u64,
-                max_ns: int("max_ns") as u64,
+                category: timer.category,
+                name: timer.name,
+                intervals: timer.intervals,
+                total_ns: timer.total_ns,
+                min_ns: timer.min_ns,
+                max_ns: timer.max_ns,
             },
         },
-        "counter" => Event::Counter {
-            per_thread: f.bool("per_thread"),
-            category: text("category"),
-            name: text("name"),
-            value: int("value") as u64,
+        ApiCall::Counter {
+            per_thread,
+            category,
+            name,
+            value,
+        } => Event::Counter {
+            per_thread,
+            category,
+            name,
+            value,
         },
-        "exit" => Event::Exit {
-            code: int("code") as i32,
-        },
-        "signal" => Event::Signal {
-            signo: int("signo") as i32,
-        },
-        _ => return None,
+        ApiCall::Exit { code } => Event::Exit { code },
+        ApiCall::Signal { signo } => Event::Signal { signo },
+        ApiCall::Version { .. }
+        | ApiCall::RegionEnter(_)
+        | ApiCall::RegionLeave(_)
+        | ApiCall::ThreadStart { .. }
+        | ApiCall::ThreadExit
+        | ApiCall::Atexit { .. } => return None,
     })
 }
 
@@ -860,7 +812,7 @@ where
 
     fn on_event(&self, event: &TracingEvent<'_>, _ctx: Context<'_, S>) {
         let Some(_busy) = self.busy() else { return };
-        if event.metadata().target() == api::TARGET {
+        if event.metadata().target() == wire::TARGET {
             self.on_api_event(event);
         } else {
             self.on_user_event(event);

@@ -1,15 +1,29 @@
-//! The Trace2 model behind `tracing-trace2`.
+//! The Trace2 layer behind `tracing-trace2`.
 //!
 //! This crate maps `tracing` spans to Trace2 regions and `tracing` events to Trace2
 //! messages, and keeps what Git's Trace2 keeps per process and per thread: the session
-//! id, the process clock, thread names and region stacks. It formats nothing itself: the
-//! format crates (`tracing-trace2-normal`, `-perf`, `-event`) implement [`Format`], and
-//! [`Trace2Layer`] hands each of them one [`Record`] per Trace2 call; [`Sink`]s write
-//! the resulting lines.
+//! id, the process clock, thread names and region stacks. It formats nothing itself and
+//! opens nothing: the format crates (`tracing-trace2-normal`, `-perf`, `-event`)
+//! implement [`Format`] over the records of `tracing-trace2-record`, and
+//! `tracing-trace2-dst` provides the [`Sink`]s; [`Trace2Layer`] hands every enabled
+//! [`Target`] (a format and a sink) one [`Record`] per Trace2 call, on the traced thread
+//! or through a background writer ([`background`]).
+//!
+//! | module | job |
+//! |---|---|
+//! | `layer` | the `tracing` layer: callbacks → records; direct or deferred output |
+//! | `targets` | the fan-out: format for every target, one `write` per line, disable on failure |
+//! | `background` | the background writers: options, guard, queue, deferred replay, single-sink writer |
+//! | `region`, `fields` | span state in extensions; the visitors of user fields |
+//! | `thread` | per-thread names and region stacks |
+//! | `api`, `wire` | typed Trace2 events; how they travel through `tracing` and are read back |
+//! | `clock`, `session` | the process clock; the session id and depth |
+//! | `timers`, `redact` | stopwatch timers and counters; URL redaction |
+//! | `busy` | the re-entrancy flag |
 //!
 //! ```
 //! use tracing_subscriber::prelude::*;
-//! use tracing_trace2_core::{MemorySink, Record, Format, Target, Trace2Layer};
+//! use tracing_trace2_core::{Format, MemorySink, Record, Target, Trace2Layer};
 //!
 //! /// A toy format: the event name alone.
 //! struct Names;
@@ -34,24 +48,24 @@
 //! ```
 
 pub mod api;
+pub mod background;
+mod busy;
 pub mod clock;
-pub mod codec;
-mod deferred;
-pub mod dst;
 mod fields;
-pub mod layer;
-pub mod record;
+mod layer;
+mod output;
 pub mod redact;
-pub mod region;
+mod region;
 pub mod session;
-pub mod sink;
 mod targets;
-pub mod text;
 mod thread;
 pub mod timers;
+mod wire;
 
-pub use layer::{Target, Trace2Layer, Trace2LayerBuilder};
-pub use record::{Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp};
-pub use region::RegionState;
+pub use layer::{Trace2Layer, Trace2LayerBuilder};
 pub use session::Session;
-pub use sink::{MemorySink, NullSink, Sink};
+pub use targets::Target;
+pub use tracing_trace2_dst::{MemorySink, NullSink, Sink};
+pub use tracing_trace2_record::{
+    Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp,
+};

@@ -12,7 +12,7 @@ use std::fmt::{self, Write};
 
 use tracing_core::field::{Field, Visit};
 
-use crate::record::RegionInfo;
+use tracing_trace2_record::RegionInfo;
 
 /// Field that names a region's or a datum's category.
 pub const CATEGORY_FIELD: &str = "category";

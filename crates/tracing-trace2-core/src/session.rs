@@ -12,7 +12,7 @@
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::clock;
-use crate::text;
+use tracing_trace2_record::text;
 
 /// Environment variable holding the parent's full SID.
 pub const PARENT_SID_ENV: &str = "GIT_TRACE2_PARENT_SID";

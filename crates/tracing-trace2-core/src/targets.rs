@@ -4,16 +4,16 @@
 //!
 //! The layer runs this on the traced thread (direct writing) or hands encoded records to
 //! the deferred writer, whose worker runs the very same code after decoding them
-//! (`crate::deferred`), so both paths write the same bytes and fail the same way.
+//! (`background/replay.rs`), so both paths write the same bytes and fail the same way.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::clock;
-use crate::record::{Callsite, Event, Format, Record};
 use crate::session::Session;
-use crate::sink::Sink;
 use crate::thread;
+use tracing_trace2_dst::Sink;
+use tracing_trace2_record::{Callsite, Event, Format, Record};
 
 /// One output of the layer: a formatter, the sink its lines go to, and its state.
 pub struct Target {
@@ -73,8 +73,7 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// Formatted lines waiting to be written: `(target index, end offset)` per line. The
-/// deferred path keeps encoded records in the same buffer instead (one entry each).
+/// Formatted lines waiting to be written: `(target index, end offset)` per line.
 #[derive(Default)]
 pub(crate) struct Lines {
     pub buf: Vec<u8>,
@@ -151,8 +150,8 @@ impl Targets {
         if !target.enabled.swap(false, Ordering::Relaxed) || !target.dst_debug {
             return;
         }
-        let message = crate::dst::write_failed_message(target.name, err);
-        crate::dst::warning(&message);
+        let message = tracing_trace2_dst::write_failed_message(target.name, err);
+        tracing_trace2_dst::warning(&message);
         self.write_error(&message, "unable to write trace to '%s': %s", context);
     }
 

@@ -3,7 +3,7 @@
 //! Keys come out in the order git's event target writes them: the common keys
 //! (`event`, `sid`, `thread`, `time`, `file`, `line`, `repo`) and then the keys of the
 //! event itself. Everything is appended to the caller's buffer through an
-//! [`Appender`] and the other shared primitives of [`tracing_trace2_core::text`], so a
+//! [`Appender`] and the other shared primitives of [`tracing_trace2_record::text`], so a
 //! call allocates nothing beyond growing that buffer.
 //!
 //! Regions and data make up nearly all of a trace, and their lines take a path on which
@@ -13,10 +13,10 @@
 
 use std::cell::RefCell;
 
-use tracing_trace2_core::text::{
+use tracing_trace2_record::text::{
     Appender, micros_digits, push_timer_seconds, utc_datetime_text, utc_second,
 };
-use tracing_trace2_core::{ChildInfo, Event, Format, Record, RegionInfo, TimerInfo};
+use tracing_trace2_record::{ChildInfo, Event, Format, Record, RegionInfo, TimerInfo};
 
 /// `,"<key>":` for a key name written as a literal. Keys are fixed ASCII names that
 /// need no escaping; spelling each one out whole makes it one copy.
@@ -703,7 +703,7 @@ fn push_timer(w: &mut Appender<'_>, timer: &TimerInfo<'_>) {
 #[cfg(test)]
 mod sid_thread_tests {
     use super::*;
-    use tracing_trace2_core::text::{push_json_str, push_utc_datetime};
+    use tracing_trace2_record::text::{push_json_str, push_utc_datetime};
 
     /// The per-thread callsite cache never hands out the text of another callsite:
     /// files and lines alternate, share slots, grow past what is kept, need escaping.

@@ -1,6 +1,6 @@
 //! The Trace2 Event target of `tracing-trace2`: one JSON object per line.
 //!
-//! [`EventFormat`] turns each [`Record`](tracing_trace2_core::Record) handed over by the
+//! [`EventFormat`] turns each [`Record`](tracing_trace2_record::Record) handed over by the
 //! core layer into the line git 2.47's event target (`GIT_TRACE2_EVENT`) would write
 //! for the same call: the same keys, in the same order, with the same number formats
 //! (`"t_abs":0.000410`, `"evt":"4"`, integers unquoted, `data` values always strings).
@@ -20,7 +20,7 @@
 //! # Example
 //!
 //! ```
-//! use tracing_trace2_core::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};
 //! use tracing_trace2_event::EventFormat;
 //!
 //! let format = EventFormat::new().with_max_nesting(3);
@@ -43,11 +43,11 @@
 //! );
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod format;
-mod layer;
 
 pub use format::EventFormat;
-pub use layer::{ENV_NAME, layer, target};
 
 #[cfg(test)]
 mod tests;

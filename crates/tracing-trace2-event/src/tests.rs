@@ -4,54 +4,24 @@
 //! own sid, thread, time, file and line included), formatted again and compared with
 //! git's bytes, so nothing needs masking.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use proptest::prelude::*;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tracing_trace2_core::{
+use tracing_trace2_record::{
     Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp,
 };
 
 use crate::EventFormat;
+use tracing_trace2_test_support::alloc::{CountingAlloc, allocations};
 
 // ---------------------------------------------------------------------------------------
 // Allocation counting: the formatter must not allocate except to grow `out`.
 
-struct CountingAlloc;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter is a
-// const-initialised thread-local without destructor, so touching it never allocates.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
-
-fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
-}
 
 // ---------------------------------------------------------------------------------------
 // Sample replay.
@@ -287,7 +257,7 @@ fn replay(line: &str, format: &EventFormat, out: &mut Vec<u8>) -> usize {
     };
     let before = allocations();
     format.format(&record, out);
-    allocations() - before
+    (allocations() - before) as usize
 }
 
 fn formatted(line: &str, format: &EventFormat) -> String {

@@ -4,8 +4,8 @@
 //! followed by the event's payload. Only the "summary" events are written; regions,
 //! data and thread lifecycle events produce nothing.
 
-use tracing_trace2_core::text;
-use tracing_trace2_core::{ChildInfo, Event, Format, Record, TimerInfo};
+use tracing_trace2_record::text;
+use tracing_trace2_record::{ChildInfo, Event, Format, Record, TimerInfo};
 
 /// The byte offset, counted from the start of the line, where the payload begins when
 /// the prefix is shorter.
@@ -302,9 +302,8 @@ fn push_elapsed_code(out: &mut Vec<u8>, t_abs_us: u64, code: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-    use tracing_trace2_core::{Callsite, RegionInfo, Timestamp};
+    use tracing_trace2_record::{Callsite, RegionInfo, Timestamp};
+    use tracing_trace2_test_support::alloc::{CountingAlloc, allocations};
 
     /// The real git 2.47.3 captures the expected lines come from (`shared/` beside the
     /// repository).
@@ -314,42 +313,8 @@ mod tests {
     const CAPTURE_DAY_US: i64 = 1_795_219_200_000_000;
     const DAY_US: i64 = 86_400_000_000;
 
-    // Counts the allocations of the current thread, to check that formatting only
-    // grows `out`.
-    struct CountingAlloc;
-
-    thread_local! {
-        static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-    }
-
-    fn count_allocation() {
-        // `try_with` because the allocator also runs while thread locals are torn down.
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-    }
-
-    unsafe impl GlobalAlloc for CountingAlloc {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            count_allocation();
-            // SAFETY: forwarded unchanged to the system allocator.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            // SAFETY: forwarded unchanged to the system allocator.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            count_allocation();
-            // SAFETY: forwarded unchanged to the system allocator.
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
     #[global_allocator]
     static GLOBAL: CountingAlloc = CountingAlloc;
-
-    fn allocations() -> usize {
-        ALLOCATIONS.with(Cell::get)
-    }
 
     /// The inputs of one event, owned, as read back from a line of git's output.
     #[derive(Debug, Clone, PartialEq)]
@@ -956,19 +921,11 @@ mod tests {
     /// quoting (`'` and `!`), and an error message spanning three lines.
     #[test]
     fn real_git_trace() {
-        use std::process::Command;
         let root = std::env::temp_dir().join(format!("tt2-normal-{}", std::process::id()));
         let repo = root.join("it's here");
         std::fs::create_dir_all(&repo).unwrap();
         let trace = root.join("trace.normal");
-        let git = || {
-            let mut cmd = Command::new("/usr/local/bin/git");
-            cmd.env_clear()
-                .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-                .env("HOME", &root)
-                .env("GIT_CONFIG_NOSYSTEM", "1");
-            cmd
-        };
+        let git = || tracing_trace2_test_support::git::clean_git(&root);
         let init = git().args(["init", "-q"]).arg(&repo).status().unwrap();
         assert!(init.success());
         let output = git()

@@ -1,6 +1,6 @@
 //! The Normal target of `tracing-trace2`: git's terse, human-oriented Trace2 stream.
 //!
-//! [`NormalFormat`] turns a [`Record`](tracing_trace2_core::Record) into the bytes git
+//! [`NormalFormat`] turns a [`Record`](tracing_trace2_record::Record) into the bytes git
 //! 2.47.3 writes to `GIT_TRACE2`: the local time of day, the `file:line` of the call,
 //! padding to byte 50, then a short payload such as `cmd_name status (status)` or
 //! `exit elapsed:0.000563 code:0`. Brief mode keeps only the payload. Regions, data and
@@ -10,7 +10,7 @@
 //! nothing beyond growing the output buffer.
 //!
 //! ```
-//! use tracing_trace2_core::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};
 //! use tracing_trace2_normal::NormalFormat;
 //!
 //! let record = Record {
@@ -36,8 +36,8 @@
 //! assert_eq!(brief, b"cmd_name version (version)\n");
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod format;
-mod layer;
 
 pub use format::NormalFormat;
-pub use layer::{ENV_NAME, layer, target};

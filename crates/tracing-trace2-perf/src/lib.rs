@@ -4,14 +4,14 @@
 //! `|`-separated columns: local time, `file:line`, process depth, thread, event name,
 //! repository, absolute and relative elapsed seconds, category, then the payload
 //! indented by two dots per open region. [`PerfFormat`] renders a
-//! [`tracing_trace2_core::Record`] into exactly those bytes, as git 2.47.3 writes them.
+//! [`tracing_trace2_record::Record`] into exactly those bytes, as git 2.47.3 writes them.
 //!
 //! The formatter is pure: it reads no clock and no environment. Time, thread, depth and
 //! region depth all come with the record, and the UTC offset of the time column is given
 //! once when the formatter is built.
 //!
 //! ```
-//! use tracing_trace2_core::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};
 //! use tracing_trace2_perf::PerfFormat;
 //!
 //! let record = Record {
@@ -32,8 +32,8 @@
 //! );
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod format;
-mod layer;
 
 pub use format::PerfFormat;
-pub use layer::{ENV_NAME, layer, target};

@@ -3,14 +3,16 @@
 //! optionally through the deferred background writer, and arranges the `def_param` listing that
 //! follows the first `cmd_name`.
 
-use tracing_trace2_core::dst::{self, BackgroundGuard, BackgroundOptions, OpenSettings, Opened};
+use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 use tracing_trace2_core::{Session, Target, Trace2Layer, api, clock, redact};
+use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
 
 use crate::config::Settings;
 use crate::params;
+use crate::targets;
 
 /// Configures and builds the Trace2 layer of a program.
 ///
@@ -55,7 +57,7 @@ impl Trace2 {
     /// Formats and writes every enabled target on a background thread: the traced
     /// thread only encodes each record once and enqueues it; one worker thread decodes
     /// it, formats it for each target in git's order and writes the lines (see
-    /// [`tracing_trace2_core::dst::background`] for the guarantees and which exits
+    /// [`tracing_trace2_core::background`] for the guarantees and which exits
     /// are covered). Off unless this is called; no environment variable turns it on.
     pub fn with_background_writer(mut self, options: BackgroundOptions) -> Trace2 {
         self.background = Some(options);
@@ -152,25 +154,25 @@ impl Trace2 {
         };
         let mut builder = Trace2Layer::builder().with_exe_version(&self.exe_version);
         let mut any = false;
-        if let Some((sink, _)) = open(tracing_trace2_normal::ENV_NAME, &s.normal_target) {
+        if let Some((sink, _)) = open(targets::NORMAL_ENV, &s.normal_target) {
             let format = NormalFormat::new()
                 .with_brief(s.normal_brief)
                 .with_utc_offset(offset);
-            builder = builder.with_target(self.target(tracing_trace2_normal::target(format, sink)));
+            builder = builder.with_target(self.target(targets::normal(format, sink)));
             any = true;
         }
-        if let Some((sink, _)) = open(tracing_trace2_perf::ENV_NAME, &s.perf_target) {
+        if let Some((sink, _)) = open(targets::PERF_ENV, &s.perf_target) {
             let format = PerfFormat::new()
                 .with_brief(s.perf_brief)
                 .with_utc_offset(offset);
-            builder = builder.with_target(self.target(tracing_trace2_perf::target(format, sink)));
+            builder = builder.with_target(self.target(targets::perf(format, sink)));
             any = true;
         }
-        if let Some((sink, sentinel)) = open(tracing_trace2_event::ENV_NAME, &s.event_target) {
+        if let Some((sink, sentinel)) = open(targets::EVENT_ENV, &s.event_target) {
             let format = EventFormat::new()
                 .with_brief(s.event_brief)
                 .with_max_nesting(s.event_nesting);
-            let target = tracing_trace2_event::target(format, sink).with_too_many_files(sentinel);
+            let target = targets::event(format, sink).with_too_many_files(sentinel);
             builder = builder.with_target(self.target(target));
             any = true;
         }

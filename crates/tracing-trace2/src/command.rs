@@ -28,7 +28,7 @@
 //! through a shell, and [`Traced::trace2_argv`] replaces the argv shown (git shows a
 //! shell alias as the alias text and its arguments, not as `sh -c …`).
 //!
-//! While the process lifecycle runs ([`crate::lifecycle`]), every traced command gets
+//! While the process lifecycle runs ([`crate::Lifecycle`]), every traced command gets
 //! `GIT_TRACE2_PARENT_SID` and `GIT_TRACE2_PARENT_NAME` from this process's session, so
 //! a git (or another traced program) started by it writes its lines under our session
 //! id, one level deeper, with our command hierarchy. A value the program set on the

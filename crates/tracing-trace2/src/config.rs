@@ -65,6 +65,7 @@ pub struct ConfigEntry {
 
 /// Every Trace2 setting of a process, resolved from config and environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Settings {
     /// Normal target (`GIT_TRACE2` / `trace2.normalTarget`), raw; `None` when unset or empty.
     pub normal_target: Option<String>,
@@ -91,10 +92,6 @@ pub struct Settings {
     /// `GIT_TRACE2_REDACT` (environment only). `Err` holds git's fatal message for a
     /// value that is not a boolean; git stops the process there.
     pub redact: Result<bool, String>,
-    /// `GIT_TRACE2_PARENT_SID` when set and non-empty.
-    pub parent_sid: Option<String>,
-    /// `GIT_TRACE2_PARENT_NAME` when set and non-empty.
-    pub parent_name: Option<String>,
     /// The config entries `def_param` reports on, in git's read order (system, global,
     /// command). Read only when [`Settings::config_params`] is not empty.
     pub config_entries: Vec<ConfigEntry>,
@@ -120,8 +117,6 @@ impl Default for Settings {
             dst_debug: false,
             max_files: 0,
             redact: Ok(true),
-            parent_sid: None,
-            parent_name: None,
             config_entries: Vec::new(),
             env_var_values: Vec::new(),
             warnings: Vec::new(),
@@ -234,8 +229,6 @@ impl Settings {
                 .filter(|&n| n >= 0)
                 .map_or(0, |n| n.unsigned_abs()),
             redact: redact_setting(env("GIT_TRACE2_REDACT")),
-            parent_sid: env("GIT_TRACE2_PARENT_SID").filter(|v| !v.is_empty()),
-            parent_name: env("GIT_TRACE2_PARENT_NAME").filter(|v| !v.is_empty()),
             config_entries,
             env_var_values,
             warnings,

@@ -48,23 +48,27 @@
 //! }
 //! ```
 //!
-//! Crates: [`core`] holds the model and the layer, [`normal`], [`perf`] and [`event`] the
-//! three formats; this facade reads git's settings ([`config`], [`params`]), builds the
-//! layer ([`Trace2`]) and drives the process lifecycle ([`lifecycle`], [`command`],
-//! [`thread`]).
+//! Crates, lowest first: `tracing-trace2-record` (the record, the `Format` trait, the
+//! codec), the formats [`normal`], [`perf`] and [`event`], `tracing-trace2-dst` (where
+//! lines are written), [`core`] (the layer, the typed [`api`], background writers); this
+//! facade reads git's settings ([`Settings`]), builds the layer ([`Trace2`], [`targets`])
+//! and drives the process lifecycle ([`Lifecycle`], [`Trace2CommandExt`], [`thread`]).
 
 mod ancestry;
 mod builder;
 pub mod command;
 pub mod config;
-pub mod lifecycle;
-pub mod params;
+mod lifecycle;
+mod params;
+pub mod targets;
 pub mod thread;
+
 pub use builder::Trace2;
 pub use command::{Trace2CommandExt, TracedChild};
 pub use config::Settings;
-pub use lifecycle::{Lifecycle, Trace2Guard, exit};
+pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};
 pub use tracing_trace2_core as core;
+pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};
 pub use tracing_trace2_core::{Trace2Layer, api};
 pub use tracing_trace2_event as event;
@@ -72,8 +76,8 @@ pub use tracing_trace2_normal as normal;
 pub use tracing_trace2_perf as perf;
 
 /// The Trace2 layer configured from the environment and git config, or `None` when no
-/// target is enabled. The `version` line names this crate's version; use [`Trace2`] to
-/// name the program's.
+/// target is enabled. The `version` line names version `0.0.0`; use [`Trace2`] with
+/// [`Trace2::with_exe_version`] to name the program's.
 pub fn layer() -> Option<Trace2Layer> {
     Trace2::from_env().layer()
 }

@@ -242,7 +242,7 @@ impl Trace2Guard {
     #[track_caller]
     pub fn exit(self, code: i32) -> ! {
         std::mem::forget(self);
-        exit(code)
+        exit_process(code)
     }
 
     /// The end of a `main` that returns a value: reports `value` as Rust would (an `Err`
@@ -280,7 +280,7 @@ impl Drop for Trace2Guard {
 /// running, then ends the process with `std::process::exit(code)`. Usable anywhere,
 /// without the guard.
 #[track_caller]
-pub fn exit(code: i32) -> ! {
+pub fn exit_process(code: i32) -> ! {
     finish_process(code);
     std::process::exit(code)
 }

@@ -65,6 +65,7 @@ pub fn def_params(settings: &Settings) -> Vec<DefParam> {
 /// True if a config `key` the program itself sets should be reported, as git reports
 /// its own config writes. The key is normalised first (section and name lower-case)
 /// when it is a valid key; otherwise it is matched as given.
+#[cfg(test)]
 pub fn matches_config_params(settings: &Settings, key: &str) -> bool {
     let normalised = crate::config::normalise_key(key);
     key_matches(settings, normalised.as_deref().unwrap_or(key))

@@ -2,7 +2,7 @@
 //! environment, so settings and `def_param` listings can be compared with git's.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -78,13 +78,8 @@ impl Drop for Scratch {
 }
 
 /// The reference git: /usr/local/bin/git (2.47.3 on the project machines), else `git`.
-pub(crate) fn git_binary() -> &'static Path {
-    let fixed = Path::new("/usr/local/bin/git");
-    if fixed.exists() {
-        fixed
-    } else {
-        Path::new("git")
-    }
+pub(crate) fn git_binary() -> PathBuf {
+    tracing_trace2_test_support::git::reference_git()
 }
 
 /// An environment lookup over `env`, for `Settings::load`.

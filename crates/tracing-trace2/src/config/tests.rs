@@ -110,8 +110,6 @@ fn environment_only_values() {
         vec![("MY_VAR".to_string(), "v".to_string())]
     );
     assert_eq!(s.redact, Ok(false));
-    assert_eq!(s.parent_sid.as_deref(), Some("sid/x"));
-    assert_eq!(s.parent_name, None);
     for (nesting, want) in [("0", 2), ("-1", 2), ("abc", 2), ("9", 9)] {
         let s = Settings::load(&env_from(&[
             ("GIT_CONFIG_NOSYSTEM", "1"),

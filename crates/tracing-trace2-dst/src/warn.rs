@@ -90,7 +90,7 @@ impl<'a> Reporter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dst::test_support::{child_or_run, git_stderr};
+    use crate::test_support::{child_or_run, git_stderr};
 
     #[test]
     fn strerror_drops_rust_suffix() {

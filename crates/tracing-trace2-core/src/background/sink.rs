@@ -1,136 +1,12 @@
-//! Background writers: the traced thread hands its work to a worker thread.
-//!
-//! Two kinds share one queue and one set of guarantees:
-//!
-//! * The **deferred writer** (`Trace2LayerBuilder::with_deferred`, what
-//!   `Trace2::with_background_writer` builds): the traced thread encodes each record once
-//!   ([`crate::codec`]) and queues it; the worker decodes it and runs every target's
-//!   formatter and sink, in git's order, one `write` per line. Formatting leaves the
-//!   traced thread as well as the write.
-//! * [`BackgroundSink`] wraps any single [`Sink`]: the traced thread formats, the worker
-//!   writes the bytes. For a slow sink of one's own next to direct targets.
-//!
-//! The traced thread appends its message to the writer's pending buffer under a lock;
-//! the worker takes the whole buffer at once and leaves an empty one of the same size,
-//! so the steady state allocates nothing per line. Messages keep the order in which
-//! they were queued, across threads too. A line waits at most about a millisecond
-//! while lines keep coming (see `queue` for how the worker is woken).
-//!
-//! * **Lossless by default**: when the queue is full the caller waits. With
-//!   [`BackgroundOptions::with_lossy`] a full queue drops the message instead and counts
-//!   it; the count is reported in the trace itself as an `error` event (all three formats
-//!   render it; the Normal format skips `data`), with the message
-//!   `trace2: background writer for '<ENV>' dropped <N> lines`, emitted by the worker
-//!   when the writer is flushed ([`Sink::flush`], `Trace2Layer::flush`, a
-//!   [`BackgroundGuard`]) or at exit, so before `atexit`. The deferred writer writes one
-//!   report per target into every target, counting dropped *records* (a target that
-//!   writes no line for some of them, like Normal for regions, lost fewer lines).
-//!   [`BackgroundSink`]'s report goes through `tracing`'s *global* default subscriber
-//!   (the worker thread has no scoped one); [`BackgroundGuard::dropped_lines`] gives the
-//!   count in any case.
-//! * **Flush** returns once every line sent before the call has been written and the
-//!   sinks flushed.
-//! * **Shutdown** ([`BackgroundGuard`] drop, [`shutdown_all`], the exit handler, the
-//!   last handle dropped): flush, report, stop the worker and join it. Lines sent after
-//!   that are written synchronously on the caller's thread, still one `write` each.
-//! * **Write errors**: the deferred writer's worker handles a failed write exactly as a
-//!   direct writer does (the target is disabled; with `GIT_TRACE2_DST_DEBUG`, git's
-//!   warning and an `error` line in the other targets, named after the thread that
-//!   traced the line). [`BackgroundSink`]'s worker stops writing after the first failed
-//!   write and the next [`Sink::write_line`] returns that error, so the layer disables
-//!   the target one line later than a direct writer would; if no line follows, the
-//!   worker reports it at the next flush or shutdown (with
-//!   [`BackgroundSink::with_dst_debug`], git's warning and an `error` event from the
-//!   worker's thread, `thNN:trace2-writer`).
-//!
-//! # Which exits are covered
-//!
-//! | how the process ends | lines written? |
-//! |---|---|
-//! | `main` returns | yes: the C runtime calls `exit`, which runs the `atexit` handler |
-//! | `std::process::exit` | yes: the `atexit` handler registered with the first writer |
-//! | a panic that unwinds out of `main` | yes: the panic hook flushes, then `exit` runs the handler |
-//! | a panic with `panic = "abort"` | yes, flushed by the panic hook (no drop report) |
-//! | a panic in another thread | the process goes on; the panic hook flushes anyway |
-//! | a [`BackgroundGuard`] dropped | yes, that guard's writers are shut down and joined |
-//! | `std::process::abort`, `libc::_exit`, a fatal signal (SIGKILL, SIGSEGV, a SIGTERM with no handler) | **no**: lines still queued are lost |
-//! | `exec` without exit | **no** (flush first) |
-//!
-//! The panic hook is installed once, when the first writer that asks for it is built; it
-//! runs the hook that was in place before, then flushes. A hook set later by the
-//! program replaces it (call [`flush_all`] from that hook instead). A process made by
-//! `fork` without `exec` has no worker thread: its exit handler leaves the writers alone.
-//! Exit waits for the worker like a direct writer would wait for its `write`: a
-//! destination that blocks forever (a pipe nobody reads) blocks the exit too.
+//! [`BackgroundSink`]: a single sink whose already formatted lines a worker writes.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::queue::{self, Drain, Queue};
-use crate::sink::Sink;
-
-/// How a background writer behaves.
-#[derive(Clone, Debug)]
-pub struct BackgroundOptions {
-    capacity: usize,
-    lossy: bool,
-    flush_on_panic: bool,
-}
-
-impl Default for BackgroundOptions {
-    /// Lossless, 4096 queued lines, flushed by a panic hook.
-    fn default() -> Self {
-        BackgroundOptions {
-            capacity: 4096,
-            lossy: false,
-            flush_on_panic: true,
-        }
-    }
-}
-
-impl BackgroundOptions {
-    /// The defaults: lossless, 4096 queued lines, flushed by a panic hook.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// How many messages may wait in the queue (at least 1): lines for a
-    /// [`BackgroundSink`]; for the deferred writer, the records of one `tracing` call
-    /// (usually one) count as one.
-    pub fn with_capacity(mut self, lines: usize) -> Self {
-        self.capacity = lines.max(1);
-        self
-    }
-
-    /// Drop lines instead of waiting when the queue is full; the drops are counted and
-    /// reported (see the module documentation).
-    pub fn with_lossy(mut self, lossy: bool) -> Self {
-        self.lossy = lossy;
-        self
-    }
-
-    /// Install (once per process) a panic hook that flushes every writer; on by default.
-    pub fn with_flush_on_panic(mut self, flush_on_panic: bool) -> Self {
-        self.flush_on_panic = flush_on_panic;
-        self
-    }
-
-    /// The queue length.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// Whether a full queue drops lines.
-    pub fn is_lossy(&self) -> bool {
-        self.lossy
-    }
-
-    /// Whether a panic hook flushes the writers.
-    pub fn flush_on_panic(&self) -> bool {
-        self.flush_on_panic
-    }
-}
+use super::queue::{Drain, Queue};
+use super::{BackgroundGuard, BackgroundOptions, DROP_REPORT_FMT, drop_report_message};
+use tracing_trace2_dst::Sink;
 
 /// The failure state of a [`BackgroundSink`], shared by its senders and its worker.
 #[derive(Default)]
@@ -235,14 +111,14 @@ impl SinkDrain {
             return;
         };
         if self.status.dst_debug.load(Ordering::Relaxed) {
-            let message = crate::dst::write_failed_message(self.name, &err);
-            crate::dst::warning(&message);
+            let message = tracing_trace2_dst::write_failed_message(self.name, &err);
+            tracing_trace2_dst::warning(&message);
             crate::api::error(&message, "unable to write trace to '%s': %s");
         }
     }
 }
 
-/// A [`Sink`] that writes already formatted lines through a worker thread. See the
+/// A [`Sink`](crate::Sink) that writes already formatted lines through a worker thread. See the
 /// module documentation.
 pub struct BackgroundSink {
     queue: Arc<Queue>,
@@ -315,102 +191,12 @@ impl Sink for BackgroundSink {
     }
 }
 
-/// Shuts its writers down when dropped: flush, drop report, stop and join the worker.
-/// Lines sent afterwards are written synchronously.
-#[must_use = "dropping the guard shuts the background writer down at once"]
-#[derive(Default)]
-pub struct BackgroundGuard {
-    writers: Vec<Arc<Queue>>,
-}
-
-impl std::fmt::Debug for BackgroundGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BackgroundGuard")
-            .field("writers", &self.writers.len())
-            .finish()
-    }
-}
-
-impl BackgroundGuard {
-    /// A guard over no writer.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A guard over one queue.
-    pub(crate) fn of(queue: Arc<Queue>) -> Self {
-        BackgroundGuard {
-            writers: vec![queue],
-        }
-    }
-
-    /// Takes over `other`'s writers.
-    pub fn merge(&mut self, mut other: BackgroundGuard) {
-        self.writers.append(&mut other.writers);
-    }
-
-    /// The number of writers this guard shuts down.
-    pub fn len(&self) -> usize {
-        self.writers.len()
-    }
-
-    /// Whether the guard holds no writer.
-    pub fn is_empty(&self) -> bool {
-        self.writers.is_empty()
-    }
-
-    /// Flushes every writer (see [`Sink::flush`]); returns the first error.
-    pub fn flush(&self) -> io::Result<()> {
-        let mut result = Ok(());
-        for writer in &self.writers {
-            let flushed = writer.flush(true);
-            if result.is_ok() {
-                result = flushed;
-            }
-        }
-        result
-    }
-
-    /// Messages dropped so far by all of this guard's writers (lines of a
-    /// [`BackgroundSink`], records of the deferred writer).
-    pub fn dropped_lines(&self) -> u64 {
-        self.writers.iter().map(|w| w.dropped()).sum()
-    }
-}
-
-impl Drop for BackgroundGuard {
-    fn drop(&mut self) {
-        for writer in &self.writers {
-            writer.shutdown();
-        }
-    }
-}
-
-/// The `fmt` of the drop report's `error` event.
-pub const DROP_REPORT_FMT: &str = "trace2: background writer for '%s' dropped %lu lines";
-
-/// The `msg` of the drop report's `error` event for `count` lines of target `name`.
-pub fn drop_report_message(name: &str, count: u64) -> String {
-    format!("trace2: background writer for '{name}' dropped {count} lines")
-}
-
-/// Flushes every background writer of the process (with drop reports); for a panic
-/// hook of the program's own, or before `exec`.
-pub fn flush_all() {
-    queue::flush_all();
-}
-
-/// Shuts every background writer of the process down, as the exit handler does.
-pub fn shutdown_all() {
-    queue::shutdown_all();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sink::MemorySink;
     use std::sync::mpsc;
     use std::time::Duration;
+    use tracing_trace2_dst::MemorySink;
 
     /// A sink whose writes wait for a go-ahead, to fill the queue on purpose.
     struct Gate {

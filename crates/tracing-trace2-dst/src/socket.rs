@@ -153,7 +153,7 @@ fn set_send_timeout(fd: &OwnedFd, limit: Duration) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dst::test_support::{child_or_run, git_stderr, open_collect, settings};
+    use crate::test_support::{child_or_run, git_stderr, open_collect, settings};
     use std::io::Read;
     use std::os::unix::net::{UnixDatagram, UnixListener};
 

@@ -149,7 +149,7 @@ impl Sink for FdSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dst::test_support::child_or_run;
+    use crate::test_support::child_or_run;
     use std::os::fd::FromRawFd;
 
     fn pipe() -> (OwnedFd, OwnedFd) {

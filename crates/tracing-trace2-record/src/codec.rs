@@ -378,6 +378,7 @@ impl Writer<'_> {
 
 /// Why bytes could not be decoded as a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The bytes end inside a record.
     Truncated,

@@ -4,7 +4,7 @@
 //!
 //! What a message means is up to its [`Drain`]: a formatted line for
 //! [`BackgroundSink`](super::BackgroundSink), the encoded records of one `tracing` call
-//! for the deferred writer (`crate::deferred`).
+//! for the deferred writer (`crate::background::replay`).
 //!
 //! # Why one buffer under a lock
 //!
@@ -34,7 +34,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError, Weak};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
-use super::background::BackgroundOptions;
+use super::options::BackgroundOptions;
 
 /// How long the worker waits before looking again while messages keep coming: the most
 /// a line waits in the queue.

@@ -34,7 +34,7 @@ pub(crate) fn open_file(path: &Path, env_name: &str, report: &mut Reporter<'_>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dst::test_support::git_stderr;
+    use crate::test_support::git_stderr;
 
     fn open_collect(path: &Path, debug: bool) -> (Opened, Vec<String>) {
         let mut seen = Vec::new();
@@ -78,7 +78,7 @@ mod tests {
             };
             let ours: Vec<u8> = seen
                 .iter()
-                .flat_map(|m| crate::dst::warn::format_warning(m))
+                .flat_map(|m| crate::warn::format_warning(m))
                 .collect();
             assert_eq!(
                 String::from_utf8_lossy(&ours),

@@ -119,8 +119,8 @@ fn count_entries(dir: &Path, limit: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dst::test_support::git_version;
-    use crate::dst::warn::format_warning;
+    use crate::test_support::git_version;
+    use crate::warn::format_warning;
 
     fn settings(sid: &str, max_files: u32) -> OpenSettings {
         OpenSettings {

@@ -4,7 +4,7 @@
 //! operating system in a single `write` call, so that lines from many threads and many
 //! processes appending to one file never interleave. Concrete destinations (stderr, a
 //! file, a directory, an fd, a Unix socket, the background writer) live in
-//! [`crate::dst`].
+//! [`crate`].
 
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,5 +1,5 @@
 //! The worker side of the deferred writer: it decodes the records the traced threads
-//! encoded ([`crate::codec`]) and runs them through the layer's targets, exactly as the
+//! encoded ([`tracing_trace2_record::codec`]) and runs them through the layer's targets, exactly as the
 //! layer does for a direct writer (format for every enabled target in order, one
 //! `write` per line, disable a target whose write fails).
 //!
@@ -9,11 +9,11 @@
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::codec::Decoder;
-use crate::dst::background::{DROP_REPORT_FMT, drop_report_message};
-use crate::dst::queue::Drain;
-use crate::layer::Busy;
+use crate::background::queue::Drain;
+use crate::background::{DROP_REPORT_FMT, drop_report_message};
+use crate::busy::Busy;
 use crate::targets::{Lines, Targets};
+use tracing_trace2_record::codec::Decoder;
 
 /// Replays batches of encoded records into the targets.
 pub(crate) struct Replay {
@@ -85,11 +85,11 @@ mod tests {
     use tracing_subscriber::layer::SubscriberExt;
 
     use super::Replay;
-    use crate::dst::BackgroundOptions;
-    use crate::dst::queue::Drain;
+    use crate::background::BackgroundOptions;
+    use crate::background::queue::Drain;
     use crate::layer::{Target, Trace2Layer};
-    use crate::record::{Event, Format, Record};
-    use crate::sink::{MemorySink, Sink};
+    use tracing_trace2_dst::{MemorySink, Sink};
+    use tracing_trace2_record::{Event, Format, Record};
 
     /// What a record says besides the clock and elapsed times (which differ from run to
     /// run): equal for a direct and a deferred run.

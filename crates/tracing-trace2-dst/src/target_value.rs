@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 /// The socket type requested by an `af_unix:` value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SocketKind {
     /// `af_unix:stream:<path>`: a `SOCK_STREAM` connection.
     Stream,
@@ -19,6 +20,7 @@ pub enum SocketKind {
 
 /// What a target value asks for (spec 7.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TargetValue {
     /// Unset-like values: empty, `0`, `false` (any case).
     Disabled,

@@ -36,21 +36,7 @@ pub(crate) fn child_or_run(
 
 /// The real git used as the reference (a missing git fails the test).
 pub(crate) fn real_git() -> Option<PathBuf> {
-    let fixed = PathBuf::from("/usr/local/bin/git");
-    if fixed.exists() {
-        return Some(fixed);
-    }
-    let ok = Command::new("git")
-        .arg("version")
-        .output()
-        .is_ok_and(|out| out.status.success());
-    // git is part of every machine this project runs on; a missing git must fail the
-    // comparison, not skip it.
-    if ok {
-        Some(PathBuf::from("git"))
-    } else {
-        panic!("real git not found: the comparison with git cannot run")
-    }
+    Some(tracing_trace2_test_support::git::reference_git())
 }
 
 /// Runs `git version` with only the given Trace2 variables set; returns its stderr.

@@ -1,4 +1,8 @@
-//! Destinations: where a target's lines are written, opened exactly as git opens them.
+//! Destinations of `tracing-trace2`: where a target's lines are written, opened exactly
+//! as git opens them.
+//!
+//! Plain I/O: this crate knows nothing of `tracing`, of records or of formats. It takes
+//! bytes and hands them to the kernel.
 //!
 //! A target value (spec 7.1) is parsed by [`parse_target`] and opened by [`open`], which
 //! prints git's warnings (spec 7.5) to fd 2. The result is a [`Sink`] that hands each
@@ -13,14 +17,12 @@
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
 //! | `socket` | `af_unix:` stream and datagram sockets |
 //! | `warn` | git's warning texts and `strerror` |
-//! | `background` | the opt-in background writers: options, guard, a sink wrapping any sink |
-//! | `queue` | the queue and worker thread behind every background writer |
+//! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
 
-pub mod background;
 mod dir;
 mod fd;
 mod file;
-pub(crate) mod queue;
+mod sink;
 mod socket;
 mod target_value;
 mod warn;
@@ -28,13 +30,12 @@ mod warn;
 #[cfg(test)]
 mod test_support;
 
-pub use background::{BackgroundGuard, BackgroundOptions, BackgroundSink};
 pub use dir::DISCARD_SENTINEL;
 pub use socket::SOCKET_TIMEOUT;
 pub use target_value::{SocketKind, TargetValue, parse_target};
 pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
 
-use crate::sink::Sink;
+pub use sink::{MemorySink, NullSink, Sink};
 use warn::Reporter;
 
 /// What [`open`] needs besides the value.
@@ -107,7 +108,7 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dst::test_support::{child_or_run, git_stderr, open_collect, settings};
+    use crate::test_support::{child_or_run, git_stderr, open_collect, settings};
 
     #[test]
     fn off_values_open_nothing_silently() {

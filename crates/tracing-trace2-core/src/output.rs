@@ -1,0 +1,118 @@
+//! Where a layer's records go: formatted and written on the traced thread, or encoded
+//! for the deferred writer's worker. The choice is made once, when the layer is built;
+//! the layer then asks its [`Output`] to take each record and to write what it took.
+
+use std::sync::Arc;
+
+use tracing_trace2_record::{Record, codec};
+
+use crate::background::queue::Queue;
+use crate::background::replay::Replay;
+use crate::background::{BackgroundGuard, BackgroundOptions};
+use crate::targets::{Lines, Targets};
+
+/// What one `tracing` callback produced, before it is written: formatted lines (direct
+/// output) or encoded records (deferred output). Each thread keeps one and reuses it.
+#[derive(Default)]
+pub(crate) struct Pending {
+    lines: Lines,
+    encoded: Encoded,
+}
+
+/// Records encoded for the deferred writer, back to back.
+#[derive(Default)]
+struct Encoded {
+    buf: Vec<u8>,
+    records: u64,
+}
+
+impl Pending {
+    pub fn clear(&mut self) {
+        self.lines.clear();
+        self.encoded.buf.clear();
+        self.encoded.records = 0;
+    }
+}
+
+/// The output of a layer.
+pub(crate) enum Output {
+    /// Format every record for every target and write the lines on the traced thread.
+    Direct(Arc<Targets>),
+    /// Encode every record once; the queue's worker decodes, formats and writes.
+    Deferred {
+        targets: Arc<Targets>,
+        queue: Arc<Queue>,
+    },
+}
+
+impl Output {
+    /// Direct output, or deferred output through a worker started now.
+    pub fn new(targets: Targets, deferred: Option<&BackgroundOptions>) -> Output {
+        let targets = Arc::new(targets);
+        match deferred {
+            None => Output::Direct(targets),
+            Some(options) => {
+                let replay = Arc::new(Replay::new(Arc::clone(&targets)));
+                Output::Deferred {
+                    queue: Queue::start(replay, options),
+                    targets,
+                }
+            }
+        }
+    }
+
+    pub fn targets(&self) -> &Targets {
+        match self {
+            Output::Direct(targets) | Output::Deferred { targets, .. } => targets,
+        }
+    }
+
+    pub fn is_deferred(&self) -> bool {
+        matches!(self, Output::Deferred { .. })
+    }
+
+    /// Takes `record` into `pending`: its lines, or its encoding.
+    pub fn take(&self, record: &Record<'_>, pending: &mut Pending) {
+        match self {
+            Output::Direct(targets) => targets.format(record, &mut pending.lines),
+            // A record no target shows is not worth encoding and queueing.
+            Output::Deferred { targets, .. } if !targets.any_writes(record) => {}
+            Output::Deferred { .. } => {
+                codec::encode(record, &mut pending.encoded.buf);
+                pending.encoded.records += 1;
+            }
+        }
+    }
+
+    /// Writes what `pending` holds: each line with one call to its target's sink, or the
+    /// encoded records as one message to the worker. `context` names the thread in an
+    /// `error` line about a failed direct write while the thread's state is borrowed.
+    pub fn write(&self, pending: &Pending, context: Option<&Record<'_>>) {
+        match self {
+            Output::Direct(targets) => targets.write(&pending.lines, context),
+            Output::Deferred { queue, .. } => {
+                if pending.encoded.records > 0 {
+                    // The worker (or, after shutdown, this thread) handles failed writes.
+                    let _ = queue.send(&pending.encoded.buf, pending.encoded.records);
+                }
+            }
+        }
+    }
+
+    /// Flushes every sink; with a deferred writer, first waits until the worker has
+    /// written every record sent before the call (and reported dropped ones).
+    pub fn flush(&self) {
+        let _ = match self {
+            Output::Direct(targets) => targets.flush(),
+            Output::Deferred { queue, .. } => queue.flush(true),
+        };
+    }
+
+    /// A guard that shuts the deferred writer down; an empty one for direct output.
+    pub fn guard(&self) -> BackgroundGuard {
+        match self {
+            Output::Direct(_) => BackgroundGuard::new(),
+            Output::Deferred { queue, .. } => BackgroundGuard::of(Arc::clone(queue)),
+        }
+    }
+}

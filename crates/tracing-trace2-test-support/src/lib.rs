@@ -1,0 +1,16 @@
+//! Test helpers shared by the `tracing-trace2` crates (not published).
+//!
+//! * [`alloc`]: a global allocator that counts the calling thread's allocations, for
+//!   the "allocates nothing in steady state" tests.
+//! * [`random`]: a deterministic generator and random [`Record`]s of every event kind,
+//!   with the texts and numbers the formats must escape, quote, pad or cut.
+//! * [`git`]: the real `git` binary the interop tests compare against.
+//!
+//! [`Record`]: tracing_trace2_record::Record
+
+// Test helpers: the generator's methods and the record inputs speak for themselves.
+#![allow(missing_docs)]
+
+pub mod alloc;
+pub mod git;
+pub mod random;
