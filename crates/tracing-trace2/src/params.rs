@@ -116,8 +116,8 @@ mod tests {
             .collect()
     }
 
-    fn ours(env: &BTreeMap<String, String>) -> Vec<(String, String, String)> {
-        let settings = Settings::load(&lookup(env));
+    fn ours(s: &Scratch, env: &BTreeMap<String, String>) -> Vec<(String, String, String)> {
+        let settings = Settings::load_in(&lookup(env), &s.root.join("work"));
         assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
         def_params(&settings)
             .into_iter()
@@ -240,7 +240,7 @@ mod tests {
             let env = s.env(case.env);
             let want = git_def_params(&s, &env);
             assert!(!want.is_empty(), "{}: git listed nothing", case.name);
-            assert_eq!(ours(&env), want, "{}", case.name);
+            assert_eq!(ours(&s, &env), want, "{}", case.name);
         }
     }
 

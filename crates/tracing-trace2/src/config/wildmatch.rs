@@ -29,7 +29,12 @@ enum Outcome {
 
 /// True if `text` matches the glob `pattern` under `flags`.
 pub(crate) fn wildmatch(pattern: &str, text: &str, flags: WildFlags) -> bool {
-    match_from(pattern.as_bytes(), text.as_bytes(), flags) == Outcome::Match
+    wildmatch_bytes(pattern.as_bytes(), text.as_bytes(), flags)
+}
+
+/// [`wildmatch`] on bytes (paths need not be UTF-8).
+pub(crate) fn wildmatch_bytes(pattern: &[u8], text: &[u8], flags: WildFlags) -> bool {
+    match_from(pattern, text, flags) == Outcome::Match
 }
 
 fn fold(c: u8, flags: WildFlags) -> u8 {
