@@ -58,7 +58,8 @@ fn run() -> std::io::Result<()> {
     Ok(())
 }
 
-fn main() -> ExitCode {
+/// The program; `tests/collector.rs` also runs it inside its own binary.
+pub fn main() -> ExitCode {
     // Installs the layer (if a target is enabled) and writes version, start, cmd_ancestry.
     let trace2 = Trace2::from_env()
         .with_exe_version(env!("CARGO_PKG_VERSION"))

@@ -4,7 +4,10 @@
 //! same temporary system and global config files and the same command-line config;
 //! their `def_param` lines must be the same in all three formats after masking time,
 //! file:line and sid, and must follow `cmd_name` directly. Config writes of the program
-//! (scope `unknown`) are compared with `git remote add`.
+//! (scope `unknown`) are compared with `git remote add`. Inside a repository, the
+//! repository's config (scope `local`) is listed after the global one and before the
+//! command line, as `git version` and `git status` list it (git's t0212 `list config`
+//! case among them).
 
 #[path = "../examples/emit.rs"]
 mod emit;
@@ -27,6 +30,18 @@ fn main() -> ExitCode {
         (
             "config_writes_are_scope_unknown",
             config_writes_are_scope_unknown,
+        ),
+        (
+            "t0212_list_config_local_scope",
+            t0212_list_config_local_scope,
+        ),
+        (
+            "every_scope_in_git_order_in_a_subdirectory",
+            every_scope_in_git_order_in_a_subdirectory,
+        ),
+        (
+            "linked_worktree_lists_the_common_config",
+            linked_worktree_lists_the_common_config,
         ),
     ])
 }
@@ -99,35 +114,73 @@ fn def_params(s: &Streams) -> (Vec<String>, Vec<String>, Vec<String>) {
     (normal, perf, event)
 }
 
+type Listing = (Vec<String>, Vec<String>, Vec<String>);
+
 /// Writes `files` into a fresh directory, runs ours and git with `env` (`@/` in a value
 /// stands for that directory) and compares their listings; returns ours.
-fn compare(
-    files: &[(&str, &str)],
-    env: &[(&str, &str)],
-) -> (Vec<String>, Vec<String>, Vec<String>) {
+fn compare(files: &[(&str, &str)], env: &[(&str, &str)]) -> Listing {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().to_str().unwrap();
+    write_files(dir.path(), files);
+    compare_in(
+        dir.path(),
+        dir.path(),
+        &with_root(dir.path(), env),
+        &["version"],
+    )
+}
+
+/// `env` with `@/` in values replaced by `root`.
+fn with_root(root: &Path, env: &[(&str, &str)]) -> Vec<(String, String)> {
+    let root = format!("{}/", root.display());
+    env.iter()
+        .map(|(k, v)| (k.to_string(), v.replace("@/", &root)))
+        .collect()
+}
+
+/// Writes `files` (`@/` in a text stands for `dir`) into `dir`.
+fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    let root = format!("{}/", dir.display());
     for (name, text) in files {
-        std::fs::write(
-            dir.path().join(name),
-            text.replace("@/", &format!("{root}/")),
-        )
-        .unwrap();
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text.replace("@/", &root)).unwrap();
     }
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.replace("@/", &format!("{root}/"))))
-        .collect();
-    let mut ours = clean(&std::env::current_exe().unwrap(), &env, dir.path());
+}
+
+/// Runs ours and `git <git_args>` in `cwd` (the traces go to `dir`, named after the
+/// git command) and compares the listings of the three formats; returns ours.
+fn compare_in(dir: &Path, cwd: &Path, env: &[(String, String)], git_args: &[&str]) -> Listing {
+    let tag = git_args.first().copied().unwrap_or("git");
+    let mut ours = clean(&std::env::current_exe().unwrap(), env, cwd);
     ours.env(EMIT_CHILD, "1");
-    let ours = def_params(&traced(ours, dir.path(), "ours"));
-    let mut git = clean(Path::new(GIT), &env, dir.path());
-    git.arg("version");
-    let git = def_params(&traced(git, dir.path(), "git"));
+    let ours = def_params(&traced(ours, dir, &format!("ours-{tag}")));
+    let mut git = clean(Path::new(GIT), env, cwd);
+    git.args(git_args);
+    let git = def_params(&traced(git, dir, &format!("git-{tag}")));
     assert_eq!(ours.0, git.0, "normal");
     assert_eq!(ours.1, git.1, "perf");
     assert_eq!(ours.2, git.2, "event");
     ours
+}
+
+/// The environment of a test with repositories below `dir`: no system config, a global
+/// file in `dir` and `dir` as the ceiling (so only repositories inside it are found).
+fn repo_env(dir: &Path) -> Vec<(String, String)> {
+    let mut env = with_root(
+        dir,
+        &[
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_CONFIG_GLOBAL", "@/global"),
+        ],
+    );
+    env.push(("GIT_CEILING_DIRECTORIES".into(), dir.display().to_string()));
+    env
+}
+
+/// Runs git in `cwd` with `env` and no trace target, for setting up a repository.
+fn git_setup(cwd: &Path, env: &[(String, String)], args: &[&str]) {
+    let out = clean(Path::new(GIT), env, cwd).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
 fn all_scopes_and_env_vars() {
@@ -238,4 +291,155 @@ fn config_writes_are_scope_unknown() {
         ours,
         ["def_param scope:unknown remote.Other.url=https://dan:<REDACTED>@example.net/x.git"]
     );
+}
+
+/// Git's t0212 `list config` case: two keys set with `git config --local`, listed with
+/// `GIT_TRACE2_CONFIG_PARAMS=t0212.*`, in file order, scope `local`, in all three
+/// formats (git's case reads the Event stream through `parse_events.perl`, which keeps
+/// the `param`/`value` pairs in order).
+fn t0212_list_config_local_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = repo_env(dir.path());
+    git_setup(dir.path(), &env, &["init", "-q", "repo"]);
+    let repo = dir.path().join("repo");
+    git_setup(&repo, &env, &["config", "--local", "t0212.abc", "1"]);
+    git_setup(
+        &repo,
+        &env,
+        &["config", "--local", "t0212.def", "hello world"],
+    );
+    let mut env = env;
+    env.push(("GIT_TRACE2_CONFIG_PARAMS".into(), "t0212.*".into()));
+    let (normal, perf, event) = compare_in(dir.path(), &repo, &env, &["version"]);
+    assert_eq!(
+        normal,
+        [
+            "def_param scope:local t0212.abc=1",
+            "def_param scope:local t0212.def=hello world"
+        ]
+    );
+    assert_eq!(perf.len(), 2);
+    assert_eq!(event.len(), 2);
+    let raw =
+        std::fs::read_to_string(process::trace_file(dir.path(), "ours-version", "event")).unwrap();
+    let pairs: Vec<(String, String, String)> = support::json_lines(raw.lines())
+        .iter()
+        .filter(|v| v["event"] == "def_param")
+        .map(|v| {
+            let field = |k: &str| v[k].as_str().unwrap().to_owned();
+            (field("scope"), field("param"), field("value"))
+        })
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("local".into(), "t0212.abc".into(), "1".into()),
+            ("local".into(), "t0212.def".into(), "hello world".into())
+        ]
+    );
+    // A builtin that sets up the repository first lists the same lines.
+    assert_eq!(
+        compare_in(dir.path(), &repo, &env, &["status", "--porcelain"]),
+        (normal, perf, event)
+    );
+}
+
+/// System, global, local (with a `gitdir:` include), command line, then environment
+/// variables, from a subdirectory of the work tree.
+fn every_scope_in_git_order_in_a_subdirectory() {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(
+        dir.path(),
+        &[
+            ("sys", "[color]\n\tui = never\n"),
+            (
+                "global",
+                "[color]\n\tui = always\n[includeIf \"gitdir:repo/\"]\n\tpath = @/inc\n",
+            ),
+            ("inc", "[color]\n\tui = included\n"),
+        ],
+    );
+    let mut env = repo_env(dir.path());
+    env.retain(|(k, _)| k != "GIT_CONFIG_NOSYSTEM");
+    env.extend(with_root(dir.path(), &[("GIT_CONFIG_SYSTEM", "@/sys")]));
+    git_setup(dir.path(), &env, &["init", "-q", "repo"]);
+    let repo = dir.path().join("repo");
+    git_setup(&repo, &env, &["config", "color.ui", "auto"]);
+    git_setup(
+        &repo,
+        &env,
+        &["remote", "add", "origin", "https://u:pw@example.org/r"],
+    );
+    let sub = repo.join("src/deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    env.extend(with_root(
+        dir.path(),
+        &[
+            ("GIT_TRACE2_CONFIG_PARAMS", "color.ui,remote.*.url"),
+            ("GIT_TRACE2_ENV_VARS", "MY_VAR"),
+            ("MY_VAR", "v"),
+            ("GIT_CONFIG_PARAMETERS", "'color.ui'='false'"),
+        ],
+    ));
+    let (normal, _, _) = compare_in(dir.path(), &sub, &env, &["version"]);
+    let scopes: Vec<&str> = normal
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            "scope:system",
+            "scope:global",
+            "scope:global",
+            "scope:local",
+            "scope:local",
+            "scope:command",
+            "scope:command"
+        ],
+        "{normal:#?}"
+    );
+    assert!(normal[4].ends_with("remote.origin.url=https://u:<REDACTED>@example.org/r"));
+}
+
+/// In a linked worktree the listing reads the common `config`; git 2.47.3 lists no
+/// `scope:worktree` line even with `extensions.worktreeConfig` and a `config.worktree`.
+fn linked_worktree_lists_the_common_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = repo_env(dir.path());
+    git_setup(dir.path(), &env, &["init", "-q", "repo"]);
+    let repo = dir.path().join("repo");
+    git_setup(
+        &repo,
+        &env,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    );
+    git_setup(
+        &repo,
+        &env,
+        &["config", "extensions.worktreeConfig", "true"],
+    );
+    git_setup(&repo, &env, &["config", "core.shared", "main"]);
+    git_setup(&repo, &env, &["worktree", "add", "-q", "../wt"]);
+    let wt = dir.path().join("wt");
+    git_setup(&wt, &env, &["config", "--worktree", "core.only-here", "wt"]);
+    let mut env = env;
+    env.push((
+        "GIT_TRACE2_CONFIG_PARAMS".into(),
+        "core.shared,core.only-here".into(),
+    ));
+    let (normal, _, _) = compare_in(dir.path(), &wt, &env, &["version"]);
+    assert_eq!(normal, ["def_param scope:local core.shared=main"]);
+    let (status, _, _) = compare_in(dir.path(), &wt, &env, &["status", "--porcelain"]);
+    assert_eq!(status, normal);
 }

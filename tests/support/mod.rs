@@ -2,13 +2,15 @@
 //! stream splits into records, and masking of the values that must differ between two
 //! runs (times, elapsed numbers, timer values, file:line, session ids, pids), so that
 //! everything else is compared exactly. [`runner`] runs the tests of a binary without
-//! libtest; [`process`] starts child processes.
+//! libtest; [`process`] starts child processes; [`receiver`] stands in for the
+//! OpenTelemetry trace2receiver (an `af_unix` listener and its rules).
 //!
 //! Each test binary compiles all of it and uses a part, hence the `dead_code` allowance.
 
 #![allow(dead_code)]
 
 pub mod process;
+pub mod receiver;
 pub mod runner;
 
 use std::path::PathBuf;

@@ -6,8 +6,17 @@
 //! override happens on the raw string, before parsing, so `GIT_TRACE2_BRIEF=maybe`
 //! replaces a configured `true` and then falls back to the default. [`Settings::load`]
 //! reproduces that, including `[include]` and `[includeIf "hasconfig:remote.*.url:…"]`
-//! (followed as git does outside a repository; `gitdir:`, `gitdir/i:` and `onbranch:`
-//! conditions need a repository and so never apply to a program that is not git).
+//! (for the settings, git reads no repository, so `gitdir:`, `gitdir/i:` and
+//! `onbranch:` conditions never hold there).
+//!
+//! The `def_param` listing (`trace2.configParams`) reads more, as git's early config
+//! does: the system and global files, then the config of the repository found from the
+//! current directory (scope `local`; found as git finds it, with `GIT_DIR`,
+//! `GIT_CEILING_DIRECTORIES` and the `safe.directory` ownership rule), then the
+//! command-line config. There `gitdir:` conditions are matched against that
+//! repository; `onbranch:` never holds (early config reads no branch), and a worktree's
+//! `config.worktree` is not listed, as in git 2.47.3. A program that has read its git
+//! config already can hand it over with [`Settings::from_entries`] instead.
 //!
 //! Where git would die (a config file it cannot parse, a valueless `trace2.*` key, a
 //! malformed `GIT_CONFIG_PARAMETERS`), the broken piece is skipped instead and git's
@@ -16,12 +25,17 @@
 //! The system file is `$GIT_CONFIG_SYSTEM` or `/etc/gitconfig` (the path of a git built
 //! with the usual `/usr` prefix; a git built for another prefix reads another file).
 
+mod condition;
+mod discover;
 mod parse;
 mod sources;
 #[cfg(test)]
 pub(crate) mod test_git;
 pub(crate) mod wildmatch;
 
+use std::path::{Path, PathBuf};
+
+use discover::GitDirTexts;
 use sources::{RemoteUrls, SourceReader, command_entries, config_files, is_remote_url};
 
 /// Environment lookup used while loading: returns a variable's value if it is set.
@@ -34,19 +48,30 @@ pub enum ConfigScope {
     System,
     /// The user's files (XDG and `~/.gitconfig`, or `$GIT_CONFIG_GLOBAL`) and their includes.
     Global,
+    /// The repository's own `config` file (in its common git directory) and its includes.
+    Local,
+    /// A worktree's `config.worktree`. Git's own listing never reports it (see
+    /// [`Settings::load`]); entries a program hands over with this scope are listed.
+    Worktree,
     /// Command-line config passed down through `GIT_CONFIG_COUNT` / `GIT_CONFIG_PARAMETERS`.
     Command,
+    /// A submodule's `.gitmodules`, for entries a program hands over.
+    Submodule,
     /// A value the program itself sets, outside any file.
     Unknown,
 }
 
 impl ConfigScope {
-    /// The scope name git prints (`system`, `global`, `command`, `unknown`).
+    /// The scope name git prints (`system`, `global`, `local`, `worktree`, `command`,
+    /// `submodule`, `unknown`).
     pub fn as_str(self) -> &'static str {
         match self {
             ConfigScope::System => "system",
             ConfigScope::Global => "global",
+            ConfigScope::Local => "local",
+            ConfigScope::Worktree => "worktree",
             ConfigScope::Command => "command",
+            ConfigScope::Submodule => "submodule",
             ConfigScope::Unknown => "unknown",
         }
     }
@@ -93,7 +118,7 @@ pub struct Settings {
     /// value that is not a boolean; git stops the process there.
     pub redact: Result<bool, String>,
     /// The config entries `def_param` reports on, in git's read order (system, global,
-    /// command). Read only when [`Settings::config_params`] is not empty.
+    /// local, command). Read only when [`Settings::config_params`] is not empty.
     pub config_entries: Vec<ConfigEntry>,
     /// Values of the [`Settings::env_vars`] that were set and non-empty at load time.
     pub env_var_values: Vec<(String, String)>,
@@ -145,94 +170,199 @@ impl Settings {
         Settings::load(&|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
     }
 
-    /// Loads the settings with `env` as the environment (for tests and embedders).
+    /// Loads the settings with `env` as the environment (for tests and embedders); the
+    /// repository config listed by `def_param` is found from the current directory.
     pub fn load(env: EnvFn<'_>) -> Settings {
+        let cwd = std::env::current_dir().ok();
+        load_settings(env, cwd.as_deref())
+    }
+
+    /// [`Settings::load`] as if the program ran in `cwd` (an absolute path): the
+    /// repository whose config `def_param` lists is looked for from there.
+    pub fn load_in(env: EnvFn<'_>, cwd: &Path) -> Settings {
+        load_settings(env, Some(cwd))
+    }
+
+    /// Settings from config a program has already read itself (with gitoxide's
+    /// `gix-config`, for example), instead of git's files. The environment overrides
+    /// them as it overrides git's config.
+    ///
+    /// Each item is `(scope, key, value)`; `value` is `None` for a key written without
+    /// `=` (`[core] bare`). As in git, the `trace2.*` settings are taken from the
+    /// system and global entries only. The `def_param` listing reports every entry
+    /// whose key matches `trace2.configParams`, in the order given, so pass the entries
+    /// in git's read order (system, global, local, worktree, command) for the listing
+    /// to read like git's. No config file and no `GIT_CONFIG_PARAMETERS` /
+    /// `GIT_CONFIG_COUNT` entries are read here: the entries are the whole config. A
+    /// key that is not a valid config key is skipped with a warning.
+    ///
+    /// ```
+    /// use tracing_trace2::config::{ConfigScope, Settings};
+    ///
+    /// let entries = vec![
+    ///     (ConfigScope::Global, "trace2.eventTarget", Some("/tmp/trace2.event")),
+    ///     (ConfigScope::Global, "trace2.configParams", Some("core.*,remote.*.url")),
+    ///     (ConfigScope::Local, "core.bare", Some("false")),
+    ///     (ConfigScope::Local, "Remote.origin.URL", Some("https://example.com/r.git")),
+    ///     (ConfigScope::Local, "trace2.normalTarget", Some("/ignored")), // not system/global
+    ///     (ConfigScope::Command, "core.sparseCheckout", None),
+    /// ];
+    /// let settings = Settings::from_entries_with_env(entries, &|_| None);
+    /// assert_eq!(settings.event_target.as_deref(), Some("/tmp/trace2.event"));
+    /// assert_eq!(settings.normal_target, None);
+    /// let listed: Vec<_> = tracing_trace2::params::def_params(&settings)
+    ///     .into_iter()
+    ///     .map(|p| format!("{} {}", p.scope, p.param))
+    ///     .collect();
+    /// assert_eq!(
+    ///     listed,
+    ///     ["local core.bare", "local remote.origin.url", "command core.sparsecheckout"]
+    /// );
+    ///
+    /// // A program then builds its layer from them:
+    /// let _layer = tracing_trace2::Trace2::with_settings(settings).layer();
+    /// ```
+    pub fn from_entries<I, K, V>(entries: I) -> Settings
+    where
+        I: IntoIterator<Item = (ConfigScope, K, Option<V>)>,
+        K: AsRef<str>,
+        V: Into<String>,
+    {
+        Settings::from_entries_with_env(entries, &|name| {
+            std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+        })
+    }
+
+    /// [`Settings::from_entries`] with `env` as the environment.
+    pub fn from_entries_with_env<I, K, V>(entries: I, env: EnvFn<'_>) -> Settings
+    where
+        I: IntoIterator<Item = (ConfigScope, K, Option<V>)>,
+        K: AsRef<str>,
+        V: Into<String>,
+    {
         let mut warnings = Vec::new();
-        let files = config_files(env, &mut warnings);
-
-        // Settings come from the files only; `hasconfig:` includes see the files' URLs.
-        let file_urls = remote_urls(env, &files, None);
-        let mut reader = SourceReader {
-            env,
-            urls: RemoteUrls::Known(&file_urls),
-            warnings: Vec::new(),
-        };
-        let mut file_entries = Vec::new();
-        for (path, scope) in &files {
-            reader.read_file(path, *scope, 0, &mut file_entries);
-        }
-        add_new(&mut warnings, reader.warnings);
-
-        let mut raw: [Option<String>; KEYS.len()] = Default::default();
-        for entry in &file_entries {
-            let Some(i) = KEYS.iter().position(|(key, _)| *key == entry.key) else {
-                continue;
-            };
-            match &entry.value {
-                Some(v) => raw[i] = Some(v.clone()),
-                None => warnings.push(format!("missing value for '{}'", entry.key)),
+        let mut all = Vec::new();
+        for (scope, key, value) in entries {
+            match parse::canonical_key(key.as_ref()) {
+                Ok(key) => all.push(ConfigEntry {
+                    scope,
+                    key,
+                    value: value.map(Into::into),
+                }),
+                Err(message) => add_new(&mut warnings, vec![message]),
             }
         }
-        for (i, (_, var)) in KEYS.iter().enumerate() {
-            if let Some(v) = env(var).filter(|v| !v.is_empty()) {
-                raw[i] = Some(v);
-            }
-        }
-        let [
-            normal,
-            normal_brief,
-            perf,
-            perf_brief,
-            event,
-            event_brief,
-            nesting,
-            params,
-            vars,
-            dst_debug,
-            max_files,
-        ] = raw;
-
-        let config_params = split_list(params.as_deref());
-        let env_vars = split_list(vars.as_deref());
-        let env_var_values = env_vars
+        let settings_entries: Vec<&ConfigEntry> = all
             .iter()
-            .filter_map(|name| {
-                env(name)
-                    .filter(|v| !v.is_empty())
-                    .map(|v| (name.clone(), v))
-            })
+            .filter(|e| matches!(e.scope, ConfigScope::System | ConfigScope::Global))
             .collect();
-        let config_entries = if config_params.is_empty() {
-            Vec::new()
-        } else {
-            visible_entries(env, &files, &file_urls, file_entries, &mut warnings)
-        };
+        let settings_entries: Vec<ConfigEntry> = settings_entries.into_iter().cloned().collect();
+        resolve(env, &settings_entries, warnings, |_| all)
+    }
+}
 
-        Settings {
-            normal_target: normal.filter(|v| !v.is_empty()),
-            normal_brief: brief(normal_brief.as_deref()),
-            perf_target: perf.filter(|v| !v.is_empty()),
-            perf_brief: brief(perf_brief.as_deref()),
-            event_target: event.filter(|v| !v.is_empty()),
-            event_brief: brief(event_brief.as_deref()),
-            event_nesting: nesting
-                .as_deref()
-                .map(atoi)
-                .filter(|&n| n > 0)
-                .map_or(2, |n| n.unsigned_abs()),
-            config_params,
-            env_vars,
-            dst_debug: dst_debug.as_deref().is_some_and(|v| atoi(v) > 0),
-            max_files: max_files
-                .as_deref()
-                .map(atoi)
-                .filter(|&n| n >= 0)
-                .map_or(0, |n| n.unsigned_abs()),
-            redact: redact_setting(env("GIT_TRACE2_REDACT")),
-            config_entries,
-            env_var_values,
-            warnings,
+/// Settings from git's files and the environment, with `cwd` the directory where the
+/// repository (for the `def_param` listing) is looked for.
+fn load_settings(env: EnvFn<'_>, cwd: Option<&Path>) -> Settings {
+    let mut warnings = Vec::new();
+    let files = config_files(env, &mut warnings);
+
+    // Settings come from the files only; `hasconfig:` includes see the files' URLs.
+    let file_urls = remote_urls(env, &files, None, None);
+    let mut reader = SourceReader {
+        env,
+        urls: RemoteUrls::Known(&file_urls),
+        git_dir: None,
+        warnings: Vec::new(),
+    };
+    let mut file_entries = Vec::new();
+    for (path, scope) in &files {
+        reader.read_file(path, *scope, 0, &mut file_entries);
+    }
+    add_new(&mut warnings, reader.warnings);
+    resolve(env, &file_entries, warnings, |warnings| {
+        listed_entries(env, cwd, &files, warnings)
+    })
+}
+
+/// Resolves every setting from the `trace2.*` keys of `settings_entries` (system and
+/// global config) and the environment; `listing` gives the entries `def_param` reports
+/// on, asked for only when patterns are configured.
+fn resolve(
+    env: EnvFn<'_>,
+    settings_entries: &[ConfigEntry],
+    mut warnings: Vec<String>,
+    listing: impl FnOnce(&mut Vec<String>) -> Vec<ConfigEntry>,
+) -> Settings {
+    let mut raw: [Option<String>; KEYS.len()] = Default::default();
+    for entry in settings_entries {
+        let Some(i) = KEYS.iter().position(|(key, _)| *key == entry.key) else {
+            continue;
+        };
+        match &entry.value {
+            Some(v) => raw[i] = Some(v.clone()),
+            None => warnings.push(format!("missing value for '{}'", entry.key)),
         }
+    }
+    for (i, (_, var)) in KEYS.iter().enumerate() {
+        if let Some(v) = env(var).filter(|v| !v.is_empty()) {
+            raw[i] = Some(v);
+        }
+    }
+    let [
+        normal,
+        normal_brief,
+        perf,
+        perf_brief,
+        event,
+        event_brief,
+        nesting,
+        params,
+        vars,
+        dst_debug,
+        max_files,
+    ] = raw;
+
+    let config_params = split_list(params.as_deref());
+    let env_vars = split_list(vars.as_deref());
+    let env_var_values = env_vars
+        .iter()
+        .filter_map(|name| {
+            env(name)
+                .filter(|v| !v.is_empty())
+                .map(|v| (name.clone(), v))
+        })
+        .collect();
+    let config_entries = if config_params.is_empty() {
+        Vec::new()
+    } else {
+        listing(&mut warnings)
+    };
+
+    Settings {
+        normal_target: normal.filter(|v| !v.is_empty()),
+        normal_brief: brief(normal_brief.as_deref()),
+        perf_target: perf.filter(|v| !v.is_empty()),
+        perf_brief: brief(perf_brief.as_deref()),
+        event_target: event.filter(|v| !v.is_empty()),
+        event_brief: brief(event_brief.as_deref()),
+        event_nesting: nesting
+            .as_deref()
+            .map(atoi)
+            .filter(|&n| n > 0)
+            .map_or(2, |n| n.unsigned_abs()),
+        config_params,
+        env_vars,
+        dst_debug: dst_debug.as_deref().is_some_and(|v| atoi(v) > 0),
+        max_files: max_files
+            .as_deref()
+            .map(atoi)
+            .filter(|&n| n >= 0)
+            .map_or(0, |n| n.unsigned_abs()),
+        redact: redact_setting(env("GIT_TRACE2_REDACT")),
+        config_entries,
+        env_var_values,
+        warnings,
     }
 }
 
@@ -254,12 +384,14 @@ fn add_new(warnings: &mut Vec<String>, new: Vec<String>) {
 /// every such include is followed while gathering.
 fn remote_urls(
     env: EnvFn<'_>,
-    files: &[(std::path::PathBuf, ConfigScope)],
-    command: Option<Vec<parse::RawEntry>>,
+    files: &[(PathBuf, ConfigScope)],
+    git_dir: Option<&GitDirTexts>,
+    command: Option<&[parse::RawEntry]>,
 ) -> Vec<String> {
     let mut reader = SourceReader {
         env,
         urls: RemoteUrls::Collecting,
+        git_dir,
         warnings: Vec::new(),
     };
     let mut entries = Vec::new();
@@ -267,7 +399,7 @@ fn remote_urls(
         reader.read_file(path, *scope, 0, &mut entries);
     }
     if let Some(raw) = command {
-        reader.push_entries(raw, ConfigScope::Command, None, 0, &mut entries);
+        reader.push_entries(raw.to_vec(), ConfigScope::Command, None, 0, &mut entries);
     }
     entries
         .into_iter()
@@ -276,37 +408,64 @@ fn remote_urls(
         .collect()
 }
 
-/// The entries git lists for `def_param`: files then command line. Command-line
-/// remote URLs also count for `hasconfig:` here, so the files are re-read when they
-/// add any.
-fn visible_entries(
+/// The entries git lists for `def_param`, as its early config reads them: the system
+/// and global files, the repository's config when one is found from `cwd`, then the
+/// command line. (Git 2.47.3 never lists `config.worktree`: early config reads it only
+/// for a repository already set up, and the listing passes none.)
+fn listed_entries(
     env: EnvFn<'_>,
-    files: &[(std::path::PathBuf, ConfigScope)],
-    file_urls: &[String],
-    file_entries: Vec<ConfigEntry>,
+    cwd: Option<&Path>,
+    files: &[(PathBuf, ConfigScope)],
     warnings: &mut Vec<String>,
 ) -> Vec<ConfigEntry> {
     let (command, command_error) = command_entries(env);
-    let all_urls = remote_urls(env, files, Some(command.clone()));
-    let mut reader = SourceReader {
-        env,
-        urls: RemoteUrls::Known(&all_urls),
-        warnings: Vec::new(),
-    };
-    let mut entries = if all_urls.len() == file_urls.len() {
-        file_entries
-    } else {
-        let mut again = Vec::new();
-        for (path, scope) in files {
-            reader.read_file(path, *scope, 0, &mut again);
+    // System, global and command-line config: where `safe.directory` and
+    // `safe.bareRepository` count, and the whole listing outside a repository.
+    let protected = read_sources(env, files, None, &command, warnings);
+    let repository = cwd.and_then(|cwd| discover::discover(env, cwd, &protected, warnings));
+    let entries = match repository {
+        None => protected,
+        Some(repository) => {
+            let texts = repository.gitdir_texts(env);
+            let mut sources = files.to_vec();
+            sources.push((repository.config_file(), ConfigScope::Local));
+            read_sources(env, &sources, Some(&texts), &command, warnings)
         }
-        again
     };
-    reader.push_entries(command, ConfigScope::Command, None, 0, &mut entries);
-    add_new(warnings, reader.warnings);
     if let Some(e) = command_error {
         add_new(warnings, vec![e]);
     }
+    entries
+}
+
+/// The entries of `files` then `command`, includes followed, with `hasconfig:`
+/// decided by the remote URLs of all of them and `gitdir:` by `git_dir`.
+fn read_sources(
+    env: EnvFn<'_>,
+    files: &[(PathBuf, ConfigScope)],
+    git_dir: Option<&GitDirTexts>,
+    command: &[parse::RawEntry],
+    warnings: &mut Vec<String>,
+) -> Vec<ConfigEntry> {
+    let urls = remote_urls(env, files, git_dir, Some(command));
+    let mut reader = SourceReader {
+        env,
+        urls: RemoteUrls::Known(&urls),
+        git_dir,
+        warnings: Vec::new(),
+    };
+    let mut entries = Vec::new();
+    for (path, scope) in files {
+        reader.read_file(path, *scope, 0, &mut entries);
+    }
+    reader.push_entries(
+        command.to_vec(),
+        ConfigScope::Command,
+        None,
+        0,
+        &mut entries,
+    );
+    add_new(warnings, reader.warnings);
     entries
 }
 
@@ -356,7 +515,7 @@ pub fn parse_git_bool(value: &str) -> Option<bool> {
 
 /// Git's `int` config parsing (strtoimax with base 0, then a unit suffix, then a range
 /// check against `int`).
-fn parse_git_int(value: &str) -> Option<i64> {
+pub(crate) fn parse_git_int(value: &str) -> Option<i64> {
     let b = value.as_bytes();
     let mut i = 0;
     while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
@@ -445,5 +604,7 @@ fn atoi(value: &str) -> i32 {
     clamped as i32
 }
 
+#[cfg(test)]
+mod repo_tests;
 #[cfg(test)]
 mod tests;

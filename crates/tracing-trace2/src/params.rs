@@ -4,8 +4,11 @@
 //! Git lists every config entry it can see, in read order, and reports each one whose
 //! key matches one of the patterns (git's `wildmatch`, case-insensitive, `*` crossing
 //! `.` and `/`); then each listed environment variable that is set and non-empty, with
-//! scope `command`. A program that is not git sees the system, global and command-line
-//! scopes only. Values are returned raw: redaction is applied by the writer.
+//! scope `command`. The config entries are those git's early config reads: system,
+//! global, the config of the repository around the current directory (`local`), then
+//! the command line (see [`crate::config`]), or the entries a program handed over with
+//! [`Settings::from_entries`]. Values are returned raw: redaction is applied by the
+//! writer.
 
 use crate::config::wildmatch::{WildFlags, wildmatch};
 use crate::config::{ConfigScope, Settings};
@@ -13,7 +16,7 @@ use crate::config::{ConfigScope, Settings};
 /// One `def_param` event to emit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DefParam {
-    /// Scope name as git prints it (`system`, `global`, `command`, `unknown`).
+    /// Scope name as git prints it (`system`, `global`, `local`, `command`, `unknown`, …).
     pub scope: &'static str,
     /// The config key (normalised as git does) or the environment variable name.
     pub param: String,
@@ -37,7 +40,7 @@ fn key_matches(settings: &Settings, key: &str) -> bool {
 }
 
 /// The `def_param` events git emits once per process after the first `cmd_name`:
-/// matching config entries (system, then global, then command line), then the set and
+/// matching config entries (system, global, local, then command line), then the set and
 /// non-empty environment variables of [`Settings::env_vars`], in list order.
 pub fn def_params(settings: &Settings) -> Vec<DefParam> {
     let mut out = Vec::new();
@@ -117,8 +120,8 @@ mod tests {
             .collect()
     }
 
-    fn ours(env: &BTreeMap<String, String>) -> Vec<(String, String, String)> {
-        let settings = Settings::load(&lookup(env));
+    fn ours(s: &Scratch, env: &BTreeMap<String, String>) -> Vec<(String, String, String)> {
+        let settings = Settings::load_in(&lookup(env), &s.root.join("work"));
         assert!(settings.warnings.is_empty(), "{:?}", settings.warnings);
         def_params(&settings)
             .into_iter()
@@ -241,7 +244,7 @@ mod tests {
             let env = s.env(case.env);
             let want = git_def_params(&s, &env);
             assert!(!want.is_empty(), "{}: git listed nothing", case.name);
-            assert_eq!(ours(&env), want, "{}", case.name);
+            assert_eq!(ours(&s, &env), want, "{}", case.name);
         }
     }
 

@@ -403,6 +403,7 @@ mod tests {
         assert_eq!(err_line("[a]\nk = bad\\q\n"), 2);
         assert_eq!(err_line("[a]\nk.x = 1\n"), 2);
         assert_eq!(err_line("[a]\n\n\nk = \"x"), 4);
+        assert_eq!(err_line("[a]\n k = \"x\n y\"\n"), 2);
     }
 
     /// Config texts whose parse is compared with `git config -z -l -f`.
@@ -417,6 +418,30 @@ mod tests {
         "[a]\nk=1\nK=2\n[A]\nk=3\n[a \"\"]\nk=v\n",
         "top = 1\n[a]\nk = \"x\" y \"z \" \t\nk2 = x \\\n\nk3 = end\\",
         "[a.B.c]\nx = 1\n[a \"B.c\"]\nx = 2\n[-a-]\n\tx-y = \\\"\n",
+        // Further tricky shapes, also used for the gix-config comparison in
+        // docs/decisions.md.
+        "[a]\n\tk = v \\\n",
+        "[a]\nk = \"quoted ; # \" trailing  \n",
+        "[a]\nk=\\t\\n\\b\n",
+        "[sec.Sub.Deep]\nk=1\n",
+        "[a]\nkey\n\n[b]\nx\n",
+        "[a]\nk = 'single'\n",
+        "[a]\nk = a\\\n\tb\n",
+        "[a] k = 1\n",
+        "[a]k=1;comment\n",
+        "#only comment\n",
+        "[a]\n\tk = \"multi\\\nline\"\n",
+        "[a]\r\nk = x\\\r\n y\r\n",
+        "[a]\nk = v\t \n",
+        "[a \"x\"]\n[A \"x\"]\nk=1\n",
+        "[a \"ünï\"]\nk=ü\n",
+        "[a]\nk = \"a\"\"b\"\n",
+        "[a]\n k = \"x\\\"y\" z\n",
+        "[a]\nk=   \n",
+        "[a.b]\nC=1\n[a \"b\"]\nC=2\n",
+        "[a]\nk = x\\\n",
+        "[include]\npath = x\n[a]\n\tk\t=\tv\n",
+        "[a]\nk = v\\\n\n[b]\n",
     ];
 
     #[test]

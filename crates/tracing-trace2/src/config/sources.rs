@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::condition::gitdir_matches;
+use super::discover::GitDirTexts;
 use super::parse::{RawEntry, canonical_key, parse_config, split_key};
 use super::wildmatch::{WildFlags, wildmatch};
 use super::{ConfigEntry, ConfigScope, EnvFn, parse_git_bool};
@@ -202,6 +204,9 @@ pub(crate) struct SourceReader<'a> {
     pub env: EnvFn<'a>,
     /// How `hasconfig:` includes are decided.
     pub urls: RemoteUrls<'a>,
+    /// The repository's git directory, which `gitdir:` includes are matched against;
+    /// `None` outside a repository (they never hold then).
+    pub git_dir: Option<&'a GitDirTexts>,
     /// Git's message for each broken piece that was skipped.
     pub warnings: Vec<String>,
 }
@@ -235,8 +240,7 @@ impl SourceReader<'_> {
         };
         match parse_config(&bytes) {
             Ok(raw) => {
-                let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-                self.push_entries(raw, scope, Some(&base), depth, out);
+                self.push_entries(raw, scope, Some(path), depth, out);
             }
             Err(e) => self.warnings.push(format!(
                 "bad config line {} in file {}",
@@ -246,16 +250,18 @@ impl SourceReader<'_> {
         }
     }
 
-    /// Appends `raw` entries with `scope`, following includes; `base` is the directory
-    /// relative include paths start from (`None` for the command line).
+    /// Appends `raw` entries with `scope`, following includes; `file` is the config
+    /// file they come from (`None` for the command line), where relative include paths
+    /// start.
     pub(crate) fn push_entries(
         &mut self,
         raw: Vec<RawEntry>,
         scope: ConfigScope,
-        base: Option<&Path>,
+        file: Option<&Path>,
         depth: usize,
         out: &mut Vec<ConfigEntry>,
     ) {
+        let base = file.map(|f| f.parent().map(Path::to_path_buf).unwrap_or_default());
         for RawEntry { key, value } in raw {
             let include = match split_key(&key) {
                 Some(("include", None, "path")) => Some(None),
@@ -276,11 +282,11 @@ impl SourceReader<'_> {
                 .as_deref()
                 .is_some_and(|c| c.starts_with("hasconfig:"));
             if let Some(cond) = &condition
-                && !self.condition_holds(cond)
+                && !self.condition_holds(cond, file)
             {
                 continue;
             }
-            let Some(path) = self.include_path(&value, base) else {
+            let Some(path) = self.include_path(&value, base.as_deref()) else {
                 continue;
             };
             if depth >= MAX_INCLUDE_DEPTH {
@@ -306,9 +312,29 @@ impl SourceReader<'_> {
         }
     }
 
-    /// Decides an `includeIf` condition outside any repository: `gitdir:`,
-    /// `gitdir/i:` and `onbranch:` need one, so they never hold.
-    fn condition_holds(&self, cond: &str) -> bool {
+    /// Decides an `includeIf` condition as git's early config does: `gitdir:` and
+    /// `gitdir/i:` against the repository found (never outside one), `onbranch:` never
+    /// (early config has no branch), `hasconfig:` against the remote URLs. `file` holds
+    /// the condition (`None` on the command line).
+    fn condition_holds(&mut self, cond: &str, file: Option<&Path>) -> bool {
+        let gitdir = match cond.strip_prefix("gitdir:") {
+            Some(pattern) => Some((pattern, false)),
+            None => cond.strip_prefix("gitdir/i:").map(|p| (p, true)),
+        };
+        if let Some((pattern, icase)) = gitdir {
+            let Some(texts) = self.git_dir else {
+                return false;
+            };
+            return match gitdir_matches(pattern, icase, texts, file, self.env) {
+                Ok(holds) => holds,
+                Err(message) => {
+                    if !self.warnings.contains(&message) {
+                        self.warnings.push(message);
+                    }
+                    false
+                }
+            };
+        }
         let Some(glob) = cond.strip_prefix("hasconfig:remote.*.url:") else {
             return false;
         };
@@ -357,6 +383,15 @@ pub(crate) fn is_remote_url(key: &str) -> bool {
     matches!(split_key(key), Some(("remote", Some(_), "url")))
 }
 
+/// A path value as git expands it (`~` forms); `None` when `~` cannot be expanded.
+pub(crate) fn expand_path(value: &str, env: EnvFn<'_>) -> Option<PathBuf> {
+    if value.starts_with('~') {
+        expand_tilde(value, env)
+    } else {
+        Some(PathBuf::from(value))
+    }
+}
+
 /// Expands `~/…` with `$HOME` and `~user/…` with that user's home from the password
 /// file; `None` when that is impossible (git then dies).
 fn expand_tilde(value: &str, env: EnvFn<'_>) -> Option<PathBuf> {
@@ -374,7 +409,7 @@ fn expand_tilde(value: &str, env: EnvFn<'_>) -> Option<PathBuf> {
 }
 
 /// Looks `user` up in /etc/passwd (name:password:uid:gid:gecos:home:shell).
-fn home_of_user(user: &str) -> Option<String> {
+pub(crate) fn home_of_user(user: &str) -> Option<String> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|line| {
         let fields: Vec<&str> = line.split(':').collect();

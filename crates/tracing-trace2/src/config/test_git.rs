@@ -56,13 +56,28 @@ impl Scratch {
 
     /// Runs `git version` in `work` with exactly `env`.
     pub fn git(&self, env: &BTreeMap<String, String>) -> Output {
+        self.git_in("work", &["version"], env)
+    }
+
+    /// Runs git with `args` in `rel` (inside the scratch directory) with exactly `env`.
+    pub fn git_in(&self, rel: &str, args: &[&str], env: &BTreeMap<String, String>) -> Output {
         Command::new(git_binary())
-            .arg("version")
-            .current_dir(self.root.join("work"))
+            .args(args)
+            .current_dir(self.root.join(rel))
             .env_clear()
             .envs(env)
             .output()
             .unwrap()
+    }
+
+    /// Runs git with `args` in `rel` and panics unless it succeeds.
+    pub fn git_ok(&self, rel: &str, args: &[&str], env: &BTreeMap<String, String>) {
+        let out = self.git_in(rel, args, env);
+        assert!(
+            out.status.success(),
+            "git {args:?} in {rel}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Reads `rel` if it exists.

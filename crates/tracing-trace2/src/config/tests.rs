@@ -621,3 +621,71 @@ fn bad_redact_value_matches_git_message() {
         Some(stderr_messages(&out))
     );
 }
+
+#[test]
+fn handed_over_entries_settings_from_system_and_global_only() {
+    let env = env_from(&[("GIT_TRACE2_PERF", "/env/perf"), ("MY_VAR", "v")]);
+    let s = Settings::from_entries_with_env(
+        vec![
+            (
+                ConfigScope::System,
+                "trace2.normalTarget",
+                Some("/sys/normal"),
+            ),
+            (
+                ConfigScope::Global,
+                "TRACE2.NormalTarget",
+                Some("/global/normal"),
+            ),
+            (
+                ConfigScope::Global,
+                "trace2.perfTarget",
+                Some("/global/perf"),
+            ),
+            (ConfigScope::Global, "trace2.envVars", Some("MY_VAR")),
+            (
+                ConfigScope::Global,
+                "trace2.configParams",
+                Some("trace2.*,x.*"),
+            ),
+            (ConfigScope::Global, "trace2.eventBrief", None),
+            (
+                ConfigScope::Local,
+                "trace2.eventTarget",
+                Some("/local/event"),
+            ),
+            (ConfigScope::Worktree, "x.Sub.Y", Some("w")),
+            (ConfigScope::Command, "not a key", Some("v")),
+        ],
+        &env,
+    );
+    assert_eq!(s.normal_target.as_deref(), Some("/global/normal"));
+    assert_eq!(s.perf_target.as_deref(), Some("/env/perf"));
+    assert_eq!(s.event_target, None);
+    assert_eq!(s.env_var_values, vec![("MY_VAR".into(), "v".into())]);
+    assert_eq!(
+        s.warnings,
+        vec![
+            "key does not contain a section: not a key".to_string(),
+            "missing value for 'trace2.eventbrief'".to_string()
+        ]
+    );
+    let listed: Vec<(ConfigScope, String)> = s
+        .config_entries
+        .iter()
+        .map(|e| (e.scope, e.key.clone()))
+        .collect();
+    assert_eq!(listed.len(), 8);
+    assert_eq!(
+        listed[1],
+        (ConfigScope::Global, "trace2.normaltarget".into())
+    );
+    assert_eq!(listed[7], (ConfigScope::Worktree, "x.Sub.y".into()));
+    // Nothing from files: no patterns, no listing.
+    let s = Settings::from_entries_with_env(
+        [(ConfigScope::Local, "a.b", Some("1"))],
+        &env_from(&[("GIT_CONFIG_PARAMETERS", "'a.c'='2'")]),
+    );
+    assert!(s.config_entries.is_empty());
+    assert_eq!(s, Settings::default());
+}
