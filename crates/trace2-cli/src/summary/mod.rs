@@ -596,4 +596,4 @@ impl ProcessStats {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
