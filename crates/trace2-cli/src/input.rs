@@ -27,6 +27,8 @@ pub struct InputSpec {
     pub path: Option<PathBuf>,
     /// Its size when known, for the progress bar.
     pub size: Option<u64>,
+    /// Why it cannot be read, when that is known before opening it.
+    pub problem: Option<String>,
 }
 
 impl InputSpec {
@@ -66,30 +68,37 @@ impl TraceSource {
 
 /// Expands the command line's paths: a directory stands for the regular files in it (sorted by
 /// name, which for git's directory target is the order the processes started), `-` for standard
-/// input. Paths that cannot be read are reported and left out.
-pub fn expand(paths: &[PathBuf], report: &mut Report) -> Vec<InputSpec> {
+/// input. Paths that cannot be read are kept, with the reason, to be reported in their turn.
+pub fn expand(paths: &[PathBuf]) -> Vec<InputSpec> {
     let mut specs = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
             specs.push(InputSpec {
                 path: None,
                 size: None,
+                problem: None,
             });
             continue;
         }
+        let unreadable = |why: String| InputSpec {
+            path: Some(path.clone()),
+            size: None,
+            problem: Some(why),
+        };
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => match list_dir(path) {
                 Ok(files) if files.is_empty() => {
-                    report.problem(&path.display().to_string(), "directory holds no files")
+                    specs.push(unreadable("directory holds no files".to_owned()))
                 }
                 Ok(files) => specs.extend(files),
-                Err(e) => report.problem(&path.display().to_string(), &e.to_string()),
+                Err(e) => specs.push(unreadable(e.to_string())),
             },
             Ok(meta) => specs.push(InputSpec {
                 path: Some(path.clone()),
                 size: Some(meta.len()),
+                problem: None,
             }),
-            Err(e) => report.problem(&path.display().to_string(), &e.to_string()),
+            Err(e) => specs.push(unreadable(e.to_string())),
         }
     }
     specs
@@ -106,6 +115,7 @@ fn list_dir(dir: &Path) -> io::Result<Vec<InputSpec>> {
             files.push(InputSpec {
                 path: Some(path),
                 size: Some(meta.len()),
+                problem: None,
             });
         }
     }
@@ -124,6 +134,10 @@ pub fn for_each_event(
 ) {
     for spec in specs {
         let name = spec.name();
+        if let Some(why) = &spec.problem {
+            report.problem(&name, why);
+            continue;
+        }
         let source = match TraceSource::open(spec) {
             Ok(source) => source,
             Err(e) => {
@@ -376,43 +390,49 @@ impl FileReport {
 /// What happened to every input, in order, for the messages and the exit code.
 #[derive(Debug, Default)]
 pub struct Report {
-    /// Inputs read, with their accounts.
-    pub files: Vec<(String, FileReport)>,
-    /// Inputs that could not be read at all, and why.
-    pub problems: Vec<(String, String)>,
+    /// Each input by name, in the order read.
+    pub inputs: Vec<(String, InputReport)>,
+}
+
+/// What happened to one input.
+#[derive(Debug, Clone)]
+pub enum InputReport {
+    /// It was read; here is how it went.
+    Read(FileReport),
+    /// It could not be read at all, for this reason.
+    Unread(String),
 }
 
 impl Report {
     fn file(&mut self, name: &str, file: FileReport) {
-        self.files.push((name.to_owned(), file));
+        self.inputs.push((name.to_owned(), InputReport::Read(file)));
     }
 
     fn problem(&mut self, name: &str, why: &str) {
-        self.problems.push((name.to_owned(), why.to_owned()));
+        self.inputs
+            .push((name.to_owned(), InputReport::Unread(why.to_owned())));
     }
 
-    /// One line per damaged, foreign or unreadable input.
+    /// One line per damaged, foreign or unreadable input, in input order.
     pub fn messages(&self) -> Vec<String> {
-        let problems = self
-            .problems
+        self.inputs
             .iter()
-            .map(|(name, why)| format!("trace2: {name}: {why}"));
-        let damaged = self
-            .files
-            .iter()
-            .filter(|(_, file)| file.damaged())
-            .map(|(name, file)| format!("trace2: {name}: {}", file.message()));
-        problems.chain(damaged).collect()
+            .filter_map(|(name, input)| match input {
+                InputReport::Read(file) if file.damaged() => {
+                    Some(format!("trace2: {name}: {}", file.message()))
+                }
+                InputReport::Read(_) => None,
+                InputReport::Unread(why) => Some(format!("trace2: {name}: {why}")),
+            })
+            .collect()
     }
 
     /// True when every input was read whole.
     pub fn clean(&self) -> bool {
-        self.problems.is_empty() && self.files.iter().all(|(_, file)| !file.damaged())
-    }
-
-    /// Events read in all.
-    pub fn events(&self) -> u64 {
-        self.files.iter().map(|(_, file)| file.events).sum()
+        self.inputs.iter().all(|(_, input)| match input {
+            InputReport::Read(file) => !file.damaged(),
+            InputReport::Unread(_) => false,
+        })
     }
 }
 

@@ -87,6 +87,10 @@ pub fn qualified_name(argv: &[String], verb: Option<&str>, mode: Option<&str>) -
 /// A command line for people: words joined by spaces, quoted when they hold spaces or quotes,
 /// shortened to `max` characters.
 pub fn command_line(argv: &[String], max: usize) -> String {
+    // A shell command comes as one word: show it as it is.
+    if let [command] = argv {
+        return shorten(command, max);
+    }
     let mut line = String::new();
     for (i, word) in argv.iter().enumerate() {
         if i > 0 {

@@ -19,7 +19,7 @@ pub const EXIT_FAILED: u8 = 1;
 /// `trace2 summary`.
 pub fn summary(paths: &[PathBuf], as_json: bool, top: usize) -> ExitCode {
     let mut report = Report::default();
-    let specs = input::expand(paths, &mut report);
+    let specs = input::expand(paths);
     let progress = progress_for(&specs);
     let mut summariser = Summariser::new();
     input::for_each_event(&specs, &progress, &mut report, |event| {
@@ -43,7 +43,7 @@ pub fn summary(paths: &[PathBuf], as_json: bool, top: usize) -> ExitCode {
 /// `trace2 export --format chrome`.
 pub fn export_chrome(paths: &[PathBuf], output: &Path) -> ExitCode {
     let mut report = Report::default();
-    let specs = input::expand(paths, &mut report);
+    let specs = input::expand(paths);
     let sink: Box<dyn Write> = if output.as_os_str() == "-" {
         Box::new(io::stdout().lock())
     } else {

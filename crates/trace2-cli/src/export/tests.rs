@@ -13,7 +13,7 @@ use crate::summary::tests::{captures, samples};
 
 fn export(paths: &[PathBuf]) -> (Value, ExportStats, Report) {
     let mut report = Report::default();
-    let specs = input::expand(paths, &mut report);
+    let specs = input::expand(paths);
     let mut exporter = ChromeExporter::new(Vec::new()).unwrap();
     input::for_each_event(&specs, &Progress::hidden(), &mut report, |event| {
         exporter.event(event).unwrap()

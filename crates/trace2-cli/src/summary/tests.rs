@@ -27,7 +27,7 @@ pub(crate) fn captures() -> Vec<PathBuf> {
 
 fn summarise(paths: &[PathBuf]) -> (Summary, Report) {
     let mut report = Report::default();
-    let specs = input::expand(paths, &mut report);
+    let specs = input::expand(paths);
     let mut summariser = Summariser::new();
     input::for_each_event(&specs, &Progress::hidden(), &mut report, |event| {
         summariser.event(event)
