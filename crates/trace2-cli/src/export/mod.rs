@@ -21,7 +21,7 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
-use crate::event::{Kind, TraceEvent, value_text};
+use crate::event::{Kind, Region, TraceEvent, value_text};
 use crate::process::{
     Clock, Launch, argv_of, argv_tail_hash, command_line, hash_str, match_launch, parent_sid,
     pid_from_sid, qualified_name,
@@ -103,7 +103,52 @@ struct Slice {
     name: String,
     category: &'static str,
     cat: Option<String>,
+    /// A region's args, kept as fields: regions are most of a trace.
+    region: Option<RegionArgs>,
+    /// Args of process and thread slices.
     args: Map<String, Value>,
+}
+
+struct RegionArgs {
+    msg: Option<String>,
+    repo: Option<i64>,
+    nesting: i64,
+    file: Option<String>,
+    line: Option<i64>,
+    unmatched_leave: bool,
+}
+
+impl Slice {
+    fn region(event: &TraceEvent<'_>, region: &Region<'_>, unmatched_leave: bool) -> Slice {
+        Slice {
+            name: region_name(
+                region.category.as_deref(),
+                region.label.as_deref(),
+                region.msg.as_deref(),
+            ),
+            category: "region",
+            cat: region.category.as_deref().map(str::to_owned),
+            region: Some(RegionArgs {
+                msg: region.msg.as_deref().map(str::to_owned),
+                repo: event.repo,
+                nesting: region.nesting,
+                file: event.file.as_deref().map(str::to_owned),
+                line: event.line,
+                unmatched_leave,
+            }),
+            args: Map::new(),
+        }
+    }
+
+    fn lifetime(name: String, category: &'static str) -> Slice {
+        Slice {
+            name,
+            category,
+            cat: None,
+            region: None,
+            args: Map::new(),
+        }
+    }
 }
 
 impl<W: Write> ChromeExporter<W> {
@@ -186,16 +231,9 @@ impl<W: Write> ChromeExporter<W> {
                 overflow: Vec::new(),
             };
             if main {
-                thread.track.open_base(
-                    at,
-                    Slice {
-                        name: String::new(),
-                        category: "process",
-                        cat: None,
-                        args: Map::new(),
-                    },
-                    &mut |_| {},
-                );
+                thread
+                    .track
+                    .open_base(at, Slice::lifetime(String::new(), "process"), &mut |_| {});
             }
             process.threads.insert(event.thread.to_string(), thread);
         }
@@ -272,49 +310,14 @@ impl<W: Write> ChromeExporter<W> {
                     .end()?;
             }
             Kind::RegionEnter(region) => {
-                let mut args = Map::new();
-                if let Some(msg) = &region.msg {
-                    args.insert("msg".into(), Value::from(msg.as_ref()));
-                }
-                if let Some(repo) = event.repo {
-                    args.insert("repo".into(), Value::from(repo));
-                }
-                args.insert("nesting".into(), Value::from(region.nesting));
-                if let (Some(file), Some(line)) = (&event.file, event.line) {
-                    args.insert("file:line".into(), Value::from(format!("{file}:{line}")));
-                }
-                let slice = Slice {
-                    name: region_name(
-                        region.category.as_deref(),
-                        region.label.as_deref(),
-                        region.msg.as_deref(),
-                    ),
-                    category: "region",
-                    cat: region.category.as_deref().map(str::to_owned),
-                    args,
-                };
+                let slice = Slice::region(event, region, false);
                 thread.track.open(region.nesting, at, slice, &mut emit);
             }
             Kind::RegionLeave(region, duration) => {
                 if !thread.track.close(region.nesting, at, *duration, &mut emit) {
                     // A leave without its enter: the slice is known from the leave alone.
                     let start = at - duration;
-                    let mut args = Map::new();
-                    if let Some(msg) = &region.msg {
-                        args.insert("msg".into(), Value::from(msg.as_ref()));
-                    }
-                    args.insert("nesting".into(), Value::from(region.nesting));
-                    args.insert("unmatched_leave".into(), Value::from(true));
-                    let slice = Slice {
-                        name: region_name(
-                            region.category.as_deref(),
-                            region.label.as_deref(),
-                            region.msg.as_deref(),
-                        ),
-                        category: "region",
-                        cat: region.category.as_deref().map(str::to_owned),
-                        args,
-                    };
+                    let slice = Slice::region(event, region, true);
                     match thread.track.place(start, at) {
                         Some((start, end)) => {
                             emit(Closed {
@@ -504,16 +507,9 @@ impl<W: Write> ChromeExporter<W> {
             Kind::ThreadStart => {
                 if event.thread != "main" {
                     let name = event.thread.to_string();
-                    thread.track.open_base(
-                        at,
-                        Slice {
-                            name,
-                            category: "thread",
-                            cat: None,
-                            args: Map::new(),
-                        },
-                        &mut emit,
-                    );
+                    thread
+                        .track
+                        .open_base(at, Slice::lifetime(name, "thread"), &mut emit);
                 }
             }
             Kind::ThreadExit(lifetime) => {
@@ -584,7 +580,19 @@ impl<W: Write> ChromeExporter<W> {
             }
             Kind::Other(_) => {}
         }
-        result
+        result?;
+        // A thread that exited is named now and forgotten: memory follows the live threads.
+        if matches!(event.kind, Kind::ThreadExit(_))
+            && event.thread != "main"
+            && process
+                .threads
+                .get(&*event.thread)
+                .is_some_and(|t| t.track.is_empty())
+            && let Some(thread) = process.threads.remove(&*event.thread)
+        {
+            write_thread_names(&mut self.doc, pid, &event.thread, &thread)?;
+        }
+        Ok(())
     }
 
     /// Closes what is still open, writes the process and thread metadata and the flows between
@@ -726,23 +734,7 @@ fn finish_process<W: Write>(
                 }
             });
         result?;
-        doc.begin("M", "thread_name", pid, tid, 0)
-            .args()
-            .str("name", thread_name)
-            .end()?;
-        doc.begin("M", "thread_sort_index", pid, tid, 0)
-            .args()
-            .int("sort_index", thread.sort_index)
-            .end()?;
-        for (n, (overflow_tid, _)) in thread.overflow.iter().enumerate() {
-            doc.begin("M", "thread_name", pid, *overflow_tid, 0)
-                .args()
-                .str(
-                    "name",
-                    &format!("{thread_name} (unmatched regions {})", n + 1),
-                )
-                .end()?;
-        }
+        write_thread_names(doc, pid, thread_name, thread)?;
     }
     for (child_id, child) in process.open_children.drain() {
         doc.begin("e", &child.name, pid, child.tid, end)
@@ -765,6 +757,30 @@ fn finish_process<W: Write>(
         .int("sort_index", sort_index as i64)
         .end()?;
     Ok(process_start)
+}
+
+/// The `M` events that name a thread's track (and its extra tracks).
+fn write_thread_names<W: Write>(
+    doc: &mut ChromeJson<W>,
+    pid: u32,
+    name: &str,
+    thread: &ThreadState,
+) -> io::Result<()> {
+    doc.begin("M", "thread_name", pid, thread.tid, 0)
+        .args()
+        .str("name", name)
+        .end()?;
+    doc.begin("M", "thread_sort_index", pid, thread.tid, 0)
+        .args()
+        .int("sort_index", thread.sort_index)
+        .end()?;
+    for (n, (overflow_tid, _)) in thread.overflow.iter().enumerate() {
+        doc.begin("M", "thread_name", pid, *overflow_tid, 0)
+            .args()
+            .str("name", &format!("{name} (unmatched regions {})", n + 1))
+            .end()?;
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -817,6 +833,21 @@ fn write_slice<W: Write>(
         .int("dur", closed.end - closed.start);
     doc.str("cat", slice.cat.as_deref().unwrap_or(slice.category));
     doc.args();
+    if let Some(region) = &slice.region {
+        if let Some(msg) = &region.msg {
+            doc.str("msg", msg);
+        }
+        if let Some(repo) = region.repo {
+            doc.int("repo", repo);
+        }
+        doc.int("nesting", region.nesting);
+        if let (Some(file), Some(line)) = (&region.file, region.line) {
+            doc.str("file:line", &format!("{file}:{line}"));
+        }
+        if region.unmatched_leave {
+            doc.value("unmatched_leave", &true);
+        }
+    }
     for (key, value) in &slice.args {
         doc.value(key, value);
     }

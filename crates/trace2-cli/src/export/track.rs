@@ -183,6 +183,11 @@ impl<T> Track<T> {
         }
     }
 
+    /// True when nothing is open.
+    pub fn is_empty(&self) -> bool {
+        self.stack.is_empty()
+    }
+
     /// The payload of the base slice, if open.
     pub fn base_payload(&mut self) -> Option<&mut T> {
         self.stack

@@ -404,6 +404,10 @@ impl ProcessStats {
                 ));
             }
             Kind::ThreadStart => self.threads += 1,
+            // Git never reuses a thread name: forget an exited thread's (empty) stack.
+            Kind::ThreadExit(_) if self.stacks.get(&*event.thread).is_some_and(Vec::is_empty) => {
+                self.stacks.remove(&*event.thread);
+            }
             Kind::Timer {
                 per_thread,
                 category,
