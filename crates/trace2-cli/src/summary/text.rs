@@ -121,11 +121,6 @@ fn details(
     }
     let _ = writeln!(out, "  {}", facts.join(" · "));
     let _ = writeln!(out, "  sid {}", process.sid);
-    if let Some(hierarchy) = &process.hierarchy
-        && hierarchy.contains('/')
-    {
-        let _ = writeln!(out, "  hierarchy {hierarchy}");
-    }
     if let Some(alias) = &process.alias {
         let _ = writeln!(out, "  alias {alias}");
     }
@@ -168,61 +163,44 @@ fn region_name(region: &RegionSummary) -> String {
     }
 }
 
+/// One table: the `top` regions by total time and the `top` by self time, longest total first.
 fn regions(out: &mut String, process: &ProcessSummary, top: usize) {
     if process.regions.is_empty() || top == 0 {
         return;
     }
-    let by_total: Vec<&RegionSummary> = process.regions.iter().take(top).collect();
-    let mut by_self: Vec<&RegionSummary> = process.regions.iter().collect();
-    by_self.sort_by(|a, b| {
-        (b.self_us, &a.category, &a.label).cmp(&(a.self_us, &b.category, &b.label))
-    });
+    let mut by_self: Vec<usize> = (0..process.regions.len()).collect();
+    by_self.sort_by_key(|&i| std::cmp::Reverse(process.regions[i].self_us));
     by_self.truncate(top);
-    let more = process.regions.len().saturating_sub(top);
-    let headers = |title: &str| {
-        [
-            title.to_owned(),
-            "count".to_owned(),
-            "total".to_owned(),
-            "self".to_owned(),
-            "max".to_owned(),
-        ]
+    // `regions` is sorted by total already.
+    let shown: Vec<&RegionSummary> = process
+        .regions
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < top || by_self.contains(i))
+        .map(|(_, region)| region)
+        .collect();
+    let title = if shown.len() == process.regions.len() {
+        "regions".to_owned()
+    } else {
+        format!("regions (top {top} by total and by self time)")
     };
-    for (title, rows) in [
-        ("regions by total time", &by_total),
-        ("regions by self time", &by_self),
-    ] {
-        // With few regions both tables would be the same: show one.
-        if title == "regions by self time"
-            && by_self
-                .iter()
-                .map(|r| (&r.category, &r.label))
-                .eq(by_total.iter().map(|r| (&r.category, &r.label)))
-        {
-            continue;
-        }
-        let head = headers(title);
-        let mut table = Table::new(
-            &head.each_ref().map(String::as_str),
-            &[false, true, true, true, true],
-        );
-        for region in rows.iter() {
-            table.row(vec![
-                region_name(region),
-                region.count.to_string(),
-                human(region.total_us),
-                human(region.self_us),
-                human(region.max_us),
-            ]);
-        }
-        table.write(out, "  ");
+    let mut table = Table::new(
+        &[&title, "count", "total", "self", "max"],
+        &[false, true, true, true, true],
+    );
+    for region in &shown {
+        table.row(vec![
+            region_name(region),
+            region.count.to_string(),
+            human(region.total_us),
+            human(region.self_us),
+            human(region.max_us),
+        ]);
     }
+    table.write(out, "  ");
+    let more = process.regions.len() - shown.len();
     if more > 0 {
-        let _ = writeln!(
-            out,
-            "  ({more} more region name{}; --top N shows more)",
-            plural(more, "s")
-        );
+        let _ = writeln!(out, "  ({more} more; --top N shows more, --json all)");
     }
 }
 
