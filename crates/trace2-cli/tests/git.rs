@@ -211,7 +211,10 @@ fn summary_and_export_of_a_real_git_session_in_one_file() {
             ":{cmd} missing:\n{text}"
         );
     }
-    assert!(text.contains("regions (top 5 by total and by self time)"), "{text}");
+    assert!(
+        text.contains("regions (top 5 by total and by self time)"),
+        "{text}"
+    );
 
     // The export: nested per track, a named process per SID, a flow into each child process.
     let chrome = root.path().join("git.json");

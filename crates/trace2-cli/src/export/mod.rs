@@ -4,7 +4,7 @@
 //! - a pid per process (the one in its SID, or a free one when two processes share it, as an
 //!   `exec`'d image does), a tid per Trace2 thread, named by `M` events;
 //! - the process's lifetime, each thread's lifetime and every region as `X` slices that nest
-//!   strictly per (pid, tid) ([`track`]); regions are written when they are left;
+//!   strictly per (pid, tid) (module `track`); regions are written when they are left;
 //! - children as async `b`/`e` slices, and a flow (`s` → `f`) from the parent's `child_start` (or
 //!   `exec`) to the child process;
 //! - counters and timers as `C` counter tracks, and instants (`i`) for data, errors, printf,
