@@ -680,6 +680,7 @@ fn finish_process<W: Write>(
         process.cmd_mode.as_deref(),
     );
     let mut process_start = process.first_us;
+    let mut main_args = Some(process_slice_args(sid, process));
     let mut threads: Vec<(&String, &mut ThreadState)> = process.threads.iter_mut().collect();
     threads.sort_by_key(|(name, thread)| (thread.sort_index, name.as_str().to_owned()));
     for (thread_name, thread) in threads {
@@ -688,39 +689,7 @@ fn finish_process<W: Write>(
         let main = thread_name == "main";
         if main && let Some(base) = thread.track.base_payload() {
             base.name = name.clone();
-            base.args = process_fields(
-                &process.argv,
-                process.exit_code,
-                process.signal,
-                &process.exe_version,
-                &process.cmd_name,
-                &process.hierarchy,
-                &process.cmd_mode,
-                &process.alias,
-            );
-            base.args.insert("sid".into(), Value::from(sid));
-            for (key, map) in [("timers", &process.timers), ("counters", &process.counters)] {
-                if !map.is_empty() {
-                    base.args
-                        .insert(key.into(), Value::Object(map.clone().into_iter().collect()));
-                }
-            }
-            if !process.data.is_empty() {
-                base.args
-                    .insert("data".into(), Value::Object(process.data.clone()));
-            }
-            if !process.params.is_empty() {
-                base.args
-                    .insert("params".into(), Value::Object(process.params.clone()));
-            }
-            if !process.worktrees.is_empty() {
-                let worktrees: Map<String, Value> = process
-                    .worktrees
-                    .iter()
-                    .map(|(repo, path)| (repo.to_string(), Value::from(path.as_str())))
-                    .collect();
-                base.args.insert("repos".into(), Value::Object(worktrees));
-            }
+            base.args = main_args.take().unwrap_or_default();
         }
         let ended = process.end_us.is_some() || process.signal.is_some();
         thread
@@ -783,31 +752,46 @@ fn write_thread_names<W: Write>(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn process_fields(
-    argv: &[String],
-    exit_code: Option<i64>,
-    signal: Option<i64>,
-    exe_version: &Option<String>,
-    cmd_name: &Option<String>,
-    hierarchy: &Option<String>,
-    cmd_mode: &Option<String>,
-    alias: &Option<String>,
-) -> Map<String, Value> {
+/// Args of a process's slice: what it was, how it ended, and its process-level values.
+fn process_slice_args(sid: &str, process: &ProcessState) -> Map<String, Value> {
     let mut args = Map::new();
-    args.insert("argv".into(), json!(argv));
+    args.insert("argv".into(), json!(process.argv));
     for (key, value) in [
-        ("exit_code", exit_code.map(Value::from)),
-        ("signal", signal.map(Value::from)),
-        ("exe_version", exe_version.as_deref().map(Value::from)),
-        ("cmd_name", cmd_name.as_deref().map(Value::from)),
-        ("hierarchy", hierarchy.as_deref().map(Value::from)),
-        ("cmd_mode", cmd_mode.as_deref().map(Value::from)),
-        ("alias", alias.as_deref().map(Value::from)),
+        ("exit_code", process.exit_code.map(Value::from)),
+        ("signal", process.signal.map(Value::from)),
+        (
+            "exe_version",
+            process.exe_version.as_deref().map(Value::from),
+        ),
+        ("cmd_name", process.cmd_name.as_deref().map(Value::from)),
+        ("hierarchy", process.hierarchy.as_deref().map(Value::from)),
+        ("cmd_mode", process.cmd_mode.as_deref().map(Value::from)),
+        ("alias", process.alias.as_deref().map(Value::from)),
     ] {
         if let Some(value) = value {
             args.insert(key.into(), value);
         }
+    }
+    args.insert("sid".into(), Value::from(sid));
+    for (key, map) in [("timers", &process.timers), ("counters", &process.counters)] {
+        if !map.is_empty() {
+            let map: Map<String, Value> = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            args.insert(key.into(), Value::Object(map));
+        }
+    }
+    if !process.data.is_empty() {
+        args.insert("data".into(), Value::Object(process.data.clone()));
+    }
+    if !process.params.is_empty() {
+        args.insert("params".into(), Value::Object(process.params.clone()));
+    }
+    if !process.worktrees.is_empty() {
+        let repos: Map<String, Value> = process
+            .worktrees
+            .iter()
+            .map(|(repo, path)| (repo.to_string(), Value::from(path.as_str())))
+            .collect();
+        args.insert("repos".into(), Value::Object(repos));
     }
     args
 }
