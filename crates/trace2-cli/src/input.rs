@@ -1,0 +1,525 @@
+//! Where events come from: files, directories of per-process files and standard input, read one
+//! line at a time with bounded memory, and what was skipped in each.
+//!
+//! Every input is opened as a [`TraceSource`]. Event JSON is parsed here line by line; a binary
+//! `.t2b` trace (it starts with `89 54 32 01`) is recognised and, until the binary decoder is part
+//! of this tool, reported as skipped. The decoder will plug in at [`TraceSource::Binary`]: it turns a
+//! binary file into Event lines, which then take the same path as a text file.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::event::{LineError, TraceEvent};
+use crate::progress::Progress;
+
+/// First bytes of a binary (`t2b`) trace: frame marker `89 'T' '2'`, then a STREAM frame.
+pub const BINARY_MAGIC: [u8; 4] = [0x89, b'T', b'2', 0x01];
+
+/// Longest line read whole. Git's lines are far shorter; a longer one is damage or not a trace,
+/// and is skipped without being held in memory.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// One input named on the command line (a directory contributes one per file in it).
+#[derive(Debug, Clone)]
+pub struct InputSpec {
+    /// The file, or `None` for standard input (`-`).
+    pub path: Option<PathBuf>,
+    /// Its size when known, for the progress bar.
+    pub size: Option<u64>,
+    /// Why it cannot be read, when that is known before opening it.
+    pub problem: Option<String>,
+}
+
+impl InputSpec {
+    /// The name used in messages.
+    pub fn name(&self) -> String {
+        match &self.path {
+            Some(path) => path.display().to_string(),
+            None => "<stdin>".to_owned(),
+        }
+    }
+}
+
+/// An opened input, by what its first bytes say it holds.
+pub enum TraceSource {
+    /// Event-format JSON lines (git's `GIT_TRACE2_EVENT` output, ours, or a concatenation).
+    EventJson(Box<dyn BufRead>),
+    /// A binary `t2b` trace. Decoding it needs the binary decoder, which is not in this build.
+    Binary(Box<dyn BufRead>),
+}
+
+impl TraceSource {
+    /// Opens `spec` and looks at its first bytes.
+    pub fn open(spec: &InputSpec) -> io::Result<TraceSource> {
+        let reader: Box<dyn Read> = match &spec.path {
+            Some(path) => Box::new(File::open(path)?),
+            None => Box::new(io::stdin().lock()),
+        };
+        let mut reader: Box<dyn BufRead> = Box::new(BufReader::with_capacity(256 << 10, reader));
+        let head = reader.fill_buf()?;
+        if head.starts_with(&BINARY_MAGIC) {
+            Ok(TraceSource::Binary(reader))
+        } else {
+            Ok(TraceSource::EventJson(reader))
+        }
+    }
+}
+
+/// Expands the command line's paths: a directory stands for the regular files in it (sorted by
+/// name, which for git's directory target is the order the processes started), `-` for standard
+/// input. Paths that cannot be read are kept, with the reason, to be reported in their turn.
+pub fn expand(paths: &[PathBuf]) -> Vec<InputSpec> {
+    let mut specs = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" {
+            specs.push(InputSpec {
+                path: None,
+                size: None,
+                problem: None,
+            });
+            continue;
+        }
+        let unreadable = |why: String| InputSpec {
+            path: Some(path.clone()),
+            size: None,
+            problem: Some(why),
+        };
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => match list_dir(path) {
+                Ok(files) if files.is_empty() => {
+                    specs.push(unreadable("directory holds no files".to_owned()))
+                }
+                Ok(files) => specs.extend(files),
+                Err(e) => specs.push(unreadable(e.to_string())),
+            },
+            Ok(meta) => specs.push(InputSpec {
+                path: Some(path.clone()),
+                size: Some(meta.len()),
+                problem: None,
+            }),
+            Err(e) => specs.push(unreadable(e.to_string())),
+        }
+    }
+    specs
+}
+
+fn list_dir(dir: &Path) -> io::Result<Vec<InputSpec>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        // Follows symlinks, as git's readers would.
+        if let Ok(meta) = std::fs::metadata(&path)
+            && meta.is_file()
+        {
+            files.push(InputSpec {
+                path: Some(path),
+                size: Some(meta.len()),
+                problem: None,
+            });
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(files)
+}
+
+/// Reads every input in turn and hands each event to `on_event`, recording in `report` what was
+/// skipped. Never stops early: a bad line, a bad file, an unreadable file are each reported and
+/// passed over.
+pub fn for_each_event(
+    specs: &[InputSpec],
+    progress: &Progress,
+    report: &mut Report,
+    mut on_event: impl FnMut(&TraceEvent<'_>),
+) {
+    for spec in specs {
+        let name = spec.name();
+        if let Some(why) = &spec.problem {
+            report.problem(&name, why);
+            continue;
+        }
+        let source = match TraceSource::open(spec) {
+            Ok(source) => source,
+            Err(e) => {
+                report.problem(&name, &e.to_string());
+                continue;
+            }
+        };
+        match source {
+            TraceSource::EventJson(reader) => {
+                let file = read_event_lines(reader, progress, &mut on_event);
+                report.file(&name, file);
+            }
+            TraceSource::Binary(_) => {
+                progress.advance(spec.size.unwrap_or(0));
+                report.problem(
+                    &name,
+                    "binary trace input needs the decoder, which this build of trace2 lacks; skipped",
+                );
+            }
+        }
+    }
+}
+
+/// Parses the Event lines of one input.
+fn read_event_lines(
+    reader: Box<dyn BufRead>,
+    progress: &Progress,
+    on_event: &mut impl FnMut(&TraceEvent<'_>),
+) -> FileReport {
+    let mut lines = LineReader::new(reader);
+    let mut file = FileReport::default();
+    let mut unreported = 0u64;
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                file.read_error = Some(e.to_string());
+                break;
+            }
+        };
+        file.lines += 1;
+        unreported += line.consumed;
+        if unreported >= 1 << 20 {
+            progress.advance(unreported);
+            unreported = 0;
+        }
+        if line.too_long {
+            file.skip(file.lines, SkipReason::TooLong);
+            continue;
+        }
+        let mut text = line.bytes;
+        if let [rest @ .., b'\r'] = text {
+            text = rest;
+        }
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        // Git writes invalid UTF-8 through unchanged (trace2-format.md §5.4): keep the line,
+        // with U+FFFD in place of the bad bytes.
+        let owned;
+        let text = match std::str::from_utf8(text) {
+            Ok(text) => text,
+            Err(_) => {
+                owned = String::from_utf8_lossy(text).into_owned();
+                owned.as_str()
+            }
+        };
+        match TraceEvent::parse(text) {
+            Ok(event) => {
+                file.events += 1;
+                on_event(&event);
+            }
+            Err(LineError::CutShort) if !line.newline => file.cut_short = Some(file.lines),
+            Err(error) => file.skip(file.lines, SkipReason::Line(error)),
+        }
+    }
+    progress.advance(unreported);
+    file
+}
+
+/// One line of input, without its newline.
+struct Line<'b> {
+    bytes: &'b [u8],
+    /// Bytes the line took in the input, newline included.
+    consumed: u64,
+    /// False for a last line that does not end in a newline.
+    newline: bool,
+    /// Longer than [`MAX_LINE`]: `bytes` is empty.
+    too_long: bool,
+}
+
+/// Splits a reader into lines, holding at most [`MAX_LINE`] bytes of one line.
+struct LineReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+}
+
+impl<R: BufRead> LineReader<R> {
+    fn new(inner: R) -> Self {
+        LineReader {
+            inner,
+            buf: Vec::with_capacity(64 << 10),
+        }
+    }
+
+    fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.buf.clear();
+        let mut consumed = 0u64;
+        let mut too_long = false;
+        loop {
+            let available = match self.inner.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                if consumed == 0 {
+                    return Ok(None);
+                }
+                return Ok(Some(Line {
+                    bytes: &self.buf,
+                    consumed,
+                    newline: false,
+                    too_long,
+                }));
+            }
+            let (take, done) = match memchr::memchr(b'\n', available) {
+                Some(at) => (at, true),
+                None => (available.len(), false),
+            };
+            if !too_long {
+                if self.buf.len() + take > MAX_LINE {
+                    too_long = true;
+                    self.buf = Vec::new();
+                } else {
+                    self.buf.extend_from_slice(&available[..take]);
+                }
+            }
+            let used = take + usize::from(done);
+            self.inner.consume(used);
+            consumed += used as u64;
+            if done {
+                if too_long {
+                    self.buf = Vec::with_capacity(64 << 10);
+                }
+                return Ok(Some(Line {
+                    bytes: &self.buf,
+                    consumed,
+                    newline: true,
+                    too_long,
+                }));
+            }
+        }
+    }
+}
+
+/// Why a line was skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The line could not be turned into an event.
+    Line(LineError),
+    /// Longer than [`MAX_LINE`].
+    TooLong,
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipReason::Line(error) => error.fmt(f),
+            SkipReason::TooLong => write!(f, "longer than {} MiB", MAX_LINE >> 20),
+        }
+    }
+}
+
+/// What happened to one input.
+#[derive(Debug, Default, Clone)]
+pub struct FileReport {
+    /// Lines read.
+    pub lines: u64,
+    /// Events taken from them.
+    pub events: u64,
+    /// Lines skipped (a cut-short last line not included).
+    pub skipped: u64,
+    /// The first few skipped lines: line number and why.
+    pub first_skips: Vec<(u64, SkipReason)>,
+    /// Number of the last line, when it was cut short (no newline, incomplete JSON).
+    pub cut_short: Option<u64>,
+    /// Reading stopped early on an I/O error.
+    pub read_error: Option<String>,
+}
+
+impl FileReport {
+    const EXAMPLES: usize = 2;
+
+    fn skip(&mut self, line: u64, reason: SkipReason) {
+        self.skipped += 1;
+        if self.first_skips.len() < Self::EXAMPLES {
+            self.first_skips.push((line, reason));
+        }
+    }
+
+    /// True when something in the input was not used.
+    pub fn damaged(&self) -> bool {
+        self.skipped > 0
+            || self.cut_short.is_some()
+            || self.read_error.is_some()
+            || self.events == 0
+    }
+
+    /// The one-line account of a damaged input (without the file name).
+    pub fn message(&self) -> String {
+        let mut parts = Vec::new();
+        if self.lines == 0 {
+            parts.push("empty file, no Trace2 events".to_owned());
+        } else if self.events == 0 && self.skipped == 0 && self.cut_short.is_none() {
+            parts.push("no Trace2 events".to_owned());
+        }
+        if self.skipped > 0 {
+            let examples: Vec<String> = self
+                .first_skips
+                .iter()
+                .map(|(line, why)| format!("line {line}: {why}"))
+                .collect();
+            let more = if self.skipped > self.first_skips.len() as u64 {
+                ", …"
+            } else {
+                ""
+            };
+            parts.push(format!(
+                "skipped {} of {} lines ({}{more})",
+                self.skipped,
+                self.lines,
+                examples.join("; ")
+            ));
+        }
+        if let Some(line) = self.cut_short {
+            parts.push(format!("last line {line} is cut short, skipped"));
+        }
+        if let Some(error) = &self.read_error {
+            parts.push(format!("read error after line {}: {error}", self.lines));
+        }
+        if self.events > 0 {
+            parts.push(format!("{} events used", self.events));
+        }
+        parts.join("; ")
+    }
+}
+
+/// What happened to every input, in order, for the messages and the exit code.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Each input by name, in the order read.
+    pub inputs: Vec<(String, InputReport)>,
+}
+
+/// What happened to one input.
+#[derive(Debug, Clone)]
+pub enum InputReport {
+    /// It was read; here is how it went.
+    Read(FileReport),
+    /// It could not be read at all, for this reason.
+    Unread(String),
+}
+
+impl Report {
+    fn file(&mut self, name: &str, file: FileReport) {
+        self.inputs.push((name.to_owned(), InputReport::Read(file)));
+    }
+
+    fn problem(&mut self, name: &str, why: &str) {
+        self.inputs
+            .push((name.to_owned(), InputReport::Unread(why.to_owned())));
+    }
+
+    /// One line per damaged, foreign or unreadable input, in input order.
+    pub fn messages(&self) -> Vec<String> {
+        self.inputs
+            .iter()
+            .filter_map(|(name, input)| match input {
+                InputReport::Read(file) if file.damaged() => {
+                    Some(format!("trace2: {name}: {}", file.message()))
+                }
+                InputReport::Read(_) => None,
+                InputReport::Unread(why) => Some(format!("trace2: {name}: {why}")),
+            })
+            .collect()
+    }
+
+    /// True when every input was read whole.
+    pub fn clean(&self) -> bool {
+        self.inputs.iter().all(|(_, input)| match input {
+            InputReport::Read(file) => !file.damaged(),
+            InputReport::Unread(_) => false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(input: &[u8]) -> Vec<(Vec<u8>, bool, bool)> {
+        let mut reader = LineReader::new(BufReader::with_capacity(7, input));
+        let mut out = Vec::new();
+        while let Some(line) = reader.next_line().unwrap() {
+            out.push((line.bytes.to_vec(), line.newline, line.too_long));
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_across_buffer_refills() {
+        assert_eq!(
+            lines_of(b"first line\n\nthird, longer than the buffer\nlast"),
+            vec![
+                (b"first line".to_vec(), true, false),
+                (b"".to_vec(), true, false),
+                (b"third, longer than the buffer".to_vec(), true, false),
+                (b"last".to_vec(), false, false),
+            ]
+        );
+        assert!(lines_of(b"").is_empty());
+    }
+
+    #[test]
+    fn overlong_lines_are_dropped_not_held() {
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\nnext\n");
+        let lines = lines_of(&input);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].2 && lines[0].0.is_empty());
+        assert_eq!(lines[1], (b"next".to_vec(), true, false));
+    }
+
+    fn read(input: &'static [u8]) -> (FileReport, Vec<String>) {
+        let mut names = Vec::new();
+        let report = read_event_lines(Box::new(input), &Progress::hidden(), &mut |ev| {
+            names.push(ev.name().to_owned())
+        });
+        (report, names)
+    }
+
+    #[test]
+    fn damaged_lines_are_counted_and_the_rest_used() {
+        let (report, names) = read(
+            b"{\"event\":\"version\",\"sid\":\"s\",\"thread\":\"main\",\"evt\":\"4\",\"exe\":\"2.47.3\"}\n\
+              not json\n\
+              {\"level\":\"info\"}\n\
+              \n\
+              {\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":0.5,\"code\":0}\n\
+              {\"event\":\"atexit\",\"sid\":\"s\",\"thr",
+        );
+        assert_eq!(names, ["version", "exit"]);
+        assert_eq!(report.lines, 6);
+        assert_eq!(report.skipped, 2);
+        assert_eq!(report.cut_short, Some(6));
+        let message = report.message();
+        assert!(
+            message.contains("skipped 2 of 6 lines (line 2: not JSON"),
+            "{message}"
+        );
+        assert!(
+            message.contains("line 3: not a Trace2 event (missing field `event`)"),
+            "{message}"
+        );
+        assert!(message.contains("last line 6 is cut short"), "{message}");
+        assert!(report.damaged());
+    }
+
+    #[test]
+    fn invalid_utf8_is_kept() {
+        let (report, names) =
+            read(b"{\"event\":\"error\",\"sid\":\"s\",\"thread\":\"main\",\"msg\":\"bad \xff\"}\n");
+        assert_eq!(names, ["error"]);
+        assert!(!report.damaged());
+    }
+
+    #[test]
+    fn an_empty_input_is_reported() {
+        let (report, _) = read(b"");
+        assert!(report.damaged());
+        assert_eq!(report.message(), "empty file, no Trace2 events");
+    }
+}

@@ -1,0 +1,99 @@
+//! The subcommands, from parsed arguments to an exit code: read the inputs once, feed each event
+//! to the summariser or the exporter, then report what was skipped.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::export::ChromeExporter;
+use crate::input::{self, InputSpec, Report};
+use crate::progress::Progress;
+use crate::summary::{Summariser, render_text};
+
+/// Exit code when an input was damaged, foreign or unreadable (what was intact is still used).
+pub const EXIT_DAMAGED: u8 = 1;
+/// Exit code when the output could not be written.
+pub const EXIT_FAILED: u8 = 1;
+
+/// `trace2 summary`.
+pub fn summary(paths: &[PathBuf], as_json: bool, top: usize) -> ExitCode {
+    let mut report = Report::default();
+    let specs = input::expand(paths);
+    let progress = progress_for(&specs);
+    let mut summariser = Summariser::new();
+    input::for_each_event(&specs, &progress, &mut report, |event| {
+        summariser.event(event)
+    });
+    progress.finish();
+    let summary = summariser.finish();
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let written = if as_json {
+        serde_json::to_writer_pretty(&mut out, &summary)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        out.write_all(render_text(&summary, top).as_bytes())
+    }
+    .and_then(|()| out.flush());
+    finish(&report, written, "standard output")
+}
+
+/// `trace2 export --format chrome`.
+pub fn export_chrome(paths: &[PathBuf], output: &Path) -> ExitCode {
+    let mut report = Report::default();
+    let specs = input::expand(paths);
+    let sink: Box<dyn Write> = if output.as_os_str() == "-" {
+        Box::new(io::stdout().lock())
+    } else {
+        match File::create(output) {
+            Ok(file) => Box::new(file),
+            Err(e) => {
+                eprintln!("trace2: {}: {e}", output.display());
+                return ExitCode::from(EXIT_FAILED);
+            }
+        }
+    };
+    let progress = progress_for(&specs);
+    let written = (|| {
+        let mut exporter = ChromeExporter::new(BufWriter::with_capacity(1 << 20, sink))?;
+        let mut failure = None;
+        input::for_each_event(&specs, &progress, &mut report, |event| {
+            if failure.is_none()
+                && let Err(e) = exporter.event(event)
+            {
+                failure = Some(e);
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        exporter.finish().map(|_| ())
+    })();
+    progress.finish();
+    finish(&report, written, &output.display().to_string())
+}
+
+fn progress_for(specs: &[InputSpec]) -> Progress {
+    let total = specs.iter().map(|s| s.size).sum::<Option<u64>>();
+    Progress::for_stderr(total)
+}
+
+fn finish(report: &Report, written: io::Result<()>, output: &str) -> ExitCode {
+    for message in report.messages() {
+        eprintln!("{message}");
+    }
+    if let Err(e) = written {
+        // A reader that went away (`| head`) is not an error of ours.
+        if e.kind() != io::ErrorKind::BrokenPipe {
+            eprintln!("trace2: {output}: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    }
+    if report.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_DAMAGED)
+    }
+}
