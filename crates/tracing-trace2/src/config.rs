@@ -183,6 +183,16 @@ impl Settings {
         load_settings(env, Some(cwd))
     }
 
+    /// The `def_param` lines the process will write after its first `cmd_name`, as
+    /// `(scope, key, value)`: the config entries matching `trace2.configParams`, then the
+    /// environment variables named by `trace2.envVars` (scope `command`, as git lists them).
+    pub fn def_param_listing(&self) -> Vec<(&'static str, String, Option<String>)> {
+        crate::params::def_params(self)
+            .into_iter()
+            .map(|p| (p.scope, p.param, p.value))
+            .collect()
+    }
+
     /// Settings from config a program has already read itself (with gitoxide's
     /// `gix-config`, for example), instead of git's files. The environment overrides
     /// them as it overrides git's config.
@@ -210,9 +220,10 @@ impl Settings {
     /// let settings = Settings::from_entries_with_env(entries, &|_| None);
     /// assert_eq!(settings.event_target.as_deref(), Some("/tmp/trace2.event"));
     /// assert_eq!(settings.normal_target, None);
-    /// let listed: Vec<_> = tracing_trace2::params::def_params(&settings)
+    /// let listed: Vec<_> = settings
+    ///     .def_param_listing()
     ///     .into_iter()
-    ///     .map(|p| format!("{} {}", p.scope, p.param))
+    ///     .map(|(scope, param, _)| format!("{scope} {param}"))
     ///     .collect();
     /// assert_eq!(
     ///     listed,
