@@ -240,3 +240,8 @@ mod tests {
         assert_eq!(std::fs::read(&file).unwrap(), b"f\n");
     }
 }
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

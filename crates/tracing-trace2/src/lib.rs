@@ -96,3 +96,8 @@ pub use tracing_trace2_perf as perf;
 pub fn layer() -> Option<Trace2Layer> {
     Trace2::from_env().layer()
 }
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
