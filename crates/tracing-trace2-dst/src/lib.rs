@@ -18,6 +18,36 @@
 //! | `socket` | `af_unix:` stream and datagram sockets |
 //! | `warn` | git's warning texts and `strerror` |
 //! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
+//!
+//! ```
+//! use tracing_trace2_dst::{OpenSettings, Opened, SocketKind, TargetValue, open, parse_target};
+//!
+//! // What git would make of a value, without opening anything.
+//! assert_eq!(
+//!     parse_target("af_unix:dgram:/run/collector.sock"),
+//!     TargetValue::UnixSocket { kind: SocketKind::Dgram, path: "/run/collector.sock".into() },
+//! );
+//!
+//! // A file target: opened for appending, one `write` per line.
+//! let path = std::env::temp_dir().join(format!("trace2-dst-doc-{}.normal", std::process::id()));
+//! let settings = OpenSettings {
+//!     env_name: "GIT_TRACE2",
+//!     dst_debug: false,
+//!     max_files: 0,
+//!     sid_component: String::new(),
+//! };
+//! let Opened::Sink(sink) = open(path.to_str().unwrap(), &settings) else {
+//!     panic!("not opened")
+//! };
+//! sink.write_line(b"version 2.47.3\n")?;
+//! sink.write_line(b"atexit elapsed:0.000563 code:0\n")?;
+//! assert_eq!(
+//!     std::fs::read_to_string(&path)?,
+//!     "version 2.47.3\natexit elapsed:0.000563 code:0\n"
+//! );
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 mod dir;
 mod fd;
@@ -210,3 +240,8 @@ mod tests {
         assert_eq!(std::fs::read(&file).unwrap(), b"f\n");
     }
 }
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

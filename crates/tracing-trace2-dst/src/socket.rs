@@ -1,16 +1,22 @@
 //! `af_unix:` targets: a Unix domain socket connected once, at open time.
 //!
 //! A trace collector treats one stream connection as one process, so the socket is
-//! connected once and never reconnected. Lines go out with `send(MSG_NOSIGNAL)`; on a
-//! datagram socket each line is one datagram. A send timeout bounds both the connect (a
-//! listener whose backlog is full) and each send (a collector that stopped reading): the
-//! call then fails and the caller disables the target instead of hanging the host.
+//! connected once and never reconnected. Lines go out with `send(MSG_NOSIGNAL)` (the
+//! descriptor sink in `fd.rs`); on a datagram socket each line is one datagram. A send
+//! timeout bounds both the connect (a listener whose backlog is full) and each send (a
+//! collector that stopped reading): the call then fails and the caller disables the
+//! target instead of hanging the host.
+//!
+//! The socket itself comes from `socket2`: std's Unix sockets cannot take a timeout
+//! before connecting, and socket2 gives the same system calls without `unsafe` here.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use socket2::{Domain, SockAddr, Socket, Type};
 
 use super::Opened;
 use super::fd::{FdSink, WriteMode};
@@ -21,10 +27,9 @@ use super::warn::{Reporter, strerror};
 pub const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Capacity of `sockaddr_un.sun_path` (108 on Linux); the path and its NUL must fit.
+#[cfg(test)]
 fn sun_path_capacity() -> usize {
-    // SAFETY: an all-zero sockaddr_un is a valid value; only its field size is read.
-    let addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_path.len()
+    std::mem::size_of::<libc::sockaddr_un>() - std::mem::offset_of!(libc::sockaddr_un, sun_path)
 }
 
 /// Validates the socket path as git does, then connects (spec 7.1).
@@ -42,20 +47,24 @@ pub(crate) fn open_socket(
         ));
         return Opened::Disabled;
     }
-    if !bytes.starts_with(b"/") || bytes.len() >= sun_path_capacity() || bytes.contains(&0) {
-        report.debug(&format!(
-            "trace2: invalid AF_UNIX path '{}' for '{env_name}' tracing",
-            path.display()
-        ));
-        return Opened::Disabled;
-    }
+    // socket2 refuses a path that, with its NUL, does not fit `sun_path`.
+    let address = match SockAddr::unix(path) {
+        Ok(address) if bytes.starts_with(b"/") && !bytes.contains(&0) => address,
+        _ => {
+            report.debug(&format!(
+                "trace2: invalid AF_UNIX path '{}' for '{env_name}' tracing",
+                path.display()
+            ));
+            return Opened::Disabled;
+        }
+    };
     let connected = match kind {
-        SocketKind::Stream => connect(bytes, libc::SOCK_STREAM),
-        SocketKind::Dgram => connect(bytes, libc::SOCK_DGRAM),
+        SocketKind::Stream => connect(&address, Type::STREAM),
+        SocketKind::Dgram => connect(&address, Type::DGRAM),
         // Only a "wrong type" answer means a datagram socket may be listening there.
-        SocketKind::Auto => match connect(bytes, libc::SOCK_STREAM) {
+        SocketKind::Auto => match connect(&address, Type::STREAM) {
             Err(err) if err.raw_os_error() == Some(libc::EPROTOTYPE) => {
-                connect(bytes, libc::SOCK_DGRAM)
+                connect(&address, Type::DGRAM)
             }
             other => other,
         },
@@ -73,81 +82,32 @@ pub(crate) fn open_socket(
     }
 }
 
-/// Creates a socket of type `ty` and connects it to `path` (already validated to fit).
-fn connect(path: &[u8], ty: libc::c_int) -> io::Result<OwnedFd> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let ty = ty | libc::SOCK_CLOEXEC;
-    // SAFETY: socket() returns a new descriptor or -1; a new one is owned right away.
-    let raw = unsafe { libc::socket(libc::AF_UNIX, ty, 0) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `raw` is a fresh descriptor nobody else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    // SAFETY: setting a flag on a descriptor we own.
-    unsafe {
-        libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC);
-    }
-    set_send_timeout(&fd, SOCKET_TIMEOUT)?;
-
-    // SAFETY: an all-zero sockaddr_un is valid; the path (shorter than sun_path) is
-    // copied in, leaving the NUL terminator in place.
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (slot, &byte) in addr.sun_path.iter_mut().zip(path) {
-        *slot = byte as libc::c_char;
-    }
+/// Creates a close-on-exec socket of type `ty` and connects it to `address`.
+fn connect(address: &SockAddr, ty: Type) -> io::Result<OwnedFd> {
+    let socket = Socket::new(Domain::UNIX, ty, None)?;
+    set_send_timeout(&socket, SOCKET_TIMEOUT)?;
     // A signal (with or without SA_RESTART, since a timeout is set) ends a blocked
     // connect with EINTR; try again for what is left of the time allowed.
     let deadline = Instant::now() + SOCKET_TIMEOUT;
-    loop {
-        // SAFETY: `addr` is a valid sockaddr_un and the length is its size.
-        let rc = unsafe {
-            libc::connect(
-                fd.as_raw_fd(),
-                (&raw const addr).cast::<libc::sockaddr>(),
-                std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            break;
-        }
-        let err = io::Error::last_os_error();
+    while let Err(err) = socket.connect(address) {
         let left = deadline.saturating_duration_since(Instant::now());
         match err.raw_os_error() {
             // Where an interrupted connect carries on in the background.
             Some(libc::EISCONN) => break,
-            Some(libc::EINTR) if !left.is_zero() => set_send_timeout(&fd, left)?,
+            Some(libc::EINTR) if !left.is_zero() => set_send_timeout(&socket, left)?,
             _ => return Err(err),
         }
     }
-    set_send_timeout(&fd, SOCKET_TIMEOUT)?;
-    Ok(fd)
+    set_send_timeout(&socket, SOCKET_TIMEOUT)?;
+    // Writes go through the descriptor sink, which sends with MSG_NOSIGNAL (socket2's
+    // own `send` does not).
+    Ok(OwnedFd::from(socket))
 }
 
-/// Bounds how long connect and send may block.
-fn set_send_timeout(fd: &OwnedFd, limit: Duration) -> io::Result<()> {
-    // A zero timeval would mean "no limit".
-    let limit = limit.max(Duration::from_micros(1));
-    let timeout = libc::timeval {
-        tv_sec: limit.as_secs() as libc::time_t,
-        tv_usec: limit.subsec_micros() as libc::suseconds_t,
-    };
-    // SAFETY: the option value is a valid timeval of the stated size.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&raw const timeout).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+/// Bounds how long connect and send may block (`SO_SNDTIMEO`).
+fn set_send_timeout(socket: &Socket, limit: Duration) -> io::Result<()> {
+    // A zero timeout would mean "no limit".
+    socket.set_write_timeout(Some(limit.max(Duration::from_micros(1))))
 }
 
 #[cfg(test)]
@@ -155,6 +115,7 @@ mod tests {
     use super::*;
     use crate::test_support::{child_or_run, git_stderr, open_collect, settings};
     use std::io::Read;
+    use std::os::fd::AsRawFd;
     use std::os::unix::net::{UnixDatagram, UnixListener};
 
     const LINES: [&[u8]; 3] = [b"version 2.47.3\n", b"start git version\n", b"atexit\n"];

@@ -51,3 +51,8 @@ pub use format::EventFormat;
 
 #[cfg(test)]
 mod tests;
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -26,9 +26,11 @@ static GLOBAL: CountingAlloc = CountingAlloc;
 // ---------------------------------------------------------------------------------------
 // Sample replay.
 
+/// A git 2.47.3 capture: the files of the project's `spec/samples` these tests read are
+/// copied into the crate's `testdata/`, so that its package tests itself.
 fn sample_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/spec/samples")
+        .join("testdata")
         .join(name)
 }
 

@@ -305,9 +305,10 @@ mod tests {
     use tracing_trace2_record::{Callsite, RegionInfo, Timestamp};
     use tracing_trace2_test_support::alloc::{CountingAlloc, allocations};
 
-    /// The real git 2.47.3 captures the expected lines come from (`shared/` beside the
-    /// repository).
-    const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/spec/samples");
+    /// The real git 2.47.3 captures the expected lines come from: the files of the
+    /// project's `spec/samples` these tests read, copied into the crate so that its
+    /// package tests itself.
+    const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
 
     /// 2026-11-21T00:00:00Z, the day the samples were captured (in UTC).
     const CAPTURE_DAY_US: i64 = 1_795_219_200_000_000;

@@ -41,3 +41,8 @@
 mod format;
 
 pub use format::NormalFormat;
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

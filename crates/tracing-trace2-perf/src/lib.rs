@@ -37,3 +37,8 @@
 mod format;
 
 pub use format::PerfFormat;
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -52,3 +52,8 @@ mod record;
 pub mod text;
 
 pub use record::{Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp};
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

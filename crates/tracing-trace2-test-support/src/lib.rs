@@ -1,4 +1,5 @@
-//! Test helpers shared by the `tracing-trace2` crates (not published).
+//! Test helpers shared by the tests of the `tracing-trace2` crates (published only so that
+//! those crates' packages build their own tests; no stability promise beyond that).
 //!
 //! * [`alloc`]: a global allocator that counts the calling thread's allocations, for
 //!   the "allocates nothing in steady state" tests.

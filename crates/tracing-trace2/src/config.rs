@@ -217,21 +217,33 @@ impl Settings {
     ///     (ConfigScope::Local, "trace2.normalTarget", Some("/ignored")), // not system/global
     ///     (ConfigScope::Command, "core.sparseCheckout", None),
     /// ];
-    /// let settings = Settings::from_entries_with_env(entries, &|_| None);
+    /// let mut settings = Settings::from_entries_with_env(entries, &|_| None);
     /// assert_eq!(settings.event_target.as_deref(), Some("/tmp/trace2.event"));
     /// assert_eq!(settings.normal_target, None);
-    /// let listed: Vec<_> = settings
-    ///     .def_param_listing()
-    ///     .into_iter()
-    ///     .map(|(scope, param, _)| format!("{scope} {param}"))
-    ///     .collect();
+    ///
+    /// // A program then builds its layer from them. Here: a brief Normal stream into a
+    /// // file instead of the Event target, to see the `def_param` listing that follows
+    /// // the first `cmd_name`.
+    /// let path = std::env::temp_dir().join(format!("from-entries-{}.normal", std::process::id()));
+    /// settings.event_target = None;
+    /// settings.normal_target = Some(path.display().to_string());
+    /// settings.normal_brief = true;
+    /// let layer = tracing_trace2::Trace2::with_settings(settings).layer();
+    /// # use tracing_subscriber::prelude::*;
+    /// let subscriber = tracing_subscriber::registry().with(layer);
+    /// tracing::subscriber::with_default(subscriber, || tracing_trace2::api::cmd_name("mytool"));
+    /// let normal = std::fs::read_to_string(&path)?;
+    /// let listed: Vec<&str> = normal.lines().filter(|l| l.starts_with("def_param")).collect();
     /// assert_eq!(
     ///     listed,
-    ///     ["local core.bare", "local remote.origin.url", "command core.sparsecheckout"]
+    ///     [
+    ///         "def_param scope:local core.bare=false",
+    ///         "def_param scope:local remote.origin.url=https://example.com/r.git",
+    ///         "def_param scope:command core.sparsecheckout",
+    ///     ]
     /// );
-    ///
-    /// // A program then builds its layer from them:
-    /// let _layer = tracing_trace2::Trace2::with_settings(settings).layer();
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn from_entries<I, K, V>(entries: I) -> Settings
     where

@@ -5,18 +5,33 @@
 //! `git` itself writes when `GIT_TRACE2`, `GIT_TRACE2_PERF` or `GIT_TRACE2_EVENT` is
 //! set, readable by every tool built for Git's Trace2.
 //!
-//! ```no_run
+//! ```
 //! use tracing_subscriber::prelude::*;
-//!
-//! // None when no GIT_TRACE2* variable or trace2.* config key enables a target.
-//! let trace2 = tracing_trace2::Trace2::from_env().with_exe_version(env!("CARGO_PKG_VERSION"));
-//! tracing_subscriber::registry().with(trace2.layer()).init();
+//! use tracing_trace2::{Settings, Trace2};
 //!
 //! #[tracing::instrument(fields(category = "index"))]
 //! fn read_index(path: &str) {
 //!     tracing::info!(key = "entries", value = 1500);
 //! }
-//! read_index(".git/index");
+//!
+//! // A program calls `Trace2::from_env()`, which reads GIT_TRACE2* and the trace2.* keys
+//! // of git's config as git does (and gives no layer when no target is enabled). Here
+//! // the settings are explicit: the Event stream, into a file.
+//! let path = std::env::temp_dir().join(format!("trace2-doc-{}.event", std::process::id()));
+//! let mut settings = Settings::default();
+//! settings.event_target = Some(path.display().to_string());
+//! let trace2 = Trace2::with_settings(settings).with_exe_version("1.0.0");
+//!
+//! let subscriber = tracing_subscriber::registry().with(trace2.layer());
+//! tracing::subscriber::with_default(subscriber, || read_index(".git/index"));
+//!
+//! let events: Vec<String> = std::fs::read_to_string(&path)?
+//!     .lines()
+//!     .map(|line| line.split('"').nth(3).unwrap_or_default().to_owned())
+//!     .collect();
+//! assert_eq!(events, ["version", "region_enter", "data", "region_leave"]);
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), std::io::Error>(())
 //! ```
 //!
 //! What becomes what:
@@ -81,3 +96,8 @@ pub use tracing_trace2_perf as perf;
 pub fn layer() -> Option<Trace2Layer> {
     Trace2::from_env().layer()
 }
+
+/// The README's examples, run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -2,8 +2,9 @@
 //! record, and a differential test against a reference copy of the plain formatter.
 //!
 //! Every expected line below is a real line of git 2.47.3's Perf output, read from
-//! the captures in the spec's `samples/` directory. Each test rebuilds the record
-//! behind each line and compares the formatted bytes with the captured bytes.
+//! the captures in the spec's `samples/` directory (the files used are copied into the
+//! crate's `testdata/`). Each test rebuilds the record behind each line and compares
+//! the formatted bytes with the captured bytes.
 
 use super::*;
 use tracing_trace2_record::{Callsite, TimerInfo, Timestamp};
@@ -444,8 +445,9 @@ fn file_line_column_cuts_and_pads() {
     }
 }
 
-/// Where the captures live; `TRACE2_SAMPLES` overrides it.
-const SAMPLES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/spec/samples");
+/// Where the captures live: the files of the project's `spec/samples` these tests read,
+/// copied into the crate so that its package tests itself. `TRACE2_SAMPLES` overrides it.
+const SAMPLES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
 
 /// Midnight UTC of the capture day; only the time of day is printed.
 const DAY_US: i64 = 1_795_219_200_000_000;
