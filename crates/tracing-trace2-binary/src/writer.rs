@@ -36,6 +36,10 @@ use crate::spec;
 /// The default flush interval.
 pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(250);
 
+/// The STREAM frame is written again after this many batch frames (and before every
+/// END frame), so that one damaged copy does not cost the stream.
+const HEADER_EVERY: u64 = 16;
+
 /// How long an exit-time flusher waits for a thread that is inside an event.
 const EXIT_WAIT: Duration = Duration::from_millis(50);
 
@@ -152,10 +156,14 @@ impl BinaryWriterBuilder {
                 pid: std::process::id(),
                 next_thread: 0,
                 finished: Vec::new(),
+                header_frame: Vec::new(),
             }),
             epoch: AtomicU64::new(1),
             header_epoch: AtomicU64::new(0),
             fork_gen: AtomicU64::new(FORK_GEN.load(Ordering::Acquire)),
+            end_epoch: AtomicU64::new(0),
+            dirty: AtomicBool::new(false),
+            since_header: AtomicU64::new(0),
             resetting: AtomicBool::new(false),
             enabled: AtomicBool::new(true),
             frames: AtomicU64::new(0),
@@ -454,6 +462,8 @@ struct StreamState {
     next_thread: u64,
     /// Threads of this stream that gave their slot back: (thread index, batches).
     finished: Vec<(u64, u64)>,
+    /// The STREAM frame, once made.
+    header_frame: Vec<u8>,
 }
 
 struct Shared {
@@ -473,6 +483,12 @@ struct Shared {
     header_epoch: AtomicU64,
     /// The fork generation the writer's state belongs to.
     fork_gen: AtomicU64,
+    /// The generation whose END frame was written last.
+    end_epoch: AtomicU64,
+    /// Whether a batch was written since that END frame.
+    dirty: AtomicBool,
+    /// Batch frames written since the last copy of the STREAM frame.
+    since_header: AtomicU64,
     resetting: AtomicBool,
     enabled: AtomicBool,
     frames: AtomicU64,
@@ -544,38 +560,48 @@ impl Shared {
     /// if that is not written yet.
     fn write_batch(&self, epoch: u64, frame: &[u8]) {
         if self.header_epoch.load(Ordering::Acquire) < epoch {
-            let stream = self.stream.lock();
+            let mut stream = self.stream.lock();
             if stream.epoch == epoch {
-                self.write_header(&stream);
+                self.write_header(&mut stream, false);
             }
         }
         self.write_frame(frame);
+        self.dirty.store(true, Ordering::Release);
+        if self.since_header.fetch_add(1, Ordering::AcqRel) + 1 >= HEADER_EVERY {
+            let mut stream = self.stream.lock();
+            if stream.epoch == epoch {
+                self.write_header(&mut stream, true);
+            }
+        }
     }
 
-    /// Writes the STREAM frame of `stream` unless it is written already.
-    fn write_header(&self, stream: &StreamState) {
-        if self.header_epoch.load(Ordering::Acquire) >= stream.epoch {
+    /// Writes the STREAM frame of `stream` unless it is written already, or a copy of
+    /// it (`again`).
+    fn write_header(&self, stream: &mut StreamState, again: bool) {
+        if self.header_epoch.load(Ordering::Acquire) >= stream.epoch && !again {
             return;
         }
-        let header = StreamHeader {
-            major: spec::MAJOR,
-            minor: spec::MINOR,
-            stream_id: stream.stream_id,
-            flags: 0,
-            writer: self.writer_name.clone(),
-            sid: cut_header_text(stream.sid.as_deref().unwrap_or_default()),
-            depth: stream.depth,
-            pid: stream.pid,
-            freq: 1_000_000,
-            anchor_wall_us: self.anchor_wall_us,
-            utc_offset_s: self.utc_offset_s,
-            event_format_version: EVENT_FORMAT_VERSION.to_owned(),
-            defaults: self.defaults,
-            declared: Vec::new(),
-        };
-        let mut frame = Vec::with_capacity(128);
-        header.write_frame(&mut frame);
-        self.write_frame(&frame);
+        if stream.header_frame.is_empty() {
+            let header = StreamHeader {
+                major: spec::MAJOR,
+                minor: spec::MINOR,
+                stream_id: stream.stream_id,
+                flags: 0,
+                writer: self.writer_name.clone(),
+                sid: cut_header_text(stream.sid.as_deref().unwrap_or_default()),
+                depth: stream.depth,
+                pid: stream.pid,
+                freq: 1_000_000,
+                anchor_wall_us: self.anchor_wall_us,
+                utc_offset_s: self.utc_offset_s,
+                event_format_version: EVENT_FORMAT_VERSION.to_owned(),
+                defaults: self.defaults,
+                declared: Vec::new(),
+            };
+            header.write_frame(&mut stream.header_frame);
+        }
+        self.write_frame(&stream.header_frame);
+        self.since_header.store(0, Ordering::Release);
         self.header_epoch.store(stream.epoch, Ordering::Release);
     }
 
@@ -630,7 +656,7 @@ impl Shared {
             };
             if !same {
                 // Another session: the stream ends here and a new one starts.
-                self.write_header(&stream);
+                self.write_header(&mut stream, false);
                 let end = End {
                     stream_id: stream.stream_id,
                     threads: Vec::new(),
@@ -641,6 +667,7 @@ impl Shared {
                 stream.depth = record.depth;
                 stream.next_thread = 0;
                 stream.finished.clear();
+                stream.header_frame.clear();
                 self.epoch.store(stream.epoch, Ordering::Release);
                 drop(stream);
                 let mut frame = Vec::new();
@@ -735,10 +762,16 @@ impl Shared {
         }
         let own_slot = own.as_ref().map(|g| g.slot());
         let mut counts = self.flush_all(own_slot, EXIT_WAIT);
-        let stream = self.stream.lock();
+        let mut stream = self.stream.lock();
         if self.header_epoch.load(Ordering::Acquire) < stream.epoch {
             return;
         }
+        // Nothing written since the last END of this stream: it stands.
+        let dirty = self.dirty.swap(false, Ordering::AcqRel);
+        if !dirty && self.end_epoch.load(Ordering::Acquire) == stream.epoch {
+            return;
+        }
+        self.end_epoch.store(stream.epoch, Ordering::Release);
         if let Some(own) = &own
             && own.enc.epoch == stream.epoch
         {
@@ -746,6 +779,10 @@ impl Shared {
         }
         counts.extend_from_slice(&stream.finished);
         counts.sort_unstable();
+        if self.since_header.load(Ordering::Acquire) > 0 {
+            // A last copy of the header, so that a damaged first one costs nothing.
+            self.write_header(&mut stream, true);
+        }
         let end = End {
             stream_id: stream.stream_id,
             threads: counts,
@@ -806,6 +843,7 @@ impl Shared {
             stream.pid = std::process::id();
             stream.next_thread = 0;
             stream.finished.clear();
+            stream.header_frame.clear();
             self.epoch.store(stream.epoch, Ordering::Release);
         }
         self.fork_gen.store(now, Ordering::Release);
