@@ -17,7 +17,7 @@
 use crate::frame;
 use crate::intern::{Callsites, Strings};
 use crate::record::{Event, Record};
-use crate::spec::{self, control};
+use crate::spec::{self, Origins, control, kind};
 use crate::varint;
 
 /// Bytes a batch may hold when no size is configured: 64 KiB, frame overhead included.
@@ -64,6 +64,10 @@ pub(crate) struct BatchEncoder {
     wall_offset: i64,
     strings: Strings,
     callsites: Callsites,
+    /// Where the batch predicts `t_rel` values to count from.
+    origins: Origins,
+    /// The last `d` text of the batch (see `spec::DELTA_MAX`).
+    prev_delta: Vec<u8>,
     /// Records dropped because not even a cut version fitted a frame (never expected).
     pub dropped: u64,
 }
@@ -100,6 +104,8 @@ impl BatchEncoder {
             wall_offset: 0,
             strings: Strings::new(slots),
             callsites: Callsites::new(slots / 4),
+            origins: Origins::default(),
+            prev_delta: Vec::with_capacity(spec::DELTA_MAX),
             dropped: 0,
         }
     }
@@ -198,6 +204,8 @@ impl BatchEncoder {
         self.wall_offset = 0;
         self.strings.reset();
         self.callsites.reset();
+        self.origins.reset();
+        self.prev_delta.clear();
     }
 
     fn resize(&mut self, size: usize) {
@@ -228,6 +236,8 @@ impl BatchEncoder {
             ok: true,
             strings: &mut self.strings,
             callsites: &mut self.callsites,
+            origins: &mut self.origins,
+            prev_delta: &mut self.prev_delta,
             budget: if cut { CUT_BUDGET } else { usize::MAX },
         };
         let dt;
@@ -270,7 +280,7 @@ impl BatchEncoder {
             e.byte(control::CUT);
         }
         let callsite = e.callsite(record);
-        e.event(record, event_kind, dt, callsite);
+        e.event(record, event_kind, dt, callsite, ticks);
         if !e.ok {
             self.start_batch();
             return false;
@@ -299,6 +309,8 @@ struct Enc<'a> {
     ok: bool,
     strings: &'a mut Strings,
     callsites: &'a mut Callsites,
+    origins: &'a mut Origins,
+    prev_delta: &'a mut Vec<u8>,
     /// What the texts may still take when cutting (else `usize::MAX`).
     budget: usize,
 }
@@ -387,6 +399,52 @@ impl Enc<'_> {
         }
     }
 
+    /// Text with numbers packed (`n`).
+    #[inline]
+    fn num_text(&mut self, text: &str) {
+        let text = self.cut(text);
+        match spec::packed_number(text) {
+            Some(n) => self.u(n << 1),
+            None => {
+                self.u((text.len() as u64) << 1 | 1);
+                self.put(text.as_bytes());
+            }
+        }
+    }
+
+    /// Optional text as an edit of the batch's previous one (`d`).
+    #[inline]
+    fn delta_text(&mut self, text: Option<&str>) {
+        let Some(text) = text else {
+            self.byte(0);
+            return;
+        };
+        let text = self.cut(text).as_bytes();
+        let prev = &self.prev_delta[..];
+        let prefix = prev.iter().zip(text).take_while(|(a, b)| a == b).count();
+        let suffix = prev[prefix..]
+            .iter()
+            .rev()
+            .zip(text[prefix..].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.u(prefix as u64 + 1);
+        self.u(suffix as u64);
+        self.bytes(&text[prefix..text.len() - suffix]);
+        self.prev_delta.clear();
+        if text.len() <= spec::DELTA_MAX {
+            self.prev_delta.extend_from_slice(text);
+        }
+    }
+
+    /// A `t_rel` relative to the batch's prediction (`r`).
+    #[inline]
+    fn rel_time(&mut self, event_kind: u8, nesting: u32, ticks: u64, t_rel: u64) {
+        let predicted = self.origins.predict(event_kind, nesting, ticks);
+        self.u(spec::rel_time_to_wire(t_rel, predicted));
+        self.origins.learn(event_kind, nesting, ticks, t_rel);
+    }
+
     /// A list of inline texts (`v`).
     fn list(&mut self, items: &[&str]) {
         let count = if self.budget == usize::MAX {
@@ -473,7 +531,7 @@ impl Enc<'_> {
     /// The event: its strings' definitions, then its head and arguments, in the order
     /// of its signature in [`spec::EVENT_KINDS`].
     #[inline]
-    fn event(&mut self, record: &Record<'_>, event_kind: u8, dt: u64, cs: u64) {
+    fn event(&mut self, record: &Record<'_>, event_kind: u8, dt: u64, cs: u64, ticks: u64) {
         match record.event {
             Event::Version { exe } => {
                 let exe = self.string(exe);
@@ -586,11 +644,13 @@ impl Enc<'_> {
             Event::RegionEnter { region, nesting } => {
                 let category = self.opt_string(region.category);
                 let label = self.opt_string(region.label);
+                let msg = self.opt_string(region.msg);
                 self.head(event_kind, dt, cs, region.repo);
                 self.u(u64::from(nesting));
                 self.u(category);
                 self.u(label);
-                self.opt_text(region.msg);
+                self.u(msg);
+                self.origins.learn(kind::REGION_ENTER, nesting, ticks, 0);
             }
             Event::RegionLeave {
                 region,
@@ -599,12 +659,13 @@ impl Enc<'_> {
             } => {
                 let category = self.opt_string(region.category);
                 let label = self.opt_string(region.label);
+                let msg = self.opt_string(region.msg);
                 self.head(event_kind, dt, cs, region.repo);
                 self.u(u64::from(nesting));
-                self.u(t_rel_us);
+                self.rel_time(event_kind, nesting, ticks, t_rel_us);
                 self.u(category);
                 self.u(label);
-                self.opt_text(region.msg);
+                self.u(msg);
             }
             Event::Data {
                 repo,
@@ -626,14 +687,18 @@ impl Enc<'_> {
                 let key = self.string(key);
                 self.head(event_kind, dt, cs, repo);
                 self.u(u64::from(nesting));
-                self.u(t_rel_us);
+                self.rel_time(event_kind, nesting, ticks, t_rel_us);
                 self.u(category);
                 self.u(key);
-                self.text(text);
+                if event_kind == kind::DATA {
+                    self.num_text(text);
+                } else {
+                    self.text(text);
+                }
             }
             Event::Printf { msg } => {
                 self.head(event_kind, dt, cs, None);
-                self.opt_text(msg);
+                self.delta_text(msg);
             }
             Event::Timer { timer, .. } => {
                 let category = self.string(timer.category);
@@ -735,6 +800,30 @@ mod tests {
         enc.encode(&leave(1003), |_| unreachable!());
         // head, dt, callsite, nesting, category, label, msg (+ t_rel for the leave)
         assert_eq!(enc.len - before, 7 + 8);
+        // A datum with a number in a region: ten bytes.
+        let before = enc.len;
+        let mut data = record(
+            Event::Data {
+                repo: None,
+                category: "index",
+                key: "cache_nr",
+                value: "123456",
+                nesting: 2,
+                t_rel_us: 4,
+            },
+            1014,
+        );
+        data.open_regions = 1;
+        enc.encode(&enter(1010), |_| unreachable!());
+        let after_enter = enc.len;
+        enc.encode(&data, |_| unreachable!());
+        assert_eq!(after_enter - before, 7);
+        // head, dt, callsite, nesting, t_rel, category, key, value (3 bytes): the
+        // category and key are defined once, then referred to.
+        enc.encode(&data, |_| unreachable!());
+        let n = enc.len;
+        enc.encode(&data, |_| unreachable!());
+        assert_eq!(enc.len - n, 10);
     }
 
     #[test]

@@ -19,7 +19,12 @@
 //! | `v` | varint count, then count × `b` | an argument list |
 //! | `j` | like `b` | compact JSON (the value of `data_json`) |
 //! | `f` | varint | bit flags |
+//! | `n` | varint `v`: even → the number `v / 2` in decimal, odd → `(v - 1) / 2` bytes follow | text, numbers packed (a datum's value) |
+//! | `d` | varint `t`: 0 = absent; else `p = t - 1`, varint `q`, then `b` | optional text as an edit of the batch's previous `d` text: its first `p` bytes, the given bytes, its last `q` bytes (see [`DELTA_MAX`]) |
+//! | `r` | zigzag varint | a `t_rel` as its difference from the prediction of [`Origins`] |
 //!
+//! `n` packs a text only when it is a number written the one way `u64`'s `Display`
+//! writes it (no sign, no leading zero, below 2^63), so the text comes back exactly.
 //! Besides its arguments, every event carries its time (a tick delta), its thread (from
 //! the batch) and, through the head byte, a callsite and a repository id. What a
 //! [`Record`](crate::record::Record) holds beyond that comes from the batch: the
@@ -64,6 +69,12 @@ pub enum ArgType {
     Json,
     /// `f`: bit flags.
     Flags,
+    /// `n`: text with numbers packed.
+    NumText,
+    /// `d`: optional text as an edit of the previous one.
+    Delta,
+    /// `r`: a `t_rel` relative to its prediction.
+    RelTime,
 }
 
 impl ArgType {
@@ -78,6 +89,9 @@ impl ArgType {
             b'v' => ArgType::List,
             b'j' => ArgType::Json,
             b'f' => ArgType::Flags,
+            b'n' => ArgType::NumText,
+            b'd' => ArgType::Delta,
+            b'r' => ArgType::RelTime,
             _ => return None,
         })
     }
@@ -195,15 +209,15 @@ pub const EVENT_KINDS: [KindSpec; 30] = {
         k(DEF_PARAM, "def_param", "sso"),
         // worktree (the repo id is in the head byte, always present)
         k(DEF_REPO, "def_repo", "b"),
-        // nesting, category, label, msg
-        k(REGION_ENTER, "region_enter", "usso"),
+        // nesting, category, label, msg (region messages repeat: interned)
+        k(REGION_ENTER, "region_enter", "usss"),
         // nesting, t_rel, category, label, msg
-        k(REGION_LEAVE, "region_leave", "uusso"),
+        k(REGION_LEAVE, "region_leave", "ursss"),
         // nesting, t_rel, category, key, value
-        k(DATA, "data", "uussb"),
-        k(DATA_JSON, "data_json", "uussj"),
+        k(DATA, "data", "urssn"),
+        k(DATA_JSON, "data_json", "urssj"),
         // msg
-        k(PRINTF, "printf", "o"),
+        k(PRINTF, "printf", "d"),
         // category, name, intervals, total_ns, min_ns, max_ns
         k(TIMER, "timer", "ssuuuu"),
         k(TH_TIMER, "th_timer", "ssuuuu"),
@@ -296,6 +310,91 @@ pub fn open_after(kind: u8, open: u32, state: u32) -> u32 {
     }
 }
 
+/// A `d` text longer than this is not kept as the previous text: the next `d` text of
+/// the batch is an edit of the empty text. (It keeps the writer's copy bounded.)
+pub const DELTA_MAX: usize = 4096;
+
+/// The number a `n` text packs, if it packs one: decimal digits as `u64`'s `Display`
+/// writes them, below 2^63.
+#[inline]
+pub fn packed_number(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    if bytes.is_empty() || bytes.len() > 19 || (bytes[0] == b'0' && bytes.len() > 1) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in bytes {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(b - b'0');
+    }
+    (n < 1 << 63).then_some(n)
+}
+
+/// How many nesting levels [`Origins`] follows.
+const ORIGIN_LEVELS: usize = 64;
+
+/// Where the `t_rel` of the next `region_leave`, `data` or `data_json` is predicted to
+/// count from, per nesting level, as the batch so far tells: the ticks of the region's
+/// `region_enter`, or the origin the last datum at that level implied. Both writer and
+/// decoder keep one per batch (all zero at its start) and update it after each record.
+#[derive(Clone, Debug)]
+pub struct Origins {
+    at: [u64; ORIGIN_LEVELS],
+}
+
+impl Default for Origins {
+    fn default() -> Self {
+        Origins {
+            at: [0; ORIGIN_LEVELS],
+        }
+    }
+}
+
+impl Origins {
+    /// Forgets everything (a new batch).
+    pub fn reset(&mut self) {
+        self.at = [0; ORIGIN_LEVELS];
+    }
+
+    /// The level whose origin a `t_rel` of `kind` at `nesting` counts from: the region
+    /// itself for a leave, the innermost open region (one level out) for a datum.
+    fn level(kind: u8, nesting: u32) -> Option<usize> {
+        let level = match kind {
+            kind::REGION_ENTER | kind::REGION_LEAVE => nesting,
+            kind::DATA | kind::DATA_JSON => nesting.checked_sub(1)?,
+            _ => return None,
+        };
+        let level = usize::try_from(level).ok()?;
+        (level < ORIGIN_LEVELS).then_some(level)
+    }
+
+    /// The predicted `t_rel` of a record of `kind` at `nesting` and `ticks`.
+    pub fn predict(&self, kind: u8, nesting: u32, ticks: u64) -> u64 {
+        Self::level(kind, nesting).map_or(0, |l| ticks.wrapping_sub(self.at[l]))
+    }
+
+    /// Learns from a record (`t_rel` is 0 for a `region_enter`).
+    pub fn learn(&mut self, kind: u8, nesting: u32, ticks: u64, t_rel: u64) {
+        if let Some(l) = Self::level(kind, nesting) {
+            self.at[l] = ticks.wrapping_sub(t_rel);
+        }
+    }
+}
+
+/// The wire form of a `t_rel`: its difference from the prediction, zigzagged.
+#[inline]
+pub fn rel_time_to_wire(t_rel: u64, predicted: u64) -> u64 {
+    crate::varint::zigzag(t_rel.wrapping_sub(predicted) as i64)
+}
+
+/// The `t_rel` back from its wire form.
+#[inline]
+pub fn rel_time_from_wire(wire: u64, predicted: u64) -> u64 {
+    predicted.wrapping_add(crate::varint::unzigzag(wire) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,5 +460,42 @@ mod tests {
         assert_eq!(state, 0);
         // Totals at exit keep the tracked count.
         assert_eq!(open_after(kind::TIMER, 0, 3), 3);
+    }
+
+    #[test]
+    fn numbers_pack_only_in_their_one_spelling() {
+        for (text, packed) in [
+            ("0", Some(0)),
+            ("42", Some(42)),
+            ("9223372036854775807", Some(i64::MAX as u64)),
+            ("9223372036854775808", None),
+            ("042", None),
+            ("", None),
+            ("-1", None),
+            ("1.5", None),
+            ("٣", None),
+        ] {
+            assert_eq!(packed_number(text), packed, "{text:?}");
+            if let Some(n) = packed {
+                assert_eq!(n.to_string(), text);
+            }
+        }
+    }
+
+    #[test]
+    fn origins_predict_leaves_and_data_in_a_region() {
+        let mut o = Origins::default();
+        o.learn(kind::REGION_ENTER, 1, 100, 0);
+        assert_eq!(o.predict(kind::DATA, 2, 130), 30);
+        o.learn(kind::DATA, 2, 130, 30);
+        assert_eq!(o.predict(kind::REGION_LEAVE, 1, 150), 50);
+        for (t_rel, predicted) in [(0, u64::MAX), (u64::MAX, 0), (7, 7), (3, 9)] {
+            let wire = rel_time_to_wire(t_rel, predicted);
+            assert_eq!(rel_time_from_wire(wire, predicted), t_rel);
+        }
+        assert_eq!(rel_time_to_wire(50, 50), 0);
+        // Levels past those followed predict nothing.
+        assert_eq!(o.predict(kind::DATA, 0, 9), 0);
+        assert_eq!(o.predict(kind::REGION_LEAVE, 500, 9), 0);
     }
 }

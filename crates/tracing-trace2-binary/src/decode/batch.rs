@@ -10,7 +10,7 @@ use std::fmt;
 
 use crate::header::{BatchHeader, DeclaredKind};
 use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
-use crate::spec::{self, ArgType, MAX_ARGS, control, kind};
+use crate::spec::{self, ArgType, MAX_ARGS, Origins, control, kind};
 use crate::varint::Reader;
 
 /// How to parse each kind of one stream: the baseline table plus what the stream
@@ -108,6 +108,20 @@ enum Val {
     Str(Option<Span>),
     /// A list: the index of its first item in `Cursor::items` and the item count.
     List(usize, usize),
+    /// A packed number's text, in `Cursor::number`.
+    Number,
+    /// A `d` text, in `Cursor::delta`.
+    Delta,
+    /// A `t_rel` in its wire form, resolved once the whole event is read.
+    RelWire(u64),
+}
+
+/// Where the texts of an event are: the payload, and the texts the cursor rebuilt.
+#[derive(Clone, Copy)]
+struct Texts<'a> {
+    payload: &'a [u8],
+    number: &'a str,
+    delta: &'a [u8],
 }
 
 /// The next event of a cursor, parsed and checked.
@@ -137,6 +151,12 @@ pub(crate) struct Cursor {
     thread: Span,
     cut_next: bool,
     items: Vec<Span>,
+    origins: Origins,
+    /// The text of the pending event's packed number.
+    number: String,
+    /// The pending event's `d` text, and the one the next `d` text edits.
+    delta: Vec<u8>,
+    delta_prev: Vec<u8>,
     next: Option<Parsed>,
     /// Events of kinds this decoder cannot show, read past.
     pub unknown_events: u64,
@@ -162,6 +182,10 @@ impl Cursor {
             thread: header.thread_name,
             cut_next: false,
             items: Vec::new(),
+            origins: Origins::default(),
+            number: String::new(),
+            delta: Vec::new(),
+            delta_prev: Vec::new(),
             next: None,
             unknown_events: 0,
             cut_events: 0,
@@ -276,20 +300,27 @@ impl Cursor {
         self.pos = r.pos();
         self.ticks = ticks;
         let cut = std::mem::take(&mut self.cut_next);
+        let nesting = match (k, args[0]) {
+            (kind::REGION_ENTER | kind::REGION_LEAVE | kind::DATA | kind::DATA_JSON, Val::U(n)) => {
+                u32::try_from(n).map_err(|_| BatchError::BadValue("nesting"))?
+            }
+            _ => 0,
+        };
+        // `t_rel` values, now that the kind, nesting and time are known.
+        let mut t_rel = 0;
+        for arg in &mut args {
+            if let Val::RelWire(wire) = *arg {
+                let predicted = self.origins.predict(k, nesting, ticks);
+                t_rel = spec::rel_time_from_wire(wire, predicted);
+                *arg = Val::U(t_rel);
+            }
+        }
+        self.origins.learn(k, nesting, ticks, t_rel);
         if !entry.known {
             self.unknown_events += 1;
             self.open_override = None;
             return Ok(None);
         }
-        let nesting = match k {
-            kind::REGION_ENTER | kind::REGION_LEAVE | kind::DATA | kind::DATA_JSON => {
-                match args[0] {
-                    Val::U(n) => u32::try_from(n).map_err(|_| BatchError::BadValue("nesting"))?,
-                    _ => 0,
-                }
-            }
-            _ => 0,
-        };
         let predicted = spec::predicted_open(k, nesting, self.open_state);
         let open = self.open_override.take().unwrap_or(predicted);
         self.open_state = spec::open_after(k, open, self.open_state);
@@ -304,7 +335,7 @@ impl Cursor {
             args,
         };
         // Check now that the event can be built: nothing is shown that cannot be.
-        build_event(&parsed, payload, &[])?;
+        build_event(&parsed, self.texts(payload), &[])?;
         if cut {
             self.cut_events += 1;
         }
@@ -381,6 +412,47 @@ impl Cursor {
                     Val::Str(Some((start, len)))
                 }
             },
+            ArgType::NumText => {
+                let v = r.uvarint().ok_or(t)?;
+                if v & 1 == 0 {
+                    use std::fmt::Write;
+                    self.number.clear();
+                    let _ = write!(self.number, "{}", v >> 1);
+                    Val::Number
+                } else {
+                    let len = usize::try_from(v >> 1).map_err(|_| BatchError::Truncated)?;
+                    let start = r.pos();
+                    r.bytes(len).ok_or(BatchError::Truncated)?;
+                    check_utf8(r.buf(), (start, len))?;
+                    Val::Str(Some((start, len)))
+                }
+            }
+            ArgType::Delta => match r.uvarint().ok_or(t)? {
+                0 => Val::Str(None),
+                tag => {
+                    let prefix = usize::try_from(tag - 1).map_err(|_| BatchError::Truncated)?;
+                    let suffix = r.uvarint().ok_or(BatchError::Truncated)?;
+                    let suffix = usize::try_from(suffix).map_err(|_| BatchError::Truncated)?;
+                    let (start, len) = r.span().ok_or(BatchError::Truncated)?;
+                    let prev = &self.delta_prev;
+                    if prefix.checked_add(suffix).is_none_or(|n| n > prev.len()) {
+                        return Err(BatchError::BadValue("text edit"));
+                    }
+                    self.delta.clear();
+                    self.delta.extend_from_slice(&prev[..prefix]);
+                    self.delta.extend_from_slice(&r.buf()[start..start + len]);
+                    self.delta.extend_from_slice(&prev[prev.len() - suffix..]);
+                    if std::str::from_utf8(&self.delta).is_err() {
+                        return Err(BatchError::NotUtf8);
+                    }
+                    self.delta_prev.clear();
+                    if self.delta.len() <= spec::DELTA_MAX {
+                        self.delta_prev.extend_from_slice(&self.delta);
+                    }
+                    Val::Delta
+                }
+            },
+            ArgType::RelTime => Val::RelWire(r.uvarint().ok_or(t)?),
             ArgType::List => {
                 let count = r.uvarint().ok_or(t)?;
                 // Each item takes at least a byte: a larger count is damage.
@@ -398,6 +470,14 @@ impl Cursor {
         })
     }
 
+    fn texts<'a>(&'a self, payload: &'a [u8]) -> Texts<'a> {
+        Texts {
+            payload,
+            number: &self.number,
+            delta: &self.delta,
+        }
+    }
+
     /// The list items of the next event, as text.
     pub fn items(&self) -> Vec<&str> {
         self.items.iter().map(|&span| self.text(span)).collect()
@@ -411,7 +491,7 @@ impl Cursor {
         items: &'a [&'a str],
     ) -> Option<Record<'a>> {
         let p = self.next.as_ref()?;
-        let event = build_event(p, &self.payload, items).ok()?;
+        let event = build_event(p, self.texts(&self.payload), items).ok()?;
         let t_abs_us = stream.micros(p.ticks);
         Some(Record {
             event,
@@ -447,15 +527,17 @@ fn check_utf8(payload: &[u8], (start, len): Span) -> Result<(), BatchError> {
 /// The event of `p`, its texts read from `payload` and its list from `items`.
 fn build_event<'a>(
     p: &Parsed,
-    payload: &'a [u8],
+    texts: Texts<'a>,
     items: &'a [&'a str],
 ) -> Result<Event<'a>, BatchError> {
-    let text = |span: Span| -> Result<&'a str, BatchError> {
-        std::str::from_utf8(&payload[span.0..span.0 + span.1]).map_err(|_| BatchError::NotUtf8)
-    };
+    let utf8 = |bytes: &'a [u8]| std::str::from_utf8(bytes).map_err(|_| BatchError::NotUtf8);
     let opt = |i: usize| -> Result<Option<&'a str>, BatchError> {
         match p.args[i] {
-            Val::Str(span) => span.map(text).transpose(),
+            Val::Str(span) => span
+                .map(|(start, len)| utf8(&texts.payload[start..start + len]))
+                .transpose(),
+            Val::Number => Ok(Some(texts.number)),
+            Val::Delta => utf8(texts.delta).map(Some),
             _ => Err(BatchError::BadValue("text")),
         }
     };
