@@ -15,7 +15,8 @@
 //! batch header.
 
 use crate::frame;
-use crate::intern::{Callsites, Strings};
+use crate::intern::{Callsites, Strings, common_prefix, common_suffix, same_bytes};
+use crate::record::text::copy_short;
 use crate::record::{Event, Record};
 use crate::spec::{self, Origins, control, kind};
 use crate::varint;
@@ -230,6 +231,7 @@ impl BatchEncoder {
         let event_kind = spec::kind_of(&record.event);
         let nesting = record.event.nesting().unwrap_or(0);
         let predicted = spec::predicted_open(event_kind, nesting, self.open_state);
+        let same_thread = same_bytes(record.thread.as_bytes(), self.thread_name.as_bytes());
         let mut e = Enc {
             out: &mut self.buf[..limit],
             pos: self.len,
@@ -262,7 +264,7 @@ impl BatchEncoder {
                 e.u(ticks);
                 dt = 0;
             }
-            if record.thread != self.thread_name {
+            if !same_thread {
                 e.byte(control::THREAD);
                 let name = e.cut(record.thread);
                 e.bytes(name.as_bytes());
@@ -291,7 +293,7 @@ impl BatchEncoder {
         }
         self.last_ticks = ticks;
         self.wall_offset = wall_offset;
-        if record.thread != self.thread_name {
+        if !same_thread {
             self.thread_name.clear();
             self.thread_name.push_str(record.thread);
         }
@@ -331,7 +333,8 @@ impl Enc<'_> {
     fn put(&mut self, bytes: &[u8]) {
         match self.out.get_mut(self.pos..self.pos + bytes.len()) {
             Some(slot) => {
-                slot.copy_from_slice(bytes);
+                // Short pieces as a few moves rather than a call to `memcpy`.
+                copy_short(slot, bytes);
                 self.pos += bytes.len();
             }
             None => self.ok = false,
@@ -342,10 +345,20 @@ impl Enc<'_> {
     fn u(&mut self, value: u64) {
         if value < 0x80 {
             self.byte(value as u8);
-        } else {
-            let mut buf = [0; varint::MAX_LEN];
-            let n = varint::encode(&mut buf, value);
-            self.put(&buf[..n]);
+            return;
+        }
+        // Straight into the batch when ten bytes of room are left (nearly always).
+        match self
+            .out
+            .get_mut(self.pos..)
+            .and_then(|rest| rest.first_chunk_mut::<{ varint::MAX_LEN }>())
+        {
+            Some(slot) => self.pos += varint::encode(slot, value),
+            None => {
+                let mut buf = [0; varint::MAX_LEN];
+                let n = varint::encode(&mut buf, value);
+                self.put(&buf[..n]);
+            }
         }
     }
 
@@ -421,13 +434,8 @@ impl Enc<'_> {
         };
         let text = self.cut(text).as_bytes();
         let prev = &self.prev_delta[..];
-        let prefix = prev.iter().zip(text).take_while(|(a, b)| a == b).count();
-        let suffix = prev[prefix..]
-            .iter()
-            .rev()
-            .zip(text[prefix..].iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
+        let prefix = common_prefix(prev, text);
+        let suffix = common_suffix(&prev[prefix..], &text[prefix..]);
         self.u(prefix as u64 + 1);
         self.u(suffix as u64);
         self.bytes(&text[prefix..text.len() - suffix]);
@@ -462,9 +470,15 @@ impl Enc<'_> {
     /// The id of `text` in the batch's dictionary, defining it first if it is new.
     #[inline]
     fn string(&mut self, text: &str) -> u64 {
+        self.string_at(text).0
+    }
+
+    /// [`Self::string`], and where the batch holds the string's bytes.
+    #[inline]
+    fn string_at(&mut self, text: &str) -> (u64, u32) {
         let text = self.cut(text);
-        if let Some(id) = self.strings.find(text, &self.out[..self.pos]) {
-            return u64::from(id);
+        if let Some((id, offset)) = self.strings.find(text, &self.out[..self.pos]) {
+            return (u64::from(id), offset);
         }
         let id = self.strings.count + 1;
         self.strings.count = id;
@@ -476,7 +490,7 @@ impl Enc<'_> {
         if self.ok {
             self.strings.insert(text, id, offset);
         }
-        u64::from(id)
+        (u64::from(id), offset as u32)
     }
 
     /// A string reference that may be absent (`s`, 0 = absent).
@@ -492,18 +506,22 @@ impl Enc<'_> {
         if site.file.is_none() && site.line == 0 {
             return 0;
         }
-        let file = self.opt_string(site.file) as u32;
-        if let Some(id) = self.callsites.find(file, site.line) {
+        let file = site.file.map(|f| self.cut(f));
+        if let Some(id) = self.callsites.find(file, site.line, &self.out[..self.pos]) {
             return u64::from(id);
         }
+        let (file_id, offset) = match file {
+            Some(f) => self.string_at(f),
+            None => (0, 0),
+        };
         let id = self.callsites.count + 1;
         self.callsites.count = id;
         self.byte(control::CS_DEF);
         self.u(u64::from(id));
-        self.u(u64::from(file));
+        self.u(file_id);
         self.u(u64::from(site.line));
         if self.ok {
-            self.callsites.insert(file, site.line, id);
+            self.callsites.insert(file, site.line, id, offset);
         }
         u64::from(id)
     }

@@ -15,6 +15,33 @@
 //! empties both tables in O(1). A table stops taking entries at half its size: the
 //! strings after that are still defined, just not shared within that batch.
 
+/// Whether two byte strings are equal; short ones (nearly all names) compared with a
+/// few word loads rather than a call to `memcmp`.
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| -> u64 {
+        s.get(at..at + 8)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u64::from_ne_bytes)
+    };
+    let half = |s: &[u8], at: usize| -> u32 {
+        s.get(at..at + 4)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, u32::from_ne_bytes)
+    };
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
+    }
+}
+
 /// One slot of the table by address.
 #[derive(Clone, Copy, Default)]
 struct ByAddress {
@@ -107,9 +134,10 @@ impl Strings {
         }
     }
 
-    /// The id of `text` in this batch, whose bytes so far are `batch`.
+    /// The id of `text` in this batch, whose bytes so far are `batch`, and where the
+    /// batch holds its bytes.
     #[inline]
-    pub fn find(&mut self, text: &str, batch: &[u8]) -> Option<u32> {
+    pub fn find(&mut self, text: &str, batch: &[u8]) -> Option<(u32, u32)> {
         let bytes = text.as_bytes();
         let addr = bytes.as_ptr() as usize;
         let mut i = slot(address_hash(addr, bytes.len()), self.mask);
@@ -122,8 +150,11 @@ impl Strings {
             }
             if e.addr == addr && e.len as usize == bytes.len() {
                 let start = e.offset as usize;
-                if batch.get(start..start + bytes.len()) == Some(bytes) {
-                    return Some(e.id);
+                if batch
+                    .get(start..start + bytes.len())
+                    .is_some_and(|copy| same_bytes(copy, bytes))
+                {
+                    return Some((e.id, e.offset));
                 }
                 stale = Some(i);
                 break;
@@ -133,7 +164,7 @@ impl Strings {
         let (id, offset) = self.content_entry(bytes, batch)?;
         // Next time the address alone finds it.
         self.put_address(stale, addr, bytes.len(), id, offset);
-        Some(id)
+        Some((id, offset))
     }
 
     fn content_entry(&self, bytes: &[u8], batch: &[u8]) -> Option<(u32, u32)> {
@@ -146,7 +177,10 @@ impl Strings {
             }
             if e.hash == hash && e.len as usize == bytes.len() {
                 let start = e.offset as usize;
-                if batch.get(start..start + bytes.len()) == Some(bytes) {
+                if batch
+                    .get(start..start + bytes.len())
+                    .is_some_and(|copy| same_bytes(copy, bytes))
+                {
                     return Some((e.id, e.offset));
                 }
             }
@@ -222,11 +256,17 @@ impl Strings {
 struct Site {
     generation: u32,
     id: u32,
-    key: u64,
+    line: u32,
+    /// The file name's length, `u32::MAX` for none.
+    len: u32,
+    addr: usize,
+    /// Where the batch holds the file name's bytes.
+    offset: u32,
 }
 
-/// The callsite dictionary of the current batch, keyed by (file's string id, line):
-/// the file name is checked through [`Strings`], so the key is two integers.
+/// The callsite dictionary of the current batch, keyed by the file name's address and
+/// length and the line (one lookup per record), each hit confirmed by comparing the
+/// file name with the batch's copy, as for [`Strings`].
 pub(crate) struct Callsites {
     generation: u32,
     /// Callsites defined in the batch so far.
@@ -234,6 +274,19 @@ pub(crate) struct Callsites {
     table: Box<[Site]>,
     used: usize,
     mask: usize,
+}
+
+/// The key parts of a callsite's file name: address and length (`u32::MAX` for none).
+fn site_key(file: Option<&str>) -> (usize, u32) {
+    match file {
+        Some(f) => (f.as_ptr() as usize, u32::try_from(f.len()).unwrap_or(u32::MAX - 1)),
+        None => (0, u32::MAX),
+    }
+}
+
+fn site_hash(addr: usize, len: u32, line: u32) -> u64 {
+    ((addr as u64) ^ u64::from(len).rotate_left(32) ^ u64::from(line).rotate_left(17))
+        .wrapping_mul(MIX)
 }
 
 impl Callsites {
@@ -260,44 +313,99 @@ impl Callsites {
         }
     }
 
-    fn key(file: u32, line: u32) -> u64 {
-        u64::from(file) << 32 | u64::from(line)
-    }
-
-    /// The id of the callsite (`file` string id, 0 for none; `line`).
+    /// The id of the callsite (`file`, `line`) in this batch, whose bytes so far are
+    /// `batch`.
     #[inline]
-    pub fn find(&self, file: u32, line: u32) -> Option<u32> {
-        let key = Self::key(file, line);
-        let mut i = slot(key.wrapping_mul(MIX), self.mask);
+    pub fn find(&self, file: Option<&str>, line: u32, batch: &[u8]) -> Option<u32> {
+        let (addr, len) = site_key(file);
+        let mut i = slot(site_hash(addr, len, line), self.mask);
         loop {
             let e = self.table[i];
             if e.generation != self.generation {
                 return None;
             }
-            if e.key == key {
-                return Some(e.id);
+            if e.addr == addr && e.len == len && e.line == line {
+                let same = match file {
+                    None => true,
+                    Some(f) => {
+                        let start = e.offset as usize;
+                        batch
+                            .get(start..start + f.len())
+                            .is_some_and(|copy| same_bytes(copy, f.as_bytes()))
+                    }
+                };
+                if same {
+                    return Some(e.id);
+                }
             }
             i = (i + 1) & self.mask;
         }
     }
 
-    /// Records that the callsite was defined as `id`.
-    pub fn insert(&mut self, file: u32, line: u32, id: u32) {
+    /// Records that the callsite was defined as `id`, its file name's bytes at
+    /// `offset` of the batch.
+    pub fn insert(&mut self, file: Option<&str>, line: u32, id: u32, offset: u32) {
         if self.used * 2 >= self.table.len() {
             return;
         }
-        let key = Self::key(file, line);
-        let mut i = slot(key.wrapping_mul(MIX), self.mask);
+        let (addr, len) = site_key(file);
+        let mut i = slot(site_hash(addr, len, line), self.mask);
         while self.table[i].generation == self.generation {
             i = (i + 1) & self.mask;
         }
         self.table[i] = Site {
             generation: self.generation,
             id,
-            key,
+            line,
+            len,
+            addr,
+            offset,
         };
         self.used += 1;
     }
+}
+
+/// The length of the common prefix of `a` and `b`, eight bytes at a time.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = word_le(a, i) ^ word_le(b, i);
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The length of the common suffix of `a` and `b`, eight bytes at a time.
+#[inline]
+pub(crate) fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (la, lb) = (a.len(), b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = word_le(a, la - i - 8) ^ word_le(b, lb - i - 8);
+        if x != 0 {
+            return i + (x.leading_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[la - 1 - i] == b[lb - 1 - i] {
+        i += 1;
+    }
+    i
+}
+
+fn word_le(s: &[u8], at: usize) -> u64 {
+    s.get(at..at + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 #[cfg(test)]
@@ -314,15 +422,19 @@ mod tests {
         id
     }
 
+    fn id(found: Option<(u32, u32)>) -> Option<u32> {
+        found.map(|(id, _)| id)
+    }
+
     #[test]
     fn finds_by_address_and_by_content() {
         let mut s = Strings::new(64);
         let mut batch = b"header".to_vec();
         let a = define(&mut s, &mut batch, "index");
-        assert_eq!(s.find("index", &batch), Some(a));
+        assert_eq!(id(s.find("index", &batch)), Some(a));
         // The same text elsewhere in memory.
         let owned = String::from("index");
-        assert_eq!(s.find(&owned, &batch), Some(a));
+        assert_eq!(id(s.find(&owned, &batch)), Some(a));
         assert_eq!(s.find("other", &batch), None);
         s.reset();
         assert_eq!(s.find("index", &batch), None);
@@ -340,8 +452,8 @@ mod tests {
         assert_eq!(s.find(omega, &batch), None);
         let b = define(&mut s, &mut batch, omega);
         assert_ne!(a, b);
-        assert_eq!(s.find(omega, &batch), Some(b));
-        assert_eq!(s.find("alpha", &batch), Some(a));
+        assert_eq!(id(s.find(omega, &batch)), Some(b));
+        assert_eq!(id(s.find("alpha", &batch)), Some(a));
     }
 
     #[test]
@@ -355,23 +467,61 @@ mod tests {
             .collect();
         // The first eight fit (half of 16 slots) and are found; none is misfound.
         for (text, id) in texts.iter().zip(&ids) {
-            if let Some(found) = s.find(text, &batch) {
+            if let Some((found, _)) = s.find(text, &batch) {
                 assert_eq!(found, *id);
             }
         }
-        assert_eq!(s.find(&texts[0], &batch), Some(ids[0]));
+        assert_eq!(id(s.find(&texts[0], &batch)), Some(ids[0]));
+    }
+
+    #[test]
+    fn short_comparisons_match_slice_equality() {
+        let texts = ["", "a", "ab", "abc", "abcd", "abcdefg", "abcdefgh", "abcdefghijklmnop"];
+        for a in texts {
+            for b in texts {
+                assert_eq!(same_bytes(a.as_bytes(), b.as_bytes()), a == b);
+            }
+            // One byte changed anywhere.
+            for i in 0..a.len() {
+                let mut c = a.as_bytes().to_vec();
+                c[i] ^= 1;
+                assert!(!same_bytes(a.as_bytes(), &c), "{a} at {i}");
+            }
+        }
+        let long = "x".repeat(40);
+        assert!(same_bytes(long.as_bytes(), long.clone().as_bytes()));
     }
 
     #[test]
     fn callsites_by_file_and_line() {
         let mut c = Callsites::new(16);
-        assert_eq!(c.find(1, 10), None);
-        c.insert(1, 10, 1);
-        c.insert(0, 10, 2);
-        assert_eq!(c.find(1, 10), Some(1));
-        assert_eq!(c.find(0, 10), Some(2));
-        assert_eq!(c.find(1, 11), None);
+        let batch = b"..src/a.rs..".to_vec();
+        let file = "src/a.rs";
+        assert_eq!(c.find(Some(file), 10, &batch), None);
+        c.insert(Some(file), 10, 1, 2);
+        c.insert(None, 10, 2, 0);
+        assert_eq!(c.find(Some(file), 10, &batch), Some(1));
+        assert_eq!(c.find(Some(&String::from(file)), 10, &batch), None, "by address");
+        assert_eq!(c.find(None, 10, &batch), Some(2));
+        assert_eq!(c.find(Some(file), 11, &batch), None);
+        // The batch's copy differs: not a hit.
+        let other = b"..src/b.rs..".to_vec();
+        assert_eq!(c.find(Some(file), 10, &other), None);
         c.reset();
-        assert_eq!(c.find(1, 10), None);
+        assert_eq!(c.find(Some(file), 10, &batch), None);
+    }
+
+    #[test]
+    fn common_prefixes_and_suffixes() {
+        for (a, b, p, q) in [
+            ("", "", 0, 0),
+            ("read 122 entries", "read 123 entries", 7, 8),
+            ("abc", "abcdef", 3, 0),
+            ("a rather long message 1", "a rather long message 2", 22, 0),
+            ("x", "y", 0, 0),
+        ] {
+            assert_eq!(common_prefix(a.as_bytes(), b.as_bytes()), p, "{a} {b}");
+            assert_eq!(common_suffix(a.as_bytes(), b.as_bytes()), q, "{a} {b}");
+        }
     }
 }
