@@ -12,8 +12,10 @@
 //!
 //! Configurations: `registry+noop` (the Registry with a no-op layer); `floor-64k`, a
 //! preformatted line as long as our Event line written through a 64 KiB buffer into a
-//! file; `event/file`, our Event target into a file (one `write` per line); and the
-//! core layer with only the binary target (`binary/file`, `binary/null`). Then, without
+//! file; `event/file`, our Event target into a file (one `write` per line);
+//! `layer-only`, the core layer with a target that formats nothing (what the layer
+//! costs before any target writes); and the core layer with only the binary target
+//! (`binary/file`, `binary/null`). Then, without
 //! `tracing` at all, records handed straight to the writer (`records/binary`) and to
 //! the Event formatter plus a 64 KiB buffered write (`records/event-64k`).
 //!
@@ -152,7 +154,9 @@ enum Runner {
     Floor(Vec<u8>),
     /// Records handed to the binary writer, or formatted by the Event formatter and
     /// written through a 64 KiB buffer.
-    Records { binary: Option<BinaryWriter> },
+    Records {
+        binary: Option<BinaryWriter>,
+    },
 }
 
 struct Bench {
@@ -186,7 +190,12 @@ impl Bench {
         })
     }
 
-    fn on_this_thread(&self, workload: Workload, iters: u64, barrier: Option<&Barrier>) -> Duration {
+    fn on_this_thread(
+        &self,
+        workload: Workload,
+        iters: u64,
+        barrier: Option<&Barrier>,
+    ) -> Duration {
         let lines = iters * workload.lines() / workload.threads() as u64;
         match &self.runner {
             Runner::Traced(dispatch) => {
@@ -417,6 +426,19 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
             }),
         ),
     ];
+    list.push((
+        "layer-only".into(),
+        Box::new(move || {
+            let layer = Trace2Layer::builder()
+                .with_target(tracing_trace2_core::Target::new(
+                    "NOTHING",
+                    Nothing,
+                    MemorySink::new(),
+                ))
+                .build();
+            traced(Some(layer), None)
+        }),
+    ));
     for (name, path) in [
         ("binary/file", binary_file),
         ("binary/null", PathBuf::from("/dev/null")),
@@ -461,6 +483,13 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
     list
 }
 
+/// A format that writes nothing: the layer's own cost.
+struct Nothing;
+
+impl Format for Nothing {
+    fn format(&self, _record: &Record<'_>, _out: &mut Vec<u8>) {}
+}
+
 /// Our Event target (nesting 10, so that every region line is written) into `path`.
 fn event_layer(path: &Path) -> Trace2Layer {
     Trace2Layer::builder()
@@ -488,9 +517,7 @@ fn median(values: &[f64]) -> Option<f64> {
 }
 
 fn criterion_filter_matches(id: &str) -> bool {
-    let filter = std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with("--"));
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with("--"));
     filter.is_none_or(|f| f.split('|').any(|alt| id.contains(alt)))
 }
 
@@ -573,9 +600,11 @@ fn print_table(results: &Results) {
             .map_or("-".into(), |v| format!("{v:.1}"));
         println!("| {} | {name} | {ns} | {b} |", w.name());
     }
-    println!("\n## binary / (registry+noop + floor-64k), median of per-round ratios; Event B / binary B\n");
-    println!("| workload | binary/file | binary/null | size ratio |");
-    println!("|---|---:|---:|---:|");
+    println!(
+        "\n## binary / (registry+noop + floor-64k), median of per-round ratios; Event B / binary B\n"
+    );
+    println!("| workload | binary/file | binary/null | layer-only | size ratio |");
+    println!("|---|---:|---:|---:|---:|");
     for w in Workload::ALL {
         let ratio = |name: &str| -> String {
             let get = |n: &str| results.rounds.get(&(w, n.to_owned()));
@@ -600,10 +629,11 @@ fn print_table(results: &Results) {
             _ => "-".into(),
         };
         println!(
-            "| {} | {} | {} | {size} |",
+            "| {} | {} | {} | {} | {size} |",
             w.name(),
             ratio("binary/file"),
-            ratio("binary/null")
+            ratio("binary/null"),
+            ratio("layer-only")
         );
     }
 }

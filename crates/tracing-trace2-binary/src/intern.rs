@@ -23,23 +23,24 @@ pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    let word = |s: &[u8], at: usize| -> u64 {
-        s.get(at..at + 8)
-            .and_then(|w| w.try_into().ok())
-            .map_or(0, u64::from_ne_bytes)
-    };
-    let half = |s: &[u8], at: usize| -> u32 {
-        s.get(at..at + 4)
-            .and_then(|w| w.try_into().ok())
-            .map_or(0, u32::from_ne_bytes)
-    };
-    match n {
-        0 => true,
-        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
-        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
-        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
-        _ => a == b,
+    if n >= 8 {
+        if n > 16 {
+            return a == b;
+        }
+        // Two overlapping words cover 8 to 16 bytes.
+        return match (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+            (Some(a0), Some(b0)) => a0 == b0 && a.last_chunk::<8>() == b.last_chunk::<8>(),
+            _ => false,
+        };
     }
+    if n >= 4 {
+        return match (a.first_chunk::<4>(), b.first_chunk::<4>()) {
+            (Some(a0), Some(b0)) => a0 == b0 && a.last_chunk::<4>() == b.last_chunk::<4>(),
+            _ => false,
+        };
+    }
+    // 0 to 3 bytes: first, middle and last cover them all.
+    n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
 }
 
 /// One slot of the table by address.
@@ -279,7 +280,10 @@ pub(crate) struct Callsites {
 /// The key parts of a callsite's file name: address and length (`u32::MAX` for none).
 fn site_key(file: Option<&str>) -> (usize, u32) {
     match file {
-        Some(f) => (f.as_ptr() as usize, u32::try_from(f.len()).unwrap_or(u32::MAX - 1)),
+        Some(f) => (
+            f.as_ptr() as usize,
+            u32::try_from(f.len()).unwrap_or(u32::MAX - 1),
+        ),
         None => (0, u32::MAX),
     }
 }
@@ -476,7 +480,16 @@ mod tests {
 
     #[test]
     fn short_comparisons_match_slice_equality() {
-        let texts = ["", "a", "ab", "abc", "abcd", "abcdefg", "abcdefgh", "abcdefghijklmnop"];
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghijklmnop",
+        ];
         for a in texts {
             for b in texts {
                 assert_eq!(same_bytes(a.as_bytes(), b.as_bytes()), a == b);
@@ -501,7 +514,11 @@ mod tests {
         c.insert(Some(file), 10, 1, 2);
         c.insert(None, 10, 2, 0);
         assert_eq!(c.find(Some(file), 10, &batch), Some(1));
-        assert_eq!(c.find(Some(&String::from(file)), 10, &batch), None, "by address");
+        assert_eq!(
+            c.find(Some(&String::from(file)), 10, &batch),
+            None,
+            "by address"
+        );
         assert_eq!(c.find(None, 10, &batch), Some(2));
         assert_eq!(c.find(Some(file), 11, &batch), None);
         // The batch's copy differs: not a hit.

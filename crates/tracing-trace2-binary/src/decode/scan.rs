@@ -139,9 +139,10 @@ impl<R: Read> FrameScanner<R> {
                 self.end -= self.start;
                 self.start = 0;
             }
-            let want = (needed - (self.end - self.start)).max(CHUNK);
-            if self.buf.len() < self.end + want {
-                self.buf.resize(self.end + want, 0);
+            // A chunk at a time: a length read from damaged bytes may claim megabytes
+            // that the input does not have, and must not cost their allocation.
+            if self.buf.len() < self.end + CHUNK {
+                self.buf.resize(self.end + CHUNK, 0);
             }
             match self.input.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
