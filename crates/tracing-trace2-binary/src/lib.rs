@@ -49,7 +49,7 @@
 //!
 //! # Reading
 //!
-//! [`decode`] scans frames (checking each one's CRC and finding the next after
+//! [`decode()`] scans frames (checking each one's CRC and finding the next after
 //! damage), puts each thread's batches back in order, merges the threads in time order
 //! and hands every event to a callback as a `Record`; [`decode_to_text`] and
 //! [`decode_to_event_json`] pass them to the formatters. Damaged input (cut short, bits

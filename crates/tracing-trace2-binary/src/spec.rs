@@ -290,7 +290,7 @@ fn written_at_zero(kind: u8) -> bool {
 /// `state` is the thread's open-region count as the batch tracks it (it starts at the
 /// batch header's `depth_at_start - 1`); `nesting` is the event's `nesting` argument,
 /// for the kinds that have one. Region and data records are written with
-/// `open_regions = nesting - 1` by the core; the kinds of [`written_at_zero`] with 0;
+/// `open_regions = nesting - 1` by the core; `atexit`, totals, `thread_start` and `thread_exit` with 0;
 /// the others with the thread's current count.
 pub fn predicted_open(kind: u8, nesting: u32, state: u32) -> u32 {
     use kind::*;

@@ -7,6 +7,7 @@
 //! before that point are kept; nothing after it is guessed at.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use crate::header::{BatchHeader, DeclaredKind};
 use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
@@ -29,15 +30,27 @@ struct KindEntry {
 }
 
 impl KindTable {
+    /// The table of format 1.0, made once.
+    fn baseline() -> &'static Arc<KindTable> {
+        static BASELINE: OnceLock<Arc<KindTable>> = OnceLock::new();
+        BASELINE.get_or_init(|| {
+            let mut kinds: Vec<Option<KindEntry>> = vec![None; usize::from(control::FIRST)];
+            for spec in &spec::EVENT_KINDS {
+                kinds[usize::from(spec.id)] = Some(KindEntry {
+                    args: parse_signature(spec.signature).unwrap_or_default(),
+                    known: true,
+                });
+            }
+            Arc::new(KindTable { kinds })
+        })
+    }
+
     /// The table of a stream that declared `declared`.
-    pub fn new(declared: &[DeclaredKind]) -> Result<KindTable, String> {
-        let mut kinds: Vec<Option<KindEntry>> = vec![None; usize::from(control::FIRST)];
-        for spec in &spec::EVENT_KINDS {
-            kinds[usize::from(spec.id)] = Some(KindEntry {
-                args: parse_signature(spec.signature).unwrap_or_default(),
-                known: true,
-            });
+    pub fn new(declared: &[DeclaredKind]) -> Result<Arc<KindTable>, String> {
+        if declared.is_empty() {
+            return Ok(Arc::clone(Self::baseline()));
         }
+        let mut kinds = Self::baseline().kinds.clone();
         for d in declared {
             let Some(slot) = kinds.get_mut(usize::from(d.id)) else {
                 return Err(format!("declared kind {:#x} is not an event kind", d.id));
@@ -49,7 +62,7 @@ impl KindTable {
                 .is_some_and(|b| d.signature.starts_with(b.signature) && d.name == b.name);
             *slot = Some(KindEntry { args, known });
         }
-        Ok(KindTable { kinds })
+        Ok(Arc::new(KindTable { kinds }))
     }
 
     fn get(&self, kind: u8) -> Option<&KindEntry> {

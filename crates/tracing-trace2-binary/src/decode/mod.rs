@@ -183,7 +183,7 @@ struct Key {
 struct StreamState {
     id: u64,
     info: Option<StreamInfo>,
-    kinds: Option<KindTable>,
+    kinds: Option<std::sync::Arc<KindTable>>,
     /// Why the stream cannot be decoded, when it cannot.
     unsupported: Option<String>,
     clock: Vec<ClockChange>,

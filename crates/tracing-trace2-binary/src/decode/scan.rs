@@ -15,6 +15,8 @@ use crate::frame::{self, Check};
 
 /// Bytes asked of the input per read.
 const CHUNK: usize = 64 << 10;
+/// The first read's size; reads grow to [`CHUNK`] as the buffer does.
+const FIRST_CHUNK: usize = 4 << 10;
 
 /// One intact frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,10 +141,12 @@ impl<R: Read> FrameScanner<R> {
                 self.end -= self.start;
                 self.start = 0;
             }
-            // A chunk at a time: a length read from damaged bytes may claim megabytes
-            // that the input does not have, and must not cost their allocation.
-            if self.buf.len() < self.end + CHUNK {
-                self.buf.resize(self.end + CHUNK, 0);
+            // A chunk at a time (the first ones smaller, for small inputs): a length
+            // read from damaged bytes may claim megabytes that the input does not
+            // have, and must not cost their allocation.
+            let chunk = self.buf.len().clamp(FIRST_CHUNK, CHUNK);
+            if self.buf.len() < self.end + chunk {
+                self.buf.resize(self.end + chunk, 0);
             }
             match self.input.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
