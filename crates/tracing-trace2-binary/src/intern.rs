@@ -11,9 +11,14 @@
 //!   copy the batch already holds (a short `memcmp`);
 //! * by content, with a fast word-wise hash, for equal text at another address.
 //!
+//! A hit on text in a read-only segment of the program (string literals, `tracing`'s
+//! metadata) needs no comparison: that text cannot change (`statics`).
+//!
 //! Entries carry the number of the batch they were made in, so starting a new batch
 //! empties both tables in O(1). A table stops taking entries at half its size: the
 //! strings after that are still defined, just not shared within that batch.
+
+use crate::statics;
 
 /// Whether two byte strings are equal; short ones (nearly all names) compared with a
 /// few word loads rather than a call to `memcmp`.
@@ -51,6 +56,8 @@ struct ByAddress {
     len: u32,
     offset: u32,
     addr: usize,
+    /// The text is in a read-only segment of the program: a hit needs no check.
+    fixed: bool,
 }
 
 /// One slot of the table by content.
@@ -150,6 +157,9 @@ impl Strings {
                 break;
             }
             if e.addr == addr && e.len as usize == bytes.len() {
+                if e.fixed {
+                    return Some((e.id, e.offset));
+                }
                 let start = e.offset as usize;
                 if batch
                     .get(start..start + bytes.len())
@@ -235,6 +245,7 @@ impl Strings {
             len: len as u32,
             offset,
             addr,
+            fixed: statics::is_immutable(addr, len),
         };
         if let Some(i) = stale {
             self.by_address[i] = entry;
@@ -263,6 +274,8 @@ struct Site {
     addr: usize,
     /// Where the batch holds the file name's bytes.
     offset: u32,
+    /// The file name is in a read-only segment of the program: a hit needs no check.
+    fixed: bool,
 }
 
 /// The callsite dictionary of the current batch, keyed by the file name's address and
@@ -331,6 +344,7 @@ impl Callsites {
             if e.addr == addr && e.len == len && e.line == line {
                 let same = match file {
                     None => true,
+                    Some(_) if e.fixed => true,
                     Some(f) => {
                         let start = e.offset as usize;
                         batch
@@ -364,6 +378,7 @@ impl Callsites {
             len,
             addr,
             offset,
+            fixed: file.is_some_and(|f| statics::is_immutable(addr, f.len())),
         };
         self.used += 1;
     }
@@ -509,21 +524,25 @@ mod tests {
     fn callsites_by_file_and_line() {
         let mut c = Callsites::new(16);
         let batch = b"..src/a.rs..".to_vec();
-        let file = "src/a.rs";
+        // On the heap, so every hit is checked against the batch's copy.
+        let heap = String::from("src/a.rs");
+        let file = heap.as_str();
         assert_eq!(c.find(Some(file), 10, &batch), None);
         c.insert(Some(file), 10, 1, 2);
         c.insert(None, 10, 2, 0);
         assert_eq!(c.find(Some(file), 10, &batch), Some(1));
-        assert_eq!(
-            c.find(Some(&String::from(file)), 10, &batch),
-            None,
-            "by address"
-        );
+        assert_eq!(c.find(Some("src/a.rs"), 10, &batch), None, "by address");
         assert_eq!(c.find(None, 10, &batch), Some(2));
         assert_eq!(c.find(Some(file), 11, &batch), None);
         // The batch's copy differs: not a hit.
         let other = b"..src/b.rs..".to_vec();
         assert_eq!(c.find(Some(file), 10, &other), None);
+        // A literal cannot change: its hit is taken as it is.
+        #[cfg(target_os = "linux")]
+        {
+            c.insert(Some("src/lit.rs"), 3, 3, 0);
+            assert_eq!(c.find(Some("src/lit.rs"), 3, &other), Some(3));
+        }
         c.reset();
         assert_eq!(c.find(Some(file), 10, &batch), None);
     }
