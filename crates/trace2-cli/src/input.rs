@@ -2,13 +2,16 @@
 //! line at a time with bounded memory, and what was skipped in each.
 //!
 //! Every input is opened as a [`TraceSource`]. Event JSON is parsed here line by line; a binary
-//! `.t2b` trace (it starts with `89 54 32 01`) is recognised and, until the binary decoder is part
-//! of this tool, reported as skipped. The decoder will plug in at [`TraceSource::Binary`]: it turns a
-//! binary file into Event lines, which then take the same path as a text file.
+//! `.t2b` trace (it starts with `89 54 32 01`) is decoded by `tracing-trace2-binary` into the Event
+//! lines its process's Event target would have written (no brief mode, no nesting limit), which then
+//! take the same path as a text file.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use tracing_trace2_binary::DecodeOptions;
+use tracing_trace2_event::EventFormat;
+use tracing_trace2_record::Format;
 
 use crate::event::{LineError, TraceEvent};
 use crate::progress::Progress;
@@ -45,7 +48,7 @@ impl InputSpec {
 pub enum TraceSource {
     /// Event-format JSON lines (git's `GIT_TRACE2_EVENT` output, ours, or a concatenation).
     EventJson(Box<dyn BufRead>),
-    /// A binary `t2b` trace. Decoding it needs the binary decoder, which is not in this build.
+    /// A binary `t2b` trace: decoded to Event records, which then take a text file's path.
     Binary(Box<dyn BufRead>),
 }
 
@@ -150,15 +153,58 @@ pub fn for_each_event(
                 let file = read_event_lines(reader, progress, &mut on_event);
                 report.file(&name, file);
             }
-            TraceSource::Binary(_) => {
+            TraceSource::Binary(reader) => {
+                let (file, damage) = read_binary(reader, &mut on_event);
                 progress.advance(spec.size.unwrap_or(0));
-                report.problem(
-                    &name,
-                    "binary trace input needs the decoder, which this build of trace2 lacks; skipped",
-                );
+                match damage {
+                    // One line per file: what the decoder skipped, and what was still used.
+                    Some(why) => {
+                        report.problem(&name, &format!("{why}; {} events used", file.events))
+                    }
+                    None => report.file(&name, file),
+                }
             }
         }
     }
+}
+
+/// Decodes one binary (`t2b`) input into Event lines (no brief mode, no nesting limit) and
+/// parses them like a text file's. The second value says what the decoder skipped, when it
+/// skipped anything.
+fn read_binary(
+    reader: Box<dyn BufRead>,
+    on_event: &mut impl FnMut(&TraceEvent<'_>),
+) -> (FileReport, Option<String>) {
+    let format = EventFormat::new()
+        .with_brief(false)
+        .with_max_nesting(u32::MAX);
+    let mut file = FileReport::default();
+    let mut line = Vec::new();
+    let decoded = tracing_trace2_binary::decode(reader, &DecodeOptions::default(), |_, record| {
+        line.clear();
+        format.format(record, &mut line);
+        if line.is_empty() {
+            return;
+        }
+        file.lines += 1;
+        let text = String::from_utf8_lossy(&line);
+        match TraceEvent::parse(text.trim_end_matches('\n')) {
+            Ok(event) => {
+                file.events += 1;
+                on_event(&event);
+            }
+            Err(error) => file.skip(file.lines, SkipReason::Line(error)),
+        }
+    });
+    let damage = match decoded {
+        Ok(report) if report.is_complete() => None,
+        Ok(report) => Some(format!(
+            "binary trace damaged: {}",
+            report.to_string().trim().replace('\n', "; ")
+        )),
+        Err(e) => Some(format!("binary trace unreadable: {e}")),
+    };
+    (file, damage)
 }
 
 /// Parses the Event lines of one input.

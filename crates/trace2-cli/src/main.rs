@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-/// Reads Git Trace2 traces (Event JSON: GIT_TRACE2_EVENT files or directories).
+/// Reads Git Trace2 traces (Event JSON: GIT_TRACE2_EVENT files or directories; binary
+/// TRACING_TRACE2_BINARY files).
 ///
 /// Exit status: 0 when every input was read whole, 1 when an input was damaged, foreign or
 /// unreadable (what was intact is still used) or the output could not be written, 2 for usage
@@ -19,6 +20,21 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Binary (t2b) traces to text, byte for byte what the process's text targets write.
+    Decode {
+        /// Text format.
+        #[arg(long, value_enum)]
+        format: TextKind,
+        /// Brief mode (default: the writer's setting for that format).
+        #[arg(long)]
+        brief: bool,
+        /// Event nesting limit (default: the writer's `GIT_TRACE2_EVENT_NESTING`).
+        #[arg(long, value_name = "N")]
+        nesting: Option<u32>,
+        /// Binary trace files; `-` reads standard input.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
     /// Per process: command, exit code, elapsed time, top regions, children, timers, counters.
     Summary {
         /// Print the summary as JSON (all regions, times in µs).
@@ -46,6 +62,16 @@ enum Command {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum TextKind {
+    /// `GIT_TRACE2`'s terse lines.
+    Normal,
+    /// `GIT_TRACE2_PERF`'s columns.
+    Perf,
+    /// `GIT_TRACE2_EVENT`'s JSON lines.
+    Event,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum Format {
     /// Chrome trace event JSON.
     Chrome,
@@ -53,6 +79,26 @@ enum Format {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Decode {
+            format,
+            brief,
+            nesting,
+            files,
+        } => {
+            let format = match format {
+                TextKind::Normal => tracing_trace2_binary::TextFormat::Normal,
+                TextKind::Perf => tracing_trace2_binary::TextFormat::Perf,
+                TextKind::Event => tracing_trace2_binary::TextFormat::Event,
+            };
+            let mut options = tracing_trace2_binary::TextOptions::new(format);
+            if brief {
+                options = options.with_brief(true);
+            }
+            if let Some(nesting) = nesting {
+                options = options.with_event_nesting(nesting);
+            }
+            trace2_cli::run::decode(&files, &options)
+        }
         Command::Summary { json, top, files } => trace2_cli::run::summary(&files, json, top),
         Command::Export {
             format: Format::Chrome,

@@ -16,6 +16,74 @@ pub const EXIT_DAMAGED: u8 = 1;
 /// Exit code when the output could not be written.
 pub const EXIT_FAILED: u8 = 1;
 
+/// `trace2 decode`: each binary input to text on standard output, in the order given. A damaged
+/// or foreign input gets one line on stderr naming it and what was skipped; what was intact is
+/// still written.
+pub fn decode(paths: &[PathBuf], options: &tracing_trace2_binary::TextOptions) -> ExitCode {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
+    let mut damaged = false;
+    for path in paths {
+        let name = path.display().to_string();
+        let input: Box<dyn io::Read> = if path.as_os_str() == "-" {
+            Box::new(io::stdin().lock())
+        } else {
+            match File::open(path) {
+                Ok(file) => Box::new(file),
+                Err(e) => {
+                    eprintln!("trace2: {name}: {e}");
+                    damaged = true;
+                    continue;
+                }
+            }
+        };
+        let mut input = io::BufReader::with_capacity(256 << 10, input);
+        let head = io::BufRead::fill_buf(&mut input).map(|h| h.to_vec());
+        match head {
+            Ok(head) if !head.starts_with(&input::BINARY_MAGIC) => {
+                let what = if head.is_empty() {
+                    "empty"
+                } else {
+                    "not a binary trace"
+                };
+                eprintln!("trace2: {name}: {what}; skipped");
+                damaged = true;
+                continue;
+            }
+            Err(e) => {
+                eprintln!("trace2: {name}: {e}");
+                damaged = true;
+                continue;
+            }
+            Ok(_) => {}
+        }
+        match tracing_trace2_binary::decode_to_text(input, &mut out, options) {
+            Ok(report) if report.is_complete() => {}
+            Ok(report) => {
+                eprintln!(
+                    "trace2: {name}: damaged, intact events written: {}",
+                    report.to_string().trim().replace('\n', "; ")
+                );
+                damaged = true;
+            }
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("trace2: {name}: {e}");
+                return ExitCode::from(EXIT_FAILED);
+            }
+        }
+    }
+    if let Err(e) = out.flush() {
+        eprintln!("trace2: standard output: {e}");
+        return ExitCode::from(EXIT_FAILED);
+    }
+    if damaged {
+        ExitCode::from(EXIT_DAMAGED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// `trace2 summary`.
 pub fn summary(paths: &[PathBuf], as_json: bool, top: usize) -> ExitCode {
     let mut report = Report::default();

@@ -30,7 +30,7 @@ fn help_names_the_subcommands_and_exit_codes() {
     let out = run_trace2(&["--help"]);
     assert!(out.status.success());
     let help = stdout(&out);
-    for word in ["summary", "export", "Exit status"] {
+    for word in ["decode", "summary", "export", "Exit status"] {
         assert!(help.contains(word), "{help}");
     }
     let out = run_trace2(&["export", "--help"]);
@@ -49,8 +49,8 @@ fn usage_errors_exit_2() {
         &["frobnicate", "x"],
         &["export", "--format", "svg", "-o", "/tmp/x", "y"],
         &["export", "--format", "chrome", "y"],
-        // There is no decode subcommand yet.
-        &["decode", "--format", "normal", "x.t2b"],
+        // `decode` needs a format.
+        &["decode", "x.t2b"],
     ] {
         let out = run_trace2(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -162,7 +162,7 @@ fn empty_binary_missing_and_random_inputs_are_named_and_skipped() {
             "{err}"
         );
         assert!(
-            line_about(&binary).contains("binary trace input needs the decoder"),
+            line_about(&binary).contains("binary trace damaged"),
             "{err}"
         );
         assert!(line_about(&random).contains("not JSON"), "{err}");

@@ -10,6 +10,8 @@ use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
 
+use tracing_trace2_binary::{BinaryWriter, TextDefaults};
+
 use crate::config::Settings;
 use crate::params;
 use crate::targets;
@@ -29,13 +31,16 @@ pub struct Trace2 {
     settings: Settings,
     exe_version: String,
     background: Option<BackgroundOptions>,
+    binary: Option<String>,
 }
 
 impl Trace2 {
     /// Settings from the `GIT_TRACE2*` environment and the `trace2.*` keys of the
     /// system and global git config, as git reads them.
     pub fn from_env() -> Trace2 {
-        Trace2::with_settings(Settings::from_env())
+        let mut trace2 = Trace2::with_settings(Settings::from_env());
+        trace2.binary = std::env::var(tracing_trace2_binary::ENV_NAME).ok();
+        trace2
     }
 
     /// Explicit settings.
@@ -44,6 +49,7 @@ impl Trace2 {
             settings,
             exe_version: "0.0.0".to_owned(),
             background: None,
+            binary: None,
         }
     }
 
@@ -61,6 +67,17 @@ impl Trace2 {
     /// are covered). Off unless this is called; no environment variable turns it on.
     pub fn with_background_writer(mut self, options: BackgroundOptions) -> Trace2 {
         self.background = Some(options);
+        self
+    }
+
+    /// Also records every event into the binary target (t2b) at `value`: an absolute
+    /// file (appended), a directory (one `<sid>.t2b` file per process) or an fd number;
+    /// `0`, `false` or empty turn it off. [`Trace2::from_env`] takes it from
+    /// `TRACING_TRACE2_BINARY`. It works alone or beside the text targets, and sees the
+    /// same records; `trace2 decode` (or `tracing_trace2_binary::decode_to_text`) turns
+    /// it back into the Normal, Perf and Event text those targets write.
+    pub fn with_binary_target(mut self, value: impl Into<String>) -> Trace2 {
+        self.binary = Some(value.into());
         self
     }
 
@@ -123,7 +140,12 @@ impl Trace2 {
 
     fn build(&self, guard: &mut BackgroundGuard) -> Option<Trace2Layer> {
         let s = &self.settings;
-        if s.normal_target.is_none() && s.perf_target.is_none() && s.event_target.is_none() {
+        let binary = self.binary.as_deref().filter(|v| !v.is_empty());
+        if s.normal_target.is_none()
+            && s.perf_target.is_none()
+            && s.event_target.is_none()
+            && binary.is_none()
+        {
             return None;
         }
         for warning in &s.warnings {
@@ -175,6 +197,28 @@ impl Trace2 {
             let target = targets::event(format, sink).with_too_many_files(sentinel);
             builder = builder.with_target(self.target(target));
             any = true;
+        }
+        if let Some(value) = binary {
+            let dest = tracing_trace2_binary::DestSettings {
+                dst_debug: s.dst_debug,
+                max_files: s.max_files,
+                sid: session.sid().to_owned(),
+            };
+            if let Some(opened) = tracing_trace2_binary::dest::open(value, &dest) {
+                // Decoded with no options, the stream reads as this process's text
+                // targets would write it.
+                let writer = BinaryWriter::builder()
+                    .with_text_defaults(TextDefaults {
+                        normal_brief: s.normal_brief,
+                        perf_brief: s.perf_brief,
+                        event_brief: s.event_brief,
+                        event_nesting: s.event_nesting,
+                    })
+                    .with_dst_debug(s.dst_debug)
+                    .build(opened.sink);
+                builder = builder.with_target(writer.target(opened.too_many_files));
+                any = true;
+            }
         }
         if !any {
             return None;

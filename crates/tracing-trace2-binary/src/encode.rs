@@ -1,0 +1,887 @@
+//! The per-thread batch: records encoded into one frame buffer until it is full.
+//!
+//! A [`BatchEncoder`] belongs to one writing thread (the writer hands it over between
+//! the thread and exit-time flushers, see `slots`). Encoding a record allocates nothing:
+//! the frame buffer is allocated once at the batch size, and the dictionaries are fixed
+//! tables (`intern`). A record is encoded optimistically into the room left; if it does
+//! not fit, nothing of it is kept, and the caller's [`BatchEncoder::encode`] writes the
+//! batch out and tries again in an empty one. A record too big for an empty batch goes
+//! alone into a jumbo frame (up to [`frame::MAX_PAYLOAD`]); one too big for that has its
+//! texts cut to fit and is flagged with a `CUT` record.
+//!
+//! The batch carries what makes it decodable on its own: its thread's name and open
+//! regions at its start, its own string and callsite definitions, and absolute ticks
+//! in its header. See [`crate::spec`] for the records and [`crate::header`] for the
+//! batch header.
+
+use crate::frame;
+use crate::intern::{Callsites, Strings, common_prefix, common_suffix, same_bytes};
+use crate::record::text::copy_short;
+use crate::record::{Event, Record};
+use crate::spec::{self, Origins, control, kind};
+use crate::varint;
+
+/// Bytes a batch may hold when no size is configured: 64 KiB, frame overhead included.
+pub const DEFAULT_BATCH_SIZE: usize = 64 << 10;
+/// The smallest configurable batch: a pipe's atomic write size.
+pub const MIN_BATCH_SIZE: usize = 4 << 10;
+/// The largest configurable batch.
+pub const MAX_BATCH_SIZE: usize = 1 << 20;
+/// The largest frame of all, for one record that does not fit a batch.
+const MAX_FRAME: usize = frame::MAX_PAYLOAD + frame::OVERHEAD;
+/// What a record's texts may take in all when they must be cut: the jumbo frame less
+/// room for the fixed fields.
+const CUT_BUDGET: usize = frame::MAX_PAYLOAD - (64 << 10);
+/// What one text costs on top of its bytes in the cut budget (a definition's head, id
+/// and length, a reference).
+const TEXT_OVERHEAD: usize = 24;
+
+/// One thread's batch being filled.
+pub(crate) struct BatchEncoder {
+    /// The frame: header (written with the first record), payload, room for the CRC.
+    buf: Box<[u8]>,
+    /// Bytes of `buf` in use; 0 while the batch is empty.
+    len: usize,
+    /// The configured frame size, which `buf` returns to after a jumbo frame.
+    batch_size: usize,
+    /// Wall time at tick 0 of the stream, µs.
+    anchor_wall_us: i64,
+    /// The stream the batch belongs to.
+    pub stream_id: u64,
+    /// The writer's stream generation that `stream_id` belongs to.
+    pub epoch: u64,
+    /// The thread's number in the stream.
+    pub thread_index: u64,
+    /// The number of the batch being filled (the next one written).
+    pub seq: u64,
+    /// Open regions after the last record, as the decoder tracks them.
+    open_state: u32,
+    /// The thread's name as the batch (or the previous one) last stated it.
+    thread_name: String,
+    /// Ticks of the batch's first and last records.
+    first_ticks: u64,
+    last_ticks: u64,
+    /// Wall-clock correction in force in the batch (see `control::WALL`).
+    wall_offset: i64,
+    strings: Strings,
+    callsites: Callsites,
+    /// Where the batch predicts `t_rel` values to count from.
+    origins: Origins,
+    /// The last `d` text of the batch (see `spec::DELTA_MAX`).
+    prev_delta: Vec<u8>,
+    /// Records dropped because not even a cut version fitted a frame (never expected).
+    pub dropped: u64,
+}
+
+/// The result of encoding one record.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Encoded {
+    /// The record is in the batch.
+    Added,
+    /// The record could not be encoded at all (counted in `dropped`).
+    Dropped,
+}
+
+impl BatchEncoder {
+    /// An encoder for batches of `batch_size` bytes (clamped to the allowed range), for
+    /// a stream whose tick 0 is at `anchor_wall_us`.
+    pub fn new(batch_size: usize, anchor_wall_us: i64) -> BatchEncoder {
+        let batch_size = batch_size.clamp(MIN_BATCH_SIZE, MAX_BATCH_SIZE);
+        // About one dictionary slot per 64 bytes of batch: half of them usable.
+        let slots = (batch_size / 64).max(64);
+        BatchEncoder {
+            buf: vec![0; batch_size].into_boxed_slice(),
+            len: 0,
+            batch_size,
+            anchor_wall_us,
+            stream_id: 0,
+            epoch: 0,
+            thread_index: 0,
+            seq: 0,
+            open_state: 0,
+            thread_name: String::with_capacity(32),
+            first_ticks: 0,
+            last_ticks: 0,
+            wall_offset: 0,
+            strings: Strings::new(slots),
+            callsites: Callsites::new(slots / 4),
+            origins: Origins::default(),
+            prev_delta: Vec::with_capacity(spec::DELTA_MAX),
+            dropped: 0,
+        }
+    }
+
+    /// Whether the batch holds no record.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Ticks from the batch's first record to `ticks` (0 for an empty batch).
+    #[inline]
+    pub fn age(&self, ticks: u64) -> u64 {
+        if self.is_empty() {
+            0
+        } else {
+            ticks.saturating_sub(self.first_ticks)
+        }
+    }
+
+    /// Starts over as another thread of another stream: the batch must be empty.
+    pub fn rebind(&mut self, stream_id: u64, epoch: u64, thread_index: u64) {
+        debug_assert!(self.is_empty());
+        self.stream_id = stream_id;
+        self.epoch = epoch;
+        self.thread_index = thread_index;
+        self.seq = 0;
+    }
+
+    /// Forgets the thread's carried state (a slot taken over by a new thread).
+    pub fn forget_thread(&mut self) {
+        self.open_state = 0;
+        self.thread_name.clear();
+    }
+
+    /// Throws the batch's records away (a forked child's copy of its parent's batch).
+    pub fn discard(&mut self) {
+        self.len = 0;
+        self.start_batch();
+    }
+
+    /// Encodes `record`, handing every frame that must be written first (the full
+    /// batch, a jumbo frame) to `write`.
+    pub fn encode(&mut self, record: &Record<'_>, mut write: impl FnMut(&[u8])) -> Encoded {
+        if self.try_encode(record, false) {
+            return Encoded::Added;
+        }
+        if !self.is_empty() {
+            write(self.seal());
+            self.next_batch();
+            if self.try_encode(record, false) {
+                return Encoded::Added;
+            }
+        }
+        // Too big for an empty batch: alone in a larger frame, cut if it must be.
+        let mut size = self.buf.len();
+        let added = loop {
+            size = size.saturating_mul(2).min(MAX_FRAME);
+            self.resize(size);
+            if self.try_encode(record, false) {
+                break true;
+            }
+            if size == MAX_FRAME {
+                break self.try_encode(record, true);
+            }
+        };
+        if added {
+            write(self.seal());
+            self.next_batch();
+        }
+        self.resize(self.batch_size);
+        if added {
+            Encoded::Added
+        } else {
+            self.dropped += 1;
+            Encoded::Dropped
+        }
+    }
+
+    /// Completes the batch's frame and returns its bytes; [`Self::next_batch`] must
+    /// follow once they are written. The batch must not be empty.
+    pub fn seal(&mut self) -> &[u8] {
+        debug_assert!(!self.is_empty());
+        let total = frame::seal_in_place(&mut self.buf, self.len - frame::HEADER_LEN);
+        &self.buf[..total]
+    }
+
+    /// Moves on to the next batch after the sealed one was written.
+    pub fn next_batch(&mut self) {
+        self.len = 0;
+        self.seq += 1;
+        self.start_batch();
+    }
+
+    fn start_batch(&mut self) {
+        self.wall_offset = 0;
+        self.strings.reset();
+        self.callsites.reset();
+        self.origins.reset();
+        self.prev_delta.clear();
+    }
+
+    fn resize(&mut self, size: usize) {
+        if self.buf.len() != size {
+            debug_assert!(self.is_empty());
+            self.buf = vec![0; size].into_boxed_slice();
+            self.start_batch();
+        }
+    }
+
+    /// Encodes `record` into the room left. On failure nothing is kept of it (and the
+    /// dictionaries are emptied: the caller starts a new batch).
+    fn try_encode(&mut self, record: &Record<'_>, cut: bool) -> bool {
+        let limit = self.buf.len() - frame::TRAILER_LEN;
+        let first = self.is_empty();
+        let ticks = record.time.t_abs_us;
+        let wall_offset = record
+            .time
+            .wall_us
+            .wrapping_sub(self.anchor_wall_us)
+            .wrapping_sub(ticks as i64);
+        let event_kind = spec::kind_of(&record.event);
+        let nesting = record.event.nesting().unwrap_or(0);
+        let predicted = spec::predicted_open(event_kind, nesting, self.open_state);
+        let same_thread = same_bytes(record.thread.as_bytes(), self.thread_name.as_bytes());
+        let mut e = Enc {
+            out: &mut self.buf[..limit],
+            pos: self.len,
+            ok: true,
+            strings: &mut self.strings,
+            callsites: &mut self.callsites,
+            origins: &mut self.origins,
+            prev_delta: &mut self.prev_delta,
+            budget: if cut { CUT_BUDGET } else { usize::MAX },
+        };
+        let dt;
+        if first {
+            e.put(&frame::MARKER);
+            e.byte(frame::kind::BATCH);
+            e.put(&[0; 4]);
+            e.put(&self.stream_id.to_le_bytes());
+            e.u(self.thread_index);
+            e.u(self.seq);
+            e.u(ticks);
+            e.u(u64::from(self.open_state) + 1);
+            let name = e.cut(record.thread);
+            e.bytes(name.as_bytes());
+            dt = 0;
+        } else {
+            if ticks >= self.last_ticks {
+                dt = ticks - self.last_ticks;
+            } else {
+                // Time went back (records handed over out of order): restate it.
+                e.byte(control::TICKS);
+                e.u(ticks);
+                dt = 0;
+            }
+            if !same_thread {
+                e.byte(control::THREAD);
+                let name = e.cut(record.thread);
+                e.bytes(name.as_bytes());
+            }
+        }
+        if wall_offset != if first { 0 } else { self.wall_offset } {
+            e.byte(control::WALL);
+            e.i(wall_offset);
+        }
+        if record.open_regions != predicted {
+            e.byte(control::OPEN);
+            e.u(u64::from(record.open_regions));
+        }
+        if cut {
+            e.byte(control::CUT);
+        }
+        let callsite = e.callsite(record);
+        e.event(record, event_kind, dt, callsite, ticks);
+        if !e.ok {
+            self.start_batch();
+            return false;
+        }
+        self.len = e.pos;
+        if first {
+            self.first_ticks = ticks;
+        }
+        self.last_ticks = ticks;
+        self.wall_offset = wall_offset;
+        if !same_thread {
+            self.thread_name.clear();
+            self.thread_name.push_str(record.thread);
+        }
+        self.open_state = spec::open_after(event_kind, record.open_regions, self.open_state);
+        true
+    }
+}
+
+/// The writing cursor of one encoding attempt: every write checks the room and, when
+/// there is none, marks the attempt failed instead (nothing can be written out of
+/// bounds, and nothing panics).
+struct Enc<'a> {
+    out: &'a mut [u8],
+    pos: usize,
+    ok: bool,
+    strings: &'a mut Strings,
+    callsites: &'a mut Callsites,
+    origins: &'a mut Origins,
+    prev_delta: &'a mut Vec<u8>,
+    /// What the texts may still take when cutting (else `usize::MAX`).
+    budget: usize,
+}
+
+impl Enc<'_> {
+    #[inline]
+    fn byte(&mut self, byte: u8) {
+        match self.out.get_mut(self.pos) {
+            Some(slot) => {
+                *slot = byte;
+                self.pos += 1;
+            }
+            None => self.ok = false,
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        match self.out.get_mut(self.pos..self.pos + bytes.len()) {
+            Some(slot) => {
+                // Short pieces as a few moves rather than a call to `memcpy`.
+                copy_short(slot, bytes);
+                self.pos += bytes.len();
+            }
+            None => self.ok = false,
+        }
+    }
+
+    #[inline]
+    fn u(&mut self, value: u64) {
+        if value < 0x80 {
+            self.byte(value as u8);
+            return;
+        }
+        // Straight into the batch when ten bytes of room are left (nearly always).
+        match self
+            .out
+            .get_mut(self.pos..)
+            .and_then(|rest| rest.first_chunk_mut::<{ varint::MAX_LEN }>())
+        {
+            Some(slot) => self.pos += varint::encode(slot, value),
+            None => {
+                let mut buf = [0; varint::MAX_LEN];
+                let n = varint::encode(&mut buf, value);
+                self.put(&buf[..n]);
+            }
+        }
+    }
+
+    #[inline]
+    fn i(&mut self, value: i64) {
+        self.u(varint::zigzag(value));
+    }
+
+    #[inline]
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.u(bytes.len() as u64);
+        self.put(bytes);
+    }
+
+    /// `text`, or as much of it as the cut budget leaves (at a character boundary).
+    #[inline]
+    fn cut<'t>(&mut self, text: &'t str) -> &'t str {
+        if self.budget == usize::MAX {
+            return text;
+        }
+        let cost = text.len().saturating_add(TEXT_OVERHEAD);
+        if cost <= self.budget {
+            self.budget -= cost;
+            return text;
+        }
+        let mut keep = self.budget.saturating_sub(TEXT_OVERHEAD).min(text.len());
+        while !text.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        self.budget = 0;
+        &text[..keep]
+    }
+
+    /// Inline text (`b`).
+    #[inline]
+    fn text(&mut self, text: &str) {
+        let text = self.cut(text);
+        self.bytes(text.as_bytes());
+    }
+
+    /// Optional inline text (`o`).
+    #[inline]
+    fn opt_text(&mut self, text: Option<&str>) {
+        match text {
+            None => self.byte(0),
+            Some(text) => {
+                let text = self.cut(text);
+                self.u(text.len() as u64 + 1);
+                self.put(text.as_bytes());
+            }
+        }
+    }
+
+    /// Text with numbers packed (`n`).
+    #[inline]
+    fn num_text(&mut self, text: &str) {
+        let text = self.cut(text);
+        match spec::packed_number(text) {
+            Some(n) => self.u(n << 1),
+            None => {
+                self.u((text.len() as u64) << 1 | 1);
+                self.put(text.as_bytes());
+            }
+        }
+    }
+
+    /// Optional text as an edit of the batch's previous one (`d`).
+    #[inline]
+    fn delta_text(&mut self, text: Option<&str>) {
+        let Some(text) = text else {
+            self.byte(0);
+            return;
+        };
+        let text = self.cut(text).as_bytes();
+        let prev = &self.prev_delta[..];
+        let prefix = common_prefix(prev, text);
+        let suffix = common_suffix(&prev[prefix..], &text[prefix..]);
+        self.u(prefix as u64 + 1);
+        self.u(suffix as u64);
+        self.bytes(&text[prefix..text.len() - suffix]);
+        self.prev_delta.clear();
+        if text.len() <= spec::DELTA_MAX {
+            self.prev_delta.extend_from_slice(text);
+        }
+    }
+
+    /// A `t_rel` relative to the batch's prediction (`r`).
+    #[inline]
+    fn rel_time(&mut self, event_kind: u8, nesting: u32, ticks: u64, t_rel: u64) {
+        let predicted = self.origins.predict(event_kind, nesting, ticks);
+        self.u(spec::rel_time_to_wire(t_rel, predicted));
+        self.origins.learn(event_kind, nesting, ticks, t_rel);
+    }
+
+    /// A list of inline texts (`v`).
+    fn list(&mut self, items: &[&str]) {
+        let count = if self.budget == usize::MAX {
+            items.len()
+        } else {
+            // Each item takes at least its overhead from the budget.
+            items.len().min(self.budget / TEXT_OVERHEAD)
+        };
+        self.u(count as u64);
+        for item in &items[..count] {
+            self.text(item);
+        }
+    }
+
+    /// The id of `text` in the batch's dictionary, defining it first if it is new.
+    #[inline]
+    fn string(&mut self, text: &str) -> u64 {
+        self.string_at(text).0
+    }
+
+    /// [`Self::string`], and where the batch holds the string's bytes.
+    #[inline]
+    fn string_at(&mut self, text: &str) -> (u64, u32) {
+        let text = self.cut(text);
+        if let Some((id, offset)) = self.strings.find(text, &self.out[..self.pos]) {
+            return (u64::from(id), offset);
+        }
+        let id = self.strings.count + 1;
+        self.strings.count = id;
+        self.byte(control::STR_DEF);
+        self.u(u64::from(id));
+        self.u(text.len() as u64);
+        let offset = self.pos;
+        self.put(text.as_bytes());
+        if self.ok {
+            self.strings.insert(text, id, offset);
+        }
+        (u64::from(id), offset as u32)
+    }
+
+    /// A string reference that may be absent (`s`, 0 = absent).
+    #[inline]
+    fn opt_string(&mut self, text: Option<&str>) -> u64 {
+        text.map_or(0, |text| self.string(text))
+    }
+
+    /// The id of the record's callsite (0: none), defining it first if it is new.
+    #[inline]
+    fn callsite(&mut self, record: &Record<'_>) -> u64 {
+        let site = record.callsite;
+        if site.file.is_none() && site.line == 0 {
+            return 0;
+        }
+        let file = site.file.map(|f| self.cut(f));
+        if let Some(id) = self.callsites.find(file, site.line, &self.out[..self.pos]) {
+            return u64::from(id);
+        }
+        let (file_id, offset) = match file {
+            Some(f) => self.string_at(f),
+            None => (0, 0),
+        };
+        let id = self.callsites.count + 1;
+        self.callsites.count = id;
+        self.byte(control::CS_DEF);
+        self.u(u64::from(id));
+        self.u(file_id);
+        self.u(u64::from(site.line));
+        if self.ok {
+            self.callsites.insert(file, site.line, id, offset);
+        }
+        u64::from(id)
+    }
+
+    /// The head byte, time, callsite and repository of an event.
+    #[inline]
+    fn head(&mut self, event_kind: u8, dt: u64, callsite: u64, repo: Option<i64>) {
+        let mut head = event_kind;
+        if callsite != 0 {
+            head |= spec::HAS_CALLSITE;
+        }
+        if repo.is_some() {
+            head |= spec::HAS_REPO;
+        }
+        self.byte(head);
+        self.u(dt);
+        if callsite != 0 {
+            self.u(callsite);
+        }
+        if let Some(repo) = repo {
+            self.i(repo);
+        }
+    }
+
+    /// The event: its strings' definitions, then its head and arguments, in the order
+    /// of its signature in [`spec::EVENT_KINDS`].
+    #[inline]
+    fn event(&mut self, record: &Record<'_>, event_kind: u8, dt: u64, cs: u64, ticks: u64) {
+        match record.event {
+            Event::Version { exe } => {
+                let exe = self.string(exe);
+                self.head(event_kind, dt, cs, None);
+                self.u(exe);
+            }
+            Event::TooManyFiles | Event::ThreadStart => self.head(event_kind, dt, cs, None),
+            Event::Start { argv: list } | Event::CmdAncestry { ancestry: list } => {
+                self.head(event_kind, dt, cs, None);
+                self.list(list);
+            }
+            Event::Exit { code } | Event::Atexit { code } | Event::Signal { signo: code } => {
+                self.head(event_kind, dt, cs, None);
+                self.i(i64::from(code));
+            }
+            Event::Error { msg, fmt } => {
+                self.head(event_kind, dt, cs, None);
+                self.opt_text(fmt);
+                self.opt_text(msg);
+            }
+            Event::CmdPath { path } => {
+                self.head(event_kind, dt, cs, None);
+                self.text(path);
+            }
+            Event::CmdName { name, hierarchy } => {
+                let name = self.string(name);
+                let hierarchy = self.string(hierarchy);
+                self.head(event_kind, dt, cs, None);
+                self.u(name);
+                self.u(hierarchy);
+            }
+            Event::CmdMode { name } => {
+                let name = self.string(name);
+                self.head(event_kind, dt, cs, None);
+                self.u(name);
+            }
+            Event::Alias { alias, argv } => {
+                self.head(event_kind, dt, cs, None);
+                self.text(alias);
+                self.list(argv);
+            }
+            Event::ChildStart(child) => {
+                let class = self.string(child.class);
+                let hook = self.opt_string(child.hook_name);
+                self.head(event_kind, dt, cs, None);
+                self.u(child.child_id);
+                self.u(u64::from(child.use_shell) | u64::from(child.is_git) << 1);
+                self.u(class);
+                self.u(hook);
+                self.opt_text(child.cd);
+                self.list(child.argv);
+            }
+            Event::ChildExit {
+                child_id,
+                pid,
+                code,
+                elapsed_us,
+            } => {
+                self.head(event_kind, dt, cs, None);
+                self.u(child_id);
+                self.i(pid);
+                self.i(code);
+                self.u(elapsed_us);
+            }
+            Event::ChildReady {
+                child_id,
+                pid,
+                ready,
+                elapsed_us,
+            } => {
+                let ready = self.string(ready);
+                self.head(event_kind, dt, cs, None);
+                self.u(child_id);
+                self.i(pid);
+                self.u(ready);
+                self.u(elapsed_us);
+            }
+            Event::ThreadExit { elapsed_us } => {
+                self.head(event_kind, dt, cs, None);
+                self.u(elapsed_us);
+            }
+            Event::Exec { exec_id, exe, argv } => {
+                self.head(event_kind, dt, cs, None);
+                self.u(exec_id);
+                self.opt_text(exe);
+                self.list(argv);
+            }
+            Event::ExecResult { exec_id, code, err } => {
+                self.head(event_kind, dt, cs, None);
+                self.u(exec_id);
+                self.i(code);
+                self.opt_text(err);
+            }
+            Event::DefParam {
+                scope,
+                param,
+                value,
+            } => {
+                let scope = self.string(scope);
+                let param = self.string(param);
+                self.head(event_kind, dt, cs, None);
+                self.u(scope);
+                self.u(param);
+                self.opt_text(value);
+            }
+            Event::DefRepo { repo, worktree } => {
+                self.head(event_kind, dt, cs, Some(repo));
+                self.text(worktree);
+            }
+            Event::RegionEnter { region, nesting } => {
+                let category = self.opt_string(region.category);
+                let label = self.opt_string(region.label);
+                let msg = self.opt_string(region.msg);
+                self.head(event_kind, dt, cs, region.repo);
+                self.u(u64::from(nesting));
+                self.u(category);
+                self.u(label);
+                self.u(msg);
+                self.origins.learn(kind::REGION_ENTER, nesting, ticks, 0);
+            }
+            Event::RegionLeave {
+                region,
+                nesting,
+                t_rel_us,
+            } => {
+                let category = self.opt_string(region.category);
+                let label = self.opt_string(region.label);
+                let msg = self.opt_string(region.msg);
+                self.head(event_kind, dt, cs, region.repo);
+                self.u(u64::from(nesting));
+                self.rel_time(event_kind, nesting, ticks, t_rel_us);
+                self.u(category);
+                self.u(label);
+                self.u(msg);
+            }
+            Event::Data {
+                repo,
+                category,
+                key,
+                value: text,
+                nesting,
+                t_rel_us,
+            }
+            | Event::DataJson {
+                repo,
+                category,
+                key,
+                json: text,
+                nesting,
+                t_rel_us,
+            } => {
+                let category = self.string(category);
+                let key = self.string(key);
+                self.head(event_kind, dt, cs, repo);
+                self.u(u64::from(nesting));
+                self.rel_time(event_kind, nesting, ticks, t_rel_us);
+                self.u(category);
+                self.u(key);
+                if event_kind == kind::DATA {
+                    self.num_text(text);
+                } else {
+                    self.text(text);
+                }
+            }
+            Event::Printf { msg } => {
+                self.head(event_kind, dt, cs, None);
+                self.delta_text(msg);
+            }
+            Event::Timer { timer, .. } => {
+                let category = self.string(timer.category);
+                let name = self.string(timer.name);
+                self.head(event_kind, dt, cs, None);
+                self.u(category);
+                self.u(name);
+                self.u(timer.intervals);
+                self.u(timer.total_ns);
+                self.u(timer.min_ns);
+                self.u(timer.max_ns);
+            }
+            Event::Counter {
+                category,
+                name,
+                value,
+                ..
+            } => {
+                let category = self.string(category);
+                let name = self.string(name);
+                self.head(event_kind, dt, cs, None);
+                self.u(category);
+                self.u(name);
+                self.u(value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Callsite, RegionInfo, Timestamp};
+
+    const ANCHOR: i64 = 1_700_000_000_000_000;
+
+    fn record(event: Event<'_>, t: u64) -> Record<'_> {
+        Record {
+            event,
+            time: Timestamp {
+                wall_us: ANCHOR + t as i64,
+                t_abs_us: t,
+            },
+            sid: "sid",
+            depth: 0,
+            thread: "main",
+            callsite: Callsite {
+                file: Some("src/lib.rs"),
+                line: 10,
+            },
+            open_regions: 0,
+        }
+    }
+
+    fn enter(t: u64) -> Record<'static> {
+        let mut r = record(
+            Event::RegionEnter {
+                region: RegionInfo {
+                    repo: None,
+                    category: Some("index"),
+                    label: Some("do_read_index"),
+                    msg: None,
+                },
+                nesting: 1,
+            },
+            t,
+        );
+        r.open_regions = 0;
+        r
+    }
+
+    fn leave(t: u64) -> Record<'static> {
+        record(
+            Event::RegionLeave {
+                region: RegionInfo {
+                    repo: None,
+                    category: Some("index"),
+                    label: Some("do_read_index"),
+                    msg: None,
+                },
+                nesting: 1,
+                t_rel_us: 3,
+            },
+            t,
+        )
+    }
+
+    #[test]
+    fn steady_state_regions_take_few_bytes() {
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut written = Vec::new();
+        for i in 0..100u64 {
+            enc.encode(&enter(i * 10), |f| written.push(f.len()));
+            enc.encode(&leave(i * 10 + 3), |f| written.push(f.len()));
+        }
+        assert!(written.is_empty());
+        let before = enc.len;
+        enc.encode(&enter(1000), |_| unreachable!());
+        enc.encode(&leave(1003), |_| unreachable!());
+        // head, dt, callsite, nesting, category, label, msg (+ t_rel for the leave)
+        assert_eq!(enc.len - before, 7 + 8);
+        // A datum with a number in a region: ten bytes.
+        let before = enc.len;
+        let mut data = record(
+            Event::Data {
+                repo: None,
+                category: "index",
+                key: "cache_nr",
+                value: "123456",
+                nesting: 2,
+                t_rel_us: 4,
+            },
+            1014,
+        );
+        data.open_regions = 1;
+        enc.encode(&enter(1010), |_| unreachable!());
+        let after_enter = enc.len;
+        enc.encode(&data, |_| unreachable!());
+        assert_eq!(after_enter - before, 7);
+        // head, dt, callsite, nesting, t_rel, category, key, value (3 bytes): the
+        // category and key are defined once, then referred to.
+        enc.encode(&data, |_| unreachable!());
+        let n = enc.len;
+        enc.encode(&data, |_| unreachable!());
+        assert_eq!(enc.len - n, 10);
+    }
+
+    #[test]
+    fn a_full_batch_is_written_and_the_record_goes_to_the_next() {
+        let mut enc = BatchEncoder::new(MIN_BATCH_SIZE, ANCHOR);
+        let mut frames: Vec<Vec<u8>> = Vec::new();
+        for i in 0..2000u64 {
+            enc.encode(&enter(i), |f| frames.push(f.to_vec()));
+        }
+        assert!(frames.len() >= 2);
+        for (seq, f) in frames.iter().enumerate() {
+            assert!(f.len() <= MIN_BATCH_SIZE);
+            let frame::Check::Frame { kind, len } = frame::check(f) else {
+                panic!("bad frame");
+            };
+            assert_eq!(kind, frame::kind::BATCH);
+            let header = crate::header::BatchHeader::parse(&f[frame::HEADER_LEN..][..len]).unwrap();
+            assert_eq!(header.batch_seq, seq as u64);
+        }
+    }
+
+    #[test]
+    fn oversize_records_get_a_jumbo_frame_and_huge_ones_are_cut() {
+        let mut enc = BatchEncoder::new(MIN_BATCH_SIZE, ANCHOR);
+        enc.encode(&enter(0), |_| unreachable!());
+        let big = "x".repeat(100_000);
+        let mut frames: Vec<usize> = Vec::new();
+        let r = record(Event::Printf { msg: Some(&big) }, 1);
+        assert_eq!(enc.encode(&r, |f| frames.push(f.len())), Encoded::Added);
+        // The pending batch, then the jumbo frame.
+        assert_eq!(frames.len(), 2);
+        assert!(frames[1] > 100_000 && frames[1] < 101_000);
+        assert!(enc.is_empty());
+        assert_eq!(enc.buf.len(), MIN_BATCH_SIZE);
+
+        let huge = "é".repeat(frame::MAX_PAYLOAD / 2 + 10);
+        let r = record(Event::Printf { msg: Some(&huge) }, 2);
+        let mut sizes = Vec::new();
+        assert_eq!(enc.encode(&r, |f| sizes.push(f.len())), Encoded::Added);
+        assert_eq!(sizes.len(), 1);
+        assert!(sizes[0] <= MAX_FRAME && sizes[0] > CUT_BUDGET / 2);
+    }
+}

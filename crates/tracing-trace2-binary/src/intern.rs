@@ -1,0 +1,563 @@
+//! The per-batch dictionaries of the encoder: strings and callsites.
+//!
+//! A batch defines each string it refers to once (`STR_DEF`) and then refers to it by a
+//! small id. Looking a string up must cost a few nanoseconds, so there are two small
+//! open-addressing tables:
+//!
+//! * by address and length: `tracing`'s names are `&'static str`, so the same name
+//!   comes back at the same address, and the lookup hashes two integers instead of the
+//!   text. A `Record`'s strings need not be `'static`, though, and an address can be
+//!   reused for other text; a hit is therefore confirmed by comparing the text with the
+//!   copy the batch already holds (a short `memcmp`);
+//! * by content, with a fast word-wise hash, for equal text at another address.
+//!
+//! A hit on text in a read-only segment of the program (string literals, `tracing`'s
+//! metadata) needs no comparison: that text cannot change (`statics`).
+//!
+//! Entries carry the number of the batch they were made in, so starting a new batch
+//! empties both tables in O(1). A table stops taking entries at half its size: the
+//! strings after that are still defined, just not shared within that batch.
+
+use crate::statics;
+
+/// Whether two byte strings are equal; short ones (nearly all names) compared with a
+/// few word loads rather than a call to `memcmp`.
+#[inline]
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        if n > 16 {
+            return a == b;
+        }
+        // Two overlapping words cover 8 to 16 bytes.
+        return match (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+            (Some(a0), Some(b0)) => a0 == b0 && a.last_chunk::<8>() == b.last_chunk::<8>(),
+            _ => false,
+        };
+    }
+    if n >= 4 {
+        return match (a.first_chunk::<4>(), b.first_chunk::<4>()) {
+            (Some(a0), Some(b0)) => a0 == b0 && a.last_chunk::<4>() == b.last_chunk::<4>(),
+            _ => false,
+        };
+    }
+    // 0 to 3 bytes: first, middle and last cover them all.
+    n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
+}
+
+/// One slot of the table by address.
+#[derive(Clone, Copy, Default)]
+struct ByAddress {
+    generation: u32,
+    id: u32,
+    len: u32,
+    offset: u32,
+    addr: usize,
+    /// The text is in a read-only segment of the program: a hit needs no check.
+    fixed: bool,
+}
+
+/// One slot of the table by content.
+#[derive(Clone, Copy, Default)]
+struct ByContent {
+    generation: u32,
+    id: u32,
+    len: u32,
+    offset: u32,
+    hash: u64,
+}
+
+/// The string dictionary of the current batch.
+pub(crate) struct Strings {
+    generation: u32,
+    /// Strings defined in the batch so far (the next id is this + 1).
+    pub count: u32,
+    by_address: Box<[ByAddress]>,
+    by_content: Box<[ByContent]>,
+    used_address: usize,
+    used_content: usize,
+    mask: usize,
+}
+
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+#[inline]
+fn address_hash(addr: usize, len: usize) -> u64 {
+    ((addr as u64) ^ (len as u64).rotate_left(32)).wrapping_mul(MIX)
+}
+
+/// A fast hash of short text, eight bytes at a time.
+#[inline]
+fn content_hash(bytes: &[u8]) -> u64 {
+    let mut hash = (bytes.len() as u64).wrapping_mul(MIX);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        hash = (hash.rotate_left(5) ^ word).wrapping_mul(MIX);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(MIX);
+    }
+    hash ^ (hash >> 29)
+}
+
+/// The table slot for `hash` (the high bits, which the multiplication mixes best).
+#[inline]
+fn slot(hash: u64, mask: usize) -> usize {
+    (hash >> 40) as usize & mask
+}
+
+impl Strings {
+    /// Tables of `slots` entries each (a power of two).
+    pub fn new(slots: usize) -> Strings {
+        let slots = slots.next_power_of_two().max(16);
+        Strings {
+            generation: 1,
+            count: 0,
+            by_address: vec![ByAddress::default(); slots].into_boxed_slice(),
+            by_content: vec![ByContent::default(); slots].into_boxed_slice(),
+            used_address: 0,
+            used_content: 0,
+            mask: slots - 1,
+        }
+    }
+
+    /// Forgets every entry: the next batch starts empty.
+    pub fn reset(&mut self) {
+        self.count = 0;
+        self.used_address = 0;
+        self.used_content = 0;
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Once in four billion batches: entries of generation 1 could look current.
+            self.by_address.fill(ByAddress::default());
+            self.by_content.fill(ByContent::default());
+            self.generation = 1;
+        }
+    }
+
+    /// The id of `text` in this batch, whose bytes so far are `batch`, and where the
+    /// batch holds its bytes.
+    #[inline]
+    pub fn find(&mut self, text: &str, batch: &[u8]) -> Option<(u32, u32)> {
+        let bytes = text.as_bytes();
+        let addr = bytes.as_ptr() as usize;
+        let mut i = slot(address_hash(addr, bytes.len()), self.mask);
+        // Where a stale entry for this address sits (its text changed), to update.
+        let mut stale = None;
+        loop {
+            let e = self.by_address[i];
+            if e.generation != self.generation {
+                break;
+            }
+            if e.addr == addr && e.len as usize == bytes.len() {
+                if e.fixed {
+                    return Some((e.id, e.offset));
+                }
+                let start = e.offset as usize;
+                if batch
+                    .get(start..start + bytes.len())
+                    .is_some_and(|copy| same_bytes(copy, bytes))
+                {
+                    return Some((e.id, e.offset));
+                }
+                stale = Some(i);
+                break;
+            }
+            i = (i + 1) & self.mask;
+        }
+        let (id, offset) = self.content_entry(bytes, batch)?;
+        // Next time the address alone finds it.
+        self.put_address(stale, addr, bytes.len(), id, offset);
+        Some((id, offset))
+    }
+
+    fn content_entry(&self, bytes: &[u8], batch: &[u8]) -> Option<(u32, u32)> {
+        let hash = content_hash(bytes);
+        let mut i = slot(hash, self.mask);
+        loop {
+            let e = self.by_content[i];
+            if e.generation != self.generation {
+                return None;
+            }
+            if e.hash == hash && e.len as usize == bytes.len() {
+                let start = e.offset as usize;
+                if batch
+                    .get(start..start + bytes.len())
+                    .is_some_and(|copy| same_bytes(copy, bytes))
+                {
+                    return Some((e.id, e.offset));
+                }
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Records that `text` was defined as `id` with its bytes at `offset` of the batch.
+    pub fn insert(&mut self, text: &str, id: u32, offset: usize) {
+        let bytes = text.as_bytes();
+        let addr = bytes.as_ptr() as usize;
+        let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(bytes.len())) else {
+            return;
+        };
+        // An entry for this address with other text is replaced where it stands.
+        let mut stale = None;
+        let mut i = slot(address_hash(addr, bytes.len()), self.mask);
+        loop {
+            let e = self.by_address[i];
+            if e.generation != self.generation {
+                break;
+            }
+            if e.addr == addr && e.len == len {
+                stale = Some(i);
+                break;
+            }
+            i = (i + 1) & self.mask;
+        }
+        self.put_address(stale, addr, bytes.len(), id, offset);
+        if self.used_content * 2 < self.by_content.len() {
+            let hash = content_hash(bytes);
+            let mut i = slot(hash, self.mask);
+            while self.by_content[i].generation == self.generation {
+                i = (i + 1) & self.mask;
+            }
+            self.by_content[i] = ByContent {
+                generation: self.generation,
+                id,
+                len,
+                offset,
+                hash,
+            };
+            self.used_content += 1;
+        }
+    }
+
+    fn put_address(&mut self, stale: Option<usize>, addr: usize, len: usize, id: u32, offset: u32) {
+        let entry = ByAddress {
+            generation: self.generation,
+            id,
+            len: len as u32,
+            offset,
+            addr,
+            fixed: statics::is_immutable(addr, len),
+        };
+        if let Some(i) = stale {
+            self.by_address[i] = entry;
+            return;
+        }
+        if self.used_address * 2 >= self.by_address.len() {
+            return;
+        }
+        let mut i = slot(address_hash(addr, len), self.mask);
+        while self.by_address[i].generation == self.generation {
+            i = (i + 1) & self.mask;
+        }
+        self.by_address[i] = entry;
+        self.used_address += 1;
+    }
+}
+
+/// One slot of the callsite table.
+#[derive(Clone, Copy, Default)]
+struct Site {
+    generation: u32,
+    id: u32,
+    line: u32,
+    /// The file name's length, `u32::MAX` for none.
+    len: u32,
+    addr: usize,
+    /// Where the batch holds the file name's bytes.
+    offset: u32,
+    /// The file name is in a read-only segment of the program: a hit needs no check.
+    fixed: bool,
+}
+
+/// The callsite dictionary of the current batch, keyed by the file name's address and
+/// length and the line (one lookup per record), each hit confirmed by comparing the
+/// file name with the batch's copy, as for [`Strings`].
+pub(crate) struct Callsites {
+    generation: u32,
+    /// Callsites defined in the batch so far.
+    pub count: u32,
+    table: Box<[Site]>,
+    used: usize,
+    mask: usize,
+}
+
+/// The key parts of a callsite's file name: address and length (`u32::MAX` for none).
+fn site_key(file: Option<&str>) -> (usize, u32) {
+    match file {
+        Some(f) => (
+            f.as_ptr() as usize,
+            u32::try_from(f.len()).unwrap_or(u32::MAX - 1),
+        ),
+        None => (0, u32::MAX),
+    }
+}
+
+fn site_hash(addr: usize, len: u32, line: u32) -> u64 {
+    ((addr as u64) ^ u64::from(len).rotate_left(32) ^ u64::from(line).rotate_left(17))
+        .wrapping_mul(MIX)
+}
+
+impl Callsites {
+    /// A table of `slots` entries (a power of two).
+    pub fn new(slots: usize) -> Callsites {
+        let slots = slots.next_power_of_two().max(16);
+        Callsites {
+            generation: 1,
+            count: 0,
+            table: vec![Site::default(); slots].into_boxed_slice(),
+            used: 0,
+            mask: slots - 1,
+        }
+    }
+
+    /// Forgets every entry.
+    pub fn reset(&mut self) {
+        self.count = 0;
+        self.used = 0;
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.table.fill(Site::default());
+            self.generation = 1;
+        }
+    }
+
+    /// The id of the callsite (`file`, `line`) in this batch, whose bytes so far are
+    /// `batch`.
+    #[inline]
+    pub fn find(&self, file: Option<&str>, line: u32, batch: &[u8]) -> Option<u32> {
+        let (addr, len) = site_key(file);
+        let mut i = slot(site_hash(addr, len, line), self.mask);
+        loop {
+            let e = self.table[i];
+            if e.generation != self.generation {
+                return None;
+            }
+            if e.addr == addr && e.len == len && e.line == line {
+                let same = match file {
+                    None => true,
+                    Some(_) if e.fixed => true,
+                    Some(f) => {
+                        let start = e.offset as usize;
+                        batch
+                            .get(start..start + f.len())
+                            .is_some_and(|copy| same_bytes(copy, f.as_bytes()))
+                    }
+                };
+                if same {
+                    return Some(e.id);
+                }
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Records that the callsite was defined as `id`, its file name's bytes at
+    /// `offset` of the batch.
+    pub fn insert(&mut self, file: Option<&str>, line: u32, id: u32, offset: u32) {
+        if self.used * 2 >= self.table.len() {
+            return;
+        }
+        let (addr, len) = site_key(file);
+        let mut i = slot(site_hash(addr, len, line), self.mask);
+        while self.table[i].generation == self.generation {
+            i = (i + 1) & self.mask;
+        }
+        self.table[i] = Site {
+            generation: self.generation,
+            id,
+            line,
+            len,
+            addr,
+            offset,
+            fixed: file.is_some_and(|f| statics::is_immutable(addr, f.len())),
+        };
+        self.used += 1;
+    }
+}
+
+/// The length of the common prefix of `a` and `b`, eight bytes at a time.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = word_le(a, i) ^ word_le(b, i);
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// The length of the common suffix of `a` and `b`, eight bytes at a time.
+#[inline]
+pub(crate) fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (la, lb) = (a.len(), b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = word_le(a, la - i - 8) ^ word_le(b, lb - i - 8);
+        if x != 0 {
+            return i + (x.leading_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[la - 1 - i] == b[lb - 1 - i] {
+        i += 1;
+    }
+    i
+}
+
+fn word_le(s: &[u8], at: usize) -> u64 {
+    s.get(at..at + 8)
+        .and_then(|w| w.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch buffer with `text` defined at some offset.
+    fn define(strings: &mut Strings, batch: &mut Vec<u8>, text: &str) -> u32 {
+        let offset = batch.len();
+        batch.extend_from_slice(text.as_bytes());
+        strings.count += 1;
+        let id = strings.count;
+        strings.insert(text, id, offset);
+        id
+    }
+
+    fn id(found: Option<(u32, u32)>) -> Option<u32> {
+        found.map(|(id, _)| id)
+    }
+
+    #[test]
+    fn finds_by_address_and_by_content() {
+        let mut s = Strings::new(64);
+        let mut batch = b"header".to_vec();
+        let a = define(&mut s, &mut batch, "index");
+        assert_eq!(id(s.find("index", &batch)), Some(a));
+        // The same text elsewhere in memory.
+        let owned = String::from("index");
+        assert_eq!(id(s.find(&owned, &batch)), Some(a));
+        assert_eq!(s.find("other", &batch), None);
+        s.reset();
+        assert_eq!(s.find("index", &batch), None);
+    }
+
+    #[test]
+    fn a_reused_address_with_new_text_is_not_taken_for_the_old() {
+        let mut s = Strings::new(64);
+        let mut batch = Vec::new();
+        let mut buf = *b"alpha";
+        let a = define(&mut s, &mut batch, std::str::from_utf8(&buf).unwrap());
+        // Same address and length, other text.
+        buf.copy_from_slice(b"omega");
+        let omega = std::str::from_utf8(&buf).unwrap();
+        assert_eq!(s.find(omega, &batch), None);
+        let b = define(&mut s, &mut batch, omega);
+        assert_ne!(a, b);
+        assert_eq!(id(s.find(omega, &batch)), Some(b));
+        assert_eq!(id(s.find("alpha", &batch)), Some(a));
+    }
+
+    #[test]
+    fn full_tables_stop_taking_entries_but_keep_finding() {
+        let mut s = Strings::new(16);
+        let mut batch = Vec::new();
+        let texts: Vec<String> = (0..40).map(|i| format!("name{i}")).collect();
+        let ids: Vec<u32> = texts
+            .iter()
+            .map(|t| define(&mut s, &mut batch, t))
+            .collect();
+        // The first eight fit (half of 16 slots) and are found; none is misfound.
+        for (text, id) in texts.iter().zip(&ids) {
+            if let Some((found, _)) = s.find(text, &batch) {
+                assert_eq!(found, *id);
+            }
+        }
+        assert_eq!(id(s.find(&texts[0], &batch)), Some(ids[0]));
+    }
+
+    #[test]
+    fn short_comparisons_match_slice_equality() {
+        let texts = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcd",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghijklmnop",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(same_bytes(a.as_bytes(), b.as_bytes()), a == b);
+            }
+            // One byte changed anywhere.
+            for i in 0..a.len() {
+                let mut c = a.as_bytes().to_vec();
+                c[i] ^= 1;
+                assert!(!same_bytes(a.as_bytes(), &c), "{a} at {i}");
+            }
+        }
+        let long = "x".repeat(40);
+        assert!(same_bytes(long.as_bytes(), long.clone().as_bytes()));
+    }
+
+    #[test]
+    fn callsites_by_file_and_line() {
+        let mut c = Callsites::new(16);
+        let batch = b"..src/a.rs..".to_vec();
+        // On the heap, so every hit is checked against the batch's copy.
+        let heap = String::from("src/a.rs");
+        let file = heap.as_str();
+        assert_eq!(c.find(Some(file), 10, &batch), None);
+        c.insert(Some(file), 10, 1, 2);
+        c.insert(None, 10, 2, 0);
+        assert_eq!(c.find(Some(file), 10, &batch), Some(1));
+        assert_eq!(c.find(Some("src/a.rs"), 10, &batch), None, "by address");
+        assert_eq!(c.find(None, 10, &batch), Some(2));
+        assert_eq!(c.find(Some(file), 11, &batch), None);
+        // The batch's copy differs: not a hit.
+        let other = b"..src/b.rs..".to_vec();
+        assert_eq!(c.find(Some(file), 10, &other), None);
+        // A literal cannot change: its hit is taken as it is.
+        #[cfg(target_os = "linux")]
+        {
+            c.insert(Some("src/lit.rs"), 3, 3, 0);
+            assert_eq!(c.find(Some("src/lit.rs"), 3, &other), Some(3));
+        }
+        c.reset();
+        assert_eq!(c.find(Some(file), 10, &batch), None);
+    }
+
+    #[test]
+    fn common_prefixes_and_suffixes() {
+        for (a, b, p, q) in [
+            ("", "", 0, 0),
+            ("read 122 entries", "read 123 entries", 7, 8),
+            ("abc", "abcdef", 3, 0),
+            ("a rather long message 1", "a rather long message 2", 22, 0),
+            ("x", "y", 0, 0),
+        ] {
+            assert_eq!(common_prefix(a.as_bytes(), b.as_bytes()), p, "{a} {b}");
+            assert_eq!(common_suffix(a.as_bytes(), b.as_bytes()), q, "{a} {b}");
+        }
+    }
+}

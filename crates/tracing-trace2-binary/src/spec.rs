@@ -1,0 +1,501 @@
+//! The kind table shared by the writer and the decoder (format 1.0).
+//!
+//! Every record in a batch starts with a head byte: bits 0–5 are the kind, bit 6 says a
+//! callsite reference follows, bit 7 that a repository id follows. Kinds `0x01`–`0x1E`
+//! are the Trace2 events of [`EVENT_KINDS`], each with its argument signature; kinds
+//! `0x39`–`0x3F` are the batch's own control records ([`control`]). The decoder parses
+//! every event generically from its signature, so a stream that declares a kind this
+//! table does not know (a later minor version) can still be read past.
+//!
+//! Argument type codes:
+//!
+//! | code | wire | meaning |
+//! |---|---|---|
+//! | `u` | LEB128 varint | unsigned integer |
+//! | `i` | zigzag varint | signed integer |
+//! | `s` | varint | string reference into the batch's dictionary; 0 = absent |
+//! | `b` | varint length + bytes | text stored inline (messages, values, paths) |
+//! | `o` | varint: 0 = absent, n + 1 then n bytes | optional inline text |
+//! | `v` | varint count, then count × `b` | an argument list |
+//! | `j` | like `b` | compact JSON (the value of `data_json`) |
+//! | `f` | varint | bit flags |
+//! | `n` | varint `v`: even → the number `v / 2` in decimal, odd → `(v - 1) / 2` bytes follow | text, numbers packed (a datum's value) |
+//! | `d` | varint `t`: 0 = absent; else `p = t - 1`, varint `q`, then `b` | optional text as an edit of the batch's previous `d` text: its first `p` bytes, the given bytes, its last `q` bytes (see [`DELTA_MAX`]) |
+//! | `r` | zigzag varint | a `t_rel` as its difference from the prediction of [`Origins`] |
+//!
+//! `n` packs a text only when it is a number written the one way `u64`'s `Display`
+//! writes it (no sign, no leading zero, below 2^63), so the text comes back exactly.
+//! Besides its arguments, every event carries its time (a tick delta), its thread (from
+//! the batch) and, through the head byte, a callsite and a repository id. What a
+//! [`Record`](crate::record::Record) holds beyond that comes from the batch: the
+//! process's `sid` and depth from the stream header, `open_regions` from the rule in
+//! [`predicted_open`] (with an [`control::OPEN`] record where the rule does not give
+//! the record's value).
+
+use crate::record::Event;
+
+/// The format's major version: a decoder refuses other majors.
+pub const MAJOR: u8 = 1;
+/// The format's minor version: later minors only add kinds or trailing arguments, which
+/// they declare in the stream header.
+pub const MINOR: u8 = 0;
+
+/// Bits 0–5 of a head byte: the kind.
+pub const KIND_MASK: u8 = 0x3F;
+/// Head bit 6: a callsite reference follows the time.
+pub const HAS_CALLSITE: u8 = 0x40;
+/// Head bit 7: a repository id (zigzag) follows the callsite.
+pub const HAS_REPO: u8 = 0x80;
+
+/// The most arguments one kind may have (declared kinds included).
+pub const MAX_ARGS: usize = 16;
+
+/// The type of one argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgType {
+    /// `u`: unsigned varint.
+    Uint,
+    /// `i`: zigzag varint.
+    Int,
+    /// `s`: string reference (0 = absent).
+    StrRef,
+    /// `b`: inline bytes.
+    Bytes,
+    /// `o`: optional inline bytes.
+    OptBytes,
+    /// `v`: a list of inline bytes.
+    List,
+    /// `j`: inline JSON text.
+    Json,
+    /// `f`: bit flags.
+    Flags,
+    /// `n`: text with numbers packed.
+    NumText,
+    /// `d`: optional text as an edit of the previous one.
+    Delta,
+    /// `r`: a `t_rel` relative to its prediction.
+    RelTime,
+}
+
+impl ArgType {
+    /// The type of a signature character.
+    pub fn from_code(code: u8) -> Option<ArgType> {
+        Some(match code {
+            b'u' => ArgType::Uint,
+            b'i' => ArgType::Int,
+            b's' => ArgType::StrRef,
+            b'b' => ArgType::Bytes,
+            b'o' => ArgType::OptBytes,
+            b'v' => ArgType::List,
+            b'j' => ArgType::Json,
+            b'f' => ArgType::Flags,
+            b'n' => ArgType::NumText,
+            b'd' => ArgType::Delta,
+            b'r' => ArgType::RelTime,
+            _ => return None,
+        })
+    }
+}
+
+/// One entry of the kind table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindSpec {
+    /// The kind, as it appears in a head byte.
+    pub id: u8,
+    /// The Trace2 event name.
+    pub name: &'static str,
+    /// One type code per argument, in wire order.
+    pub signature: &'static str,
+}
+
+/// The kinds of Trace2 events.
+pub mod kind {
+    #![allow(missing_docs)]
+    pub const VERSION: u8 = 0x01;
+    pub const START: u8 = 0x02;
+    pub const EXIT: u8 = 0x03;
+    pub const ATEXIT: u8 = 0x04;
+    pub const SIGNAL: u8 = 0x05;
+    pub const ERROR: u8 = 0x06;
+    pub const CMD_PATH: u8 = 0x07;
+    pub const CMD_ANCESTRY: u8 = 0x08;
+    pub const CMD_NAME: u8 = 0x09;
+    pub const CMD_MODE: u8 = 0x0A;
+    pub const ALIAS: u8 = 0x0B;
+    pub const CHILD_START: u8 = 0x0C;
+    pub const CHILD_EXIT: u8 = 0x0D;
+    pub const CHILD_READY: u8 = 0x0E;
+    pub const THREAD_START: u8 = 0x0F;
+    pub const THREAD_EXIT: u8 = 0x10;
+    pub const EXEC: u8 = 0x11;
+    pub const EXEC_RESULT: u8 = 0x12;
+    pub const DEF_PARAM: u8 = 0x13;
+    pub const DEF_REPO: u8 = 0x14;
+    pub const REGION_ENTER: u8 = 0x15;
+    pub const REGION_LEAVE: u8 = 0x16;
+    pub const DATA: u8 = 0x17;
+    pub const DATA_JSON: u8 = 0x18;
+    pub const PRINTF: u8 = 0x19;
+    pub const TIMER: u8 = 0x1A;
+    pub const TH_TIMER: u8 = 0x1B;
+    pub const COUNTER: u8 = 0x1C;
+    pub const TH_COUNTER: u8 = 0x1D;
+    pub const TOO_MANY_FILES: u8 = 0x1E;
+}
+
+/// The batch's own records, which carry no event.
+///
+/// | kind | record | body |
+/// |---|---|---|
+/// | `0x3F` | `STR_DEF` | id (= strings defined so far + 1), bytes |
+/// | `0x3E` | `CS_DEF` | id (= callsites defined so far + 1), file `s`, line `u` |
+/// | `0x3D` | `THREAD` | name bytes: the thread's name from here on |
+/// | `0x3C` | `OPEN` | `u`: the next event's `open_regions` |
+/// | `0x3B` | `WALL` | `i`: wall time minus (anchor + t_abs), µs, from here on |
+/// | `0x3A` | `TICKS` | `u`: absolute ticks that the next event's delta starts from |
+/// | `0x39` | `CUT` | none: the next event's texts were cut to fit a frame |
+pub mod control {
+    #![allow(missing_docs)]
+    pub const STR_DEF: u8 = 0x3F;
+    pub const CS_DEF: u8 = 0x3E;
+    pub const THREAD: u8 = 0x3D;
+    pub const OPEN: u8 = 0x3C;
+    pub const WALL: u8 = 0x3B;
+    pub const TICKS: u8 = 0x3A;
+    pub const CUT: u8 = 0x39;
+    /// The lowest control kind: event kinds stay below it.
+    pub const FIRST: u8 = CUT;
+}
+
+/// The events of format 1.0, in kind order.
+pub const EVENT_KINDS: [KindSpec; 30] = {
+    use kind::*;
+    const fn k(id: u8, name: &'static str, signature: &'static str) -> KindSpec {
+        KindSpec {
+            id,
+            name,
+            signature,
+        }
+    }
+    [
+        k(VERSION, "version", "s"),
+        k(START, "start", "v"),
+        k(EXIT, "exit", "i"),
+        k(ATEXIT, "atexit", "i"),
+        k(SIGNAL, "signal", "i"),
+        // fmt, msg
+        k(ERROR, "error", "oo"),
+        k(CMD_PATH, "cmd_path", "b"),
+        k(CMD_ANCESTRY, "cmd_ancestry", "v"),
+        // name, hierarchy
+        k(CMD_NAME, "cmd_name", "ss"),
+        k(CMD_MODE, "cmd_mode", "s"),
+        // alias, argv
+        k(ALIAS, "alias", "bv"),
+        // child_id, flags (bit 0 use_shell, bit 1 is_git), class, hook, cd, argv
+        k(CHILD_START, "child_start", "ufssov"),
+        // child_id, pid, code, t_rel
+        k(CHILD_EXIT, "child_exit", "uiiu"),
+        // child_id, pid, ready, t_rel
+        k(CHILD_READY, "child_ready", "uisu"),
+        k(THREAD_START, "thread_start", ""),
+        // t_rel
+        k(THREAD_EXIT, "thread_exit", "u"),
+        // exec_id, exe, argv
+        k(EXEC, "exec", "uov"),
+        // exec_id, code, err
+        k(EXEC_RESULT, "exec_result", "uio"),
+        // scope, param, value
+        k(DEF_PARAM, "def_param", "sso"),
+        // worktree (the repo id is in the head byte, always present)
+        k(DEF_REPO, "def_repo", "b"),
+        // nesting, category, label, msg (region messages repeat: interned)
+        k(REGION_ENTER, "region_enter", "usss"),
+        // nesting, t_rel, category, label, msg
+        k(REGION_LEAVE, "region_leave", "ursss"),
+        // nesting, t_rel, category, key, value
+        k(DATA, "data", "urssn"),
+        k(DATA_JSON, "data_json", "urssj"),
+        // msg
+        k(PRINTF, "printf", "d"),
+        // category, name, intervals, total_ns, min_ns, max_ns
+        k(TIMER, "timer", "ssuuuu"),
+        k(TH_TIMER, "th_timer", "ssuuuu"),
+        // category, name, value
+        k(COUNTER, "counter", "ssu"),
+        k(TH_COUNTER, "th_counter", "ssu"),
+        k(TOO_MANY_FILES, "too_many_files", ""),
+    ]
+};
+
+/// The table entry of an event kind of format 1.0.
+pub fn baseline(id: u8) -> Option<&'static KindSpec> {
+    let index = usize::from(id).checked_sub(1)?;
+    EVENT_KINDS.get(index).filter(|spec| spec.id == id)
+}
+
+/// The kind an event is written as.
+pub fn kind_of(event: &Event<'_>) -> u8 {
+    use kind::*;
+    match event {
+        Event::Version { .. } => VERSION,
+        Event::TooManyFiles => TOO_MANY_FILES,
+        Event::Start { .. } => START,
+        Event::CmdAncestry { .. } => CMD_ANCESTRY,
+        Event::CmdPath { .. } => CMD_PATH,
+        Event::CmdName { .. } => CMD_NAME,
+        Event::CmdMode { .. } => CMD_MODE,
+        Event::Alias { .. } => ALIAS,
+        Event::DefParam { .. } => DEF_PARAM,
+        Event::DefRepo { .. } => DEF_REPO,
+        Event::RegionEnter { .. } => REGION_ENTER,
+        Event::RegionLeave { .. } => REGION_LEAVE,
+        Event::Data { .. } => DATA,
+        Event::DataJson { .. } => DATA_JSON,
+        Event::Printf { .. } => PRINTF,
+        Event::Error { .. } => ERROR,
+        Event::ChildStart(_) => CHILD_START,
+        Event::ChildExit { .. } => CHILD_EXIT,
+        Event::ChildReady { .. } => CHILD_READY,
+        Event::Exec { .. } => EXEC,
+        Event::ExecResult { .. } => EXEC_RESULT,
+        Event::ThreadStart => THREAD_START,
+        Event::ThreadExit { .. } => THREAD_EXIT,
+        Event::Timer {
+            per_thread: true, ..
+        } => TH_TIMER,
+        Event::Timer { .. } => TIMER,
+        Event::Counter {
+            per_thread: true, ..
+        } => TH_COUNTER,
+        Event::Counter { .. } => COUNTER,
+        Event::Exit { .. } => EXIT,
+        Event::Atexit { .. } => ATEXIT,
+        Event::Signal { .. } => SIGNAL,
+    }
+}
+
+/// Kinds whose records the core writes with `open_regions` 0 whatever the stack holds
+/// (they come after it is unwound, or describe the thread or process as a whole).
+fn written_at_zero(kind: u8) -> bool {
+    use kind::*;
+    matches!(
+        kind,
+        ATEXIT | TIMER | TH_TIMER | COUNTER | TH_COUNTER | THREAD_START | THREAD_EXIT
+    )
+}
+
+/// The `open_regions` a record of `kind` gets unless an `OPEN` record says otherwise.
+///
+/// `state` is the thread's open-region count as the batch tracks it (it starts at the
+/// batch header's `depth_at_start - 1`); `nesting` is the event's `nesting` argument,
+/// for the kinds that have one. Region and data records are written with
+/// `open_regions = nesting - 1` by the core; `atexit`, totals, `thread_start` and `thread_exit` with 0;
+/// the others with the thread's current count.
+pub fn predicted_open(kind: u8, nesting: u32, state: u32) -> u32 {
+    use kind::*;
+    match kind {
+        REGION_ENTER | REGION_LEAVE | DATA | DATA_JSON => nesting.saturating_sub(1),
+        k if written_at_zero(k) => 0,
+        _ => state,
+    }
+}
+
+/// The tracked open-region count after a record of `kind` with `open_regions = open`.
+pub fn open_after(kind: u8, open: u32, state: u32) -> u32 {
+    match kind {
+        kind::REGION_ENTER => open.saturating_add(1),
+        k if written_at_zero(k) => state,
+        _ => open,
+    }
+}
+
+/// A `d` text longer than this is not kept as the previous text: the next `d` text of
+/// the batch is an edit of the empty text. (It keeps the writer's copy bounded.)
+pub const DELTA_MAX: usize = 4096;
+
+/// The number a `n` text packs, if it packs one: decimal digits as `u64`'s `Display`
+/// writes them, below 2^63.
+#[inline]
+pub fn packed_number(text: &str) -> Option<u64> {
+    let bytes = text.as_bytes();
+    if bytes.is_empty() || bytes.len() > 19 || (bytes[0] == b'0' && bytes.len() > 1) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in bytes {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + u64::from(b - b'0');
+    }
+    (n < 1 << 63).then_some(n)
+}
+
+/// How many nesting levels [`Origins`] follows.
+const ORIGIN_LEVELS: usize = 64;
+
+/// Where the `t_rel` of the next `region_leave`, `data` or `data_json` is predicted to
+/// count from, per nesting level, as the batch so far tells: the ticks of the region's
+/// `region_enter`, or the origin the last datum at that level implied. Both writer and
+/// decoder keep one per batch (all zero at its start) and update it after each record.
+#[derive(Clone, Debug)]
+pub struct Origins {
+    at: [u64; ORIGIN_LEVELS],
+}
+
+impl Default for Origins {
+    fn default() -> Self {
+        Origins {
+            at: [0; ORIGIN_LEVELS],
+        }
+    }
+}
+
+impl Origins {
+    /// Forgets everything (a new batch).
+    pub fn reset(&mut self) {
+        self.at = [0; ORIGIN_LEVELS];
+    }
+
+    /// The level whose origin a `t_rel` of `kind` at `nesting` counts from: the region
+    /// itself for a leave, the innermost open region (one level out) for a datum.
+    fn level(kind: u8, nesting: u32) -> Option<usize> {
+        let level = match kind {
+            kind::REGION_ENTER | kind::REGION_LEAVE => nesting,
+            kind::DATA | kind::DATA_JSON => nesting.checked_sub(1)?,
+            _ => return None,
+        };
+        let level = usize::try_from(level).ok()?;
+        (level < ORIGIN_LEVELS).then_some(level)
+    }
+
+    /// The predicted `t_rel` of a record of `kind` at `nesting` and `ticks`.
+    pub fn predict(&self, kind: u8, nesting: u32, ticks: u64) -> u64 {
+        Self::level(kind, nesting).map_or(0, |l| ticks.wrapping_sub(self.at[l]))
+    }
+
+    /// Learns from a record (`t_rel` is 0 for a `region_enter`).
+    pub fn learn(&mut self, kind: u8, nesting: u32, ticks: u64, t_rel: u64) {
+        if let Some(l) = Self::level(kind, nesting) {
+            self.at[l] = ticks.wrapping_sub(t_rel);
+        }
+    }
+}
+
+/// The wire form of a `t_rel`: its difference from the prediction, zigzagged.
+#[inline]
+pub fn rel_time_to_wire(t_rel: u64, predicted: u64) -> u64 {
+    crate::varint::zigzag(t_rel.wrapping_sub(predicted) as i64)
+}
+
+/// The `t_rel` back from its wire form.
+#[inline]
+pub fn rel_time_from_wire(wire: u64, predicted: u64) -> u64 {
+    predicted.wrapping_add(crate::varint::unzigzag(wire) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_in_kind_order_and_well_formed() {
+        for (index, spec) in EVENT_KINDS.iter().enumerate() {
+            assert_eq!(usize::from(spec.id), index + 1, "{spec:?}");
+            assert!(spec.id < control::FIRST);
+            assert!(spec.signature.len() <= MAX_ARGS);
+            assert!(
+                spec.signature
+                    .bytes()
+                    .all(|c| ArgType::from_code(c).is_some()),
+                "{spec:?}"
+            );
+            assert_eq!(baseline(spec.id), Some(spec));
+        }
+        assert_eq!(baseline(0), None);
+        assert_eq!(baseline(0x1F), None);
+        assert_eq!(baseline(control::STR_DEF), None);
+    }
+
+    #[test]
+    fn kinds_name_their_events() {
+        let events = [
+            Event::TooManyFiles,
+            Event::ThreadStart,
+            Event::Exit { code: 0 },
+            Event::Timer {
+                per_thread: true,
+                timer: Default::default(),
+            },
+            Event::Counter {
+                per_thread: false,
+                category: "",
+                name: "",
+                value: 0,
+            },
+        ];
+        for event in events {
+            let spec = baseline(kind_of(&event)).unwrap();
+            assert_eq!(spec.name, event.name());
+        }
+    }
+
+    #[test]
+    fn open_rule_follows_the_core() {
+        // A region opened and closed in order: the prediction is always right.
+        let mut state = 0;
+        for (kind, nesting, open) in [
+            (kind::REGION_ENTER, 1, 0),
+            (kind::PRINTF, 0, 1),
+            (kind::REGION_ENTER, 2, 1),
+            (kind::DATA, 3, 2),
+            (kind::REGION_LEAVE, 2, 1),
+            (kind::REGION_LEAVE, 1, 0),
+            (kind::ATEXIT, 0, 0),
+        ] {
+            assert_eq!(predicted_open(kind, nesting, state), open);
+            state = open_after(kind, open, state);
+        }
+        assert_eq!(state, 0);
+        // Totals at exit keep the tracked count.
+        assert_eq!(open_after(kind::TIMER, 0, 3), 3);
+    }
+
+    #[test]
+    fn numbers_pack_only_in_their_one_spelling() {
+        for (text, packed) in [
+            ("0", Some(0)),
+            ("42", Some(42)),
+            ("9223372036854775807", Some(i64::MAX as u64)),
+            ("9223372036854775808", None),
+            ("042", None),
+            ("", None),
+            ("-1", None),
+            ("1.5", None),
+            ("٣", None),
+        ] {
+            assert_eq!(packed_number(text), packed, "{text:?}");
+            if let Some(n) = packed {
+                assert_eq!(n.to_string(), text);
+            }
+        }
+    }
+
+    #[test]
+    fn origins_predict_leaves_and_data_in_a_region() {
+        let mut o = Origins::default();
+        o.learn(kind::REGION_ENTER, 1, 100, 0);
+        assert_eq!(o.predict(kind::DATA, 2, 130), 30);
+        o.learn(kind::DATA, 2, 130, 30);
+        assert_eq!(o.predict(kind::REGION_LEAVE, 1, 150), 50);
+        for (t_rel, predicted) in [(0, u64::MAX), (u64::MAX, 0), (7, 7), (3, 9)] {
+            let wire = rel_time_to_wire(t_rel, predicted);
+            assert_eq!(rel_time_from_wire(wire, predicted), t_rel);
+        }
+        assert_eq!(rel_time_to_wire(50, 50), 0);
+        // Levels past those followed predict nothing.
+        assert_eq!(o.predict(kind::DATA, 0, 9), 0);
+        assert_eq!(o.predict(kind::REGION_LEAVE, 500, 9), 0);
+    }
+}

@@ -1,0 +1,869 @@
+//! The binary target: [`BinaryWriter`] records every [`Record`] it is given into the
+//! calling thread's batch and writes whole batches as frames.
+//!
+//! Per record: one thread-local read, one compare-and-swap on the thread's own slot
+//! (see `slots`), the encoding, one store. No system call, no lock, no allocation once
+//! the thread's batch exists. A batch is written (one `write` call per frame):
+//!
+//! * when it is full ([`BinaryWriterBuilder::with_batch_size`], 64 KiB by default);
+//! * when a record arrives and the batch's first record is older than the flush
+//!   interval ([`BinaryWriterBuilder::with_flush_interval`], 250 ms by default);
+//! * after `error`, `exit`, `signal`, `child_start` and `exec` records, together with
+//!   every other thread's batch (whichever is not in use at that moment), so that
+//!   nothing the parent recorded is behind a child's lines or lost to `exec`;
+//! * after `thread_exit`, and when the thread ends;
+//! * after `atexit` and `signal` records: all batches, then an END frame (see
+//!   [`BinaryWriter::finish`]);
+//! * from a C `atexit` handler (which `std::process::exit` runs too), when the last
+//!   handle is dropped, and on [`BinaryWriter::flush_all`] / [`BinaryWriter::finish`].
+//!
+//! A `fork`ed child starts a stream of its own (a new stream id and pid) and drops the
+//! copy of its parent's unwritten batches, which the parent writes itself.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
+use std::time::Duration;
+
+use crate::dest::Sink;
+use crate::encode::{BatchEncoder, DEFAULT_BATCH_SIZE, Encoded};
+use crate::header::{End, StreamHeader, TextDefaults};
+use crate::record::{Event, Record};
+use crate::slots::{Guard, Slot, SlotData, SlotList, SlotPtr, SpinLock};
+use crate::spec;
+
+/// The default flush interval.
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// The STREAM frame is written again after this many batch frames (and before every
+/// END frame), so that one damaged copy does not cost the stream.
+const HEADER_EVERY: u64 = 16;
+
+/// How long an exit-time flusher waits for a thread that is inside an event.
+const EXIT_WAIT: Duration = Duration::from_millis(50);
+
+/// Builds a [`BinaryWriter`].
+#[derive(Clone, Debug)]
+pub struct BinaryWriterBuilder {
+    batch_size: usize,
+    flush_interval: Duration,
+    defaults: TextDefaults,
+    anchor_wall_us: Option<i64>,
+    utc_offset_s: Option<i32>,
+    exit_handler: bool,
+    dst_debug: bool,
+    writer_name: String,
+}
+
+impl Default for BinaryWriterBuilder {
+    fn default() -> Self {
+        BinaryWriterBuilder {
+            batch_size: DEFAULT_BATCH_SIZE,
+            flush_interval: DEFAULT_FLUSH_INTERVAL,
+            defaults: TextDefaults::default(),
+            anchor_wall_us: None,
+            utc_offset_s: None,
+            exit_handler: true,
+            dst_debug: false,
+            writer_name: concat!("tracing-trace2/", env!("CARGO_PKG_VERSION")).to_owned(),
+        }
+    }
+}
+
+impl BinaryWriterBuilder {
+    /// The size of a batch frame in bytes, 4 KiB to 1 MiB (clamped); 64 KiB by default.
+    /// Use 4 KiB for a FIFO shared by several processes, so that frames are written
+    /// atomically.
+    pub fn with_batch_size(mut self, bytes: usize) -> Self {
+        self.batch_size = bytes;
+        self
+    }
+
+    /// How old a batch may get before the next record writes it out; 250 ms by default.
+    /// Checked when a record arrives (no timer thread): a thread that stops recording
+    /// keeps its batch until it records again, ends, or the process exits.
+    pub fn with_flush_interval(mut self, interval: Duration) -> Self {
+        self.flush_interval = interval;
+        self
+    }
+
+    /// The settings of the text targets that run beside this one (brief flags, Event
+    /// nesting), recorded in the stream header so that a default decode writes what
+    /// they wrote.
+    pub fn with_text_defaults(mut self, defaults: TextDefaults) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// The wall time of tick 0 (`t_abs` 0), Unix µs. By default the core's process
+    /// start, from which the core derives every record's wall time; a record whose
+    /// wall time is not `anchor + t_abs` still decodes exactly, at a few bytes' cost.
+    pub fn with_anchor_wall_us(mut self, wall_us: i64) -> Self {
+        self.anchor_wall_us = Some(wall_us);
+        self
+    }
+
+    /// The local UTC offset for Normal and Perf times of day, in seconds east. By
+    /// default the one the core captured at process start (what the text targets use).
+    pub fn with_utc_offset(mut self, seconds_east: i32) -> Self {
+        self.utc_offset_s = Some(seconds_east);
+        self
+    }
+
+    /// Whether to flush every batch and write the END frame from a C `atexit` handler
+    /// (on by default); `std::process::exit` runs those handlers.
+    pub fn with_exit_handler(mut self, enabled: bool) -> Self {
+        self.exit_handler = enabled;
+        self
+    }
+
+    /// Print git's warning when a write fails (`GIT_TRACE2_DST_DEBUG`). The target stops
+    /// writing after a failed write either way.
+    pub fn with_dst_debug(mut self, dst_debug: bool) -> Self {
+        self.dst_debug = dst_debug;
+        self
+    }
+
+    /// The writer name recorded in the stream header.
+    pub fn with_writer_name(mut self, name: impl Into<String>) -> Self {
+        self.writer_name = name.into();
+        self
+    }
+
+    /// A writer that writes its frames to `sink`, one `write_line` call per frame.
+    pub fn build(self, sink: impl Sink) -> BinaryWriter {
+        install_fork_handler();
+        let start = tracing_trace2_core::clock::start();
+        let interval_us = u64::try_from(self.flush_interval.as_micros()).unwrap_or(u64::MAX);
+        let shared = Arc::new(Shared {
+            sink: Box::new(sink),
+            batch_size: self.batch_size,
+            flush_interval_ticks: interval_us,
+            anchor_wall_us: self.anchor_wall_us.unwrap_or_else(|| start.wall_us()),
+            utc_offset_s: self
+                .utc_offset_s
+                .unwrap_or_else(tracing_trace2_core::clock::local_offset_secs),
+            defaults: self.defaults,
+            writer_name: self.writer_name,
+            dst_debug: self.dst_debug,
+            slots: SlotList::new(),
+            stream: SpinLock::new(StreamState {
+                epoch: 1,
+                stream_id: random_id(),
+                sid: None,
+                depth: 0,
+                pid: std::process::id(),
+                next_thread: 0,
+                finished: Vec::new(),
+                header_frame: Vec::new(),
+            }),
+            epoch: AtomicU64::new(1),
+            header_epoch: AtomicU64::new(0),
+            fork_gen: AtomicU64::new(FORK_GEN.load(Ordering::Acquire)),
+            end_epoch: AtomicU64::new(0),
+            dirty: AtomicBool::new(false),
+            since_header: AtomicU64::new(0),
+            resetting: AtomicBool::new(false),
+            enabled: AtomicBool::new(true),
+            frames: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            write_errors: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        });
+        let handle = Arc::new(Handle { shared });
+        if self.exit_handler {
+            register_for_exit(&handle);
+        }
+        BinaryWriter { handle }
+    }
+}
+
+/// The binary target. Cheap to clone; the last clone dropped writes everything out and
+/// ends the stream ([`BinaryWriter::finish`]).
+///
+/// The core layer calls [`BinaryWriter::record`] with the same [`Record`] it hands to
+/// the text targets (one clock reading for all), on the thread the event happened on.
+#[derive(Clone, Debug)]
+pub struct BinaryWriter {
+    handle: Arc<Handle>,
+}
+
+/// Counters of what a writer wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    /// Frames written (headers, batches, ends).
+    pub frames: u64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Writes that failed (the first one turns the writer off).
+    pub write_errors: u64,
+    /// Records that could not be encoded (none is expected).
+    pub dropped_records: u64,
+}
+
+struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BinaryWriter")
+            .field("stats", &self.shared.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.shared.finish(None);
+        self.shared.release_all();
+    }
+}
+
+impl BinaryWriter {
+    /// A builder with the default settings.
+    pub fn builder() -> BinaryWriterBuilder {
+        BinaryWriterBuilder::default()
+    }
+
+    /// Records one Trace2 event. Writes nothing unless a flush trigger applies (see the
+    /// module docs).
+    #[inline]
+    pub fn record(&self, record: &Record<'_>) {
+        let shared = &self.handle.shared;
+        if !shared.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        shared.check_fork();
+        with_own_slot(shared, |shared, guard| shared.record_in(guard, record));
+    }
+
+    /// Writes every thread's batch out (a thread that is inside an event at that moment
+    /// is waited for, briefly). For exit paths the layer handles itself.
+    pub fn flush_all(&self) {
+        let shared = &self.handle.shared;
+        shared.check_fork();
+        shared.flush_all(None, EXIT_WAIT);
+    }
+
+    /// Writes every batch out, then an END frame: a decoder then knows the stream ended
+    /// cleanly and how many batches each thread wrote. Records that come later are
+    /// still written (and another END follows them at the next `finish`).
+    pub fn finish(&self) {
+        self.handle.shared.finish(None);
+    }
+
+    /// Whether the writer still writes (a failed write turns it off, as git does).
+    pub fn is_enabled(&self) -> bool {
+        self.handle.shared.enabled.load(Ordering::Relaxed)
+    }
+
+    /// What was written so far.
+    pub fn stats(&self) -> WriterStats {
+        self.handle.shared.stats()
+    }
+}
+
+/// The thread-local side: which slot of which writer this thread used last.
+#[derive(Clone, Copy)]
+struct Current {
+    shared: *const Shared,
+    slot: SlotPtr,
+    claim: u64,
+}
+
+/// A slot this thread owns; given back (after a last flush) when the thread ends.
+struct Claim {
+    shared: Arc<Shared>,
+    slot: SlotPtr,
+    claim: u64,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = CURRENT.try_with(|c| {
+            if c.get().slot == self.slot {
+                c.set(Current::NONE);
+            }
+        });
+        self.shared.release(self.slot, self.claim);
+    }
+}
+
+impl Current {
+    const NONE: Current = Current {
+        shared: std::ptr::null(),
+        slot: SlotPtr::NONE,
+        claim: 0,
+    };
+}
+
+thread_local! {
+    // Const-initialised and without a destructor: readable at any point of a thread's
+    // life, at the cost of one TLS access.
+    static CURRENT: Cell<Current> = const { Cell::new(Current::NONE) };
+    static CLAIMS: RefCell<Vec<Claim>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Numbers the claims of slots, so a stale one is told from the current one.
+static NEXT_CLAIM: AtomicU64 = AtomicU64::new(1);
+
+/// Runs `f` with the calling thread's slot of `shared`, taking one if needed.
+#[inline]
+fn with_own_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
+    let current = CURRENT.with(Cell::get);
+    if std::ptr::eq(current.shared, Arc::as_ptr(shared))
+        && let Some(slot) = shared.slots.get(current.slot)
+        && let Some(mut guard) = slot.acquire()
+    {
+        if guard.claim == current.claim {
+            f(shared, &mut guard);
+            return;
+        }
+        drop(guard);
+    }
+    with_new_slot(shared, f);
+}
+
+/// The slow path of [`with_own_slot`]: the thread's first record for this writer, a
+/// switch between writers, a claim gone stale, or a thread being torn down.
+#[cold]
+fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
+    let owned = CLAIMS.try_with(|claims| {
+        let mut claims = claims.try_borrow_mut().ok()?;
+        // Claims whose slot was taken away (fork, writer dropped) are forgotten.
+        claims.retain(|c| {
+            c.shared
+                .slots
+                .get(c.slot)
+                .and_then(Slot::acquire)
+                .is_some_and(|g| g.claim == c.claim)
+        });
+        let found = claims
+            .iter()
+            .find(|c| Arc::ptr_eq(&c.shared, shared))
+            .map(|c| (c.slot, c.claim));
+        let (slot, claim) = match found {
+            Some(found) => found,
+            None => {
+                let (slot, claim) = shared.claim_slot();
+                claims.push(Claim {
+                    shared: Arc::clone(shared),
+                    slot,
+                    claim,
+                });
+                (slot, claim)
+            }
+        };
+        let current = Current {
+            shared: Arc::as_ptr(shared),
+            slot,
+            claim,
+        };
+        CURRENT.with(|c| c.set(current));
+        Some(current)
+    });
+    if let Ok(Some(current)) = owned
+        && let Some(slot) = shared.slots.get(current.slot)
+        && let Some(mut guard) = slot.acquire()
+        && guard.claim == current.claim
+    {
+        f(shared, &mut guard);
+        return;
+    }
+    // No thread-local storage any more (the thread is ending), or it is in use: a slot
+    // just for this record, written out and given back at once.
+    let (slot, _) = shared.claim_slot();
+    if let Some(slot) = shared.slots.get(slot)
+        && let Some(mut guard) = slot.acquire()
+    {
+        f(shared, &mut guard);
+        shared.flush_guard(&mut guard);
+        shared.retire(&mut guard);
+        guard.free();
+    }
+}
+
+/// Bumped in a forked child (by a `pthread_atfork` handler): writers compare it with the
+/// generation they were set up in.
+static FORK_GEN: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn forked_child() {
+    FORK_GEN.fetch_add(1, Ordering::AcqRel);
+}
+
+fn install_fork_handler() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registering a handler that only increments an atomic, which is safe
+        // to run in a forked child.
+        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+    });
+}
+
+/// Writers to finish from the C `atexit` handler.
+static AT_EXIT: Mutex<Vec<Weak<Handle>>> = Mutex::new(Vec::new());
+
+fn register_for_exit(handle: &Arc<Handle>) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registering a plain function; it catches every panic.
+        unsafe { libc::atexit(finish_at_exit) };
+    });
+    let mut list = AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner);
+    list.retain(|w| w.strong_count() > 0);
+    list.push(Arc::downgrade(handle));
+}
+
+extern "C" fn finish_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        // `try_lock`: a forked child may have inherited the lock held by a thread it
+        // does not have; better to skip than to hang at exit.
+        let writers: Vec<Arc<Handle>> = match AT_EXIT.try_lock() {
+            Ok(list) => list.iter().filter_map(Weak::upgrade).collect(),
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                p.into_inner().iter().filter_map(Weak::upgrade).collect()
+            }
+            Err(std::sync::TryLockError::WouldBlock) => Vec::new(),
+        };
+        for handle in writers {
+            handle.shared.finish(None);
+        }
+    });
+}
+
+/// A stream id no other process is likely to pick.
+fn random_id() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let local = 0u8;
+    let mut x = nanos
+        ^ u64::from(std::process::id()).rotate_left(32)
+        ^ (&local as *const u8 as u64).rotate_left(17)
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    // splitmix64's finaliser.
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// The stream being written: changes only when a stream starts.
+struct StreamState {
+    epoch: u64,
+    stream_id: u64,
+    sid: Option<String>,
+    depth: u32,
+    pid: u32,
+    next_thread: u64,
+    /// Threads of this stream that gave their slot back: (thread index, batches).
+    finished: Vec<(u64, u64)>,
+    /// The STREAM frame, once made.
+    header_frame: Vec<u8>,
+}
+
+struct Shared {
+    sink: Box<dyn Sink>,
+    batch_size: usize,
+    flush_interval_ticks: u64,
+    anchor_wall_us: i64,
+    utc_offset_s: i32,
+    defaults: TextDefaults,
+    writer_name: String,
+    dst_debug: bool,
+    slots: SlotList,
+    stream: SpinLock<StreamState>,
+    /// The current stream's generation (`StreamState::epoch`), readable without the lock.
+    epoch: AtomicU64,
+    /// The newest generation whose STREAM frame is written.
+    header_epoch: AtomicU64,
+    /// The fork generation the writer's state belongs to.
+    fork_gen: AtomicU64,
+    /// The generation whose END frame was written last.
+    end_epoch: AtomicU64,
+    /// Whether a batch was written since that END frame.
+    dirty: AtomicBool,
+    /// Batch frames written since the last copy of the STREAM frame.
+    since_header: AtomicU64,
+    resetting: AtomicBool,
+    enabled: AtomicBool,
+    frames: AtomicU64,
+    bytes: AtomicU64,
+    write_errors: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl Shared {
+    fn stats(&self) -> WriterStats {
+        WriterStats {
+            frames: self.frames.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            write_errors: self.write_errors.load(Ordering::Relaxed),
+            dropped_records: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Encodes `record` into the thread's batch and applies the flush triggers.
+    #[inline]
+    fn record_in(&self, guard: &mut Guard<'_>, record: &Record<'_>) {
+        let data: &mut SlotData = guard;
+        if data.enc.epoch != self.epoch.load(Ordering::Relaxed)
+            || data.sid != (record.sid.as_ptr() as usize, record.sid.len())
+            || data.depth != record.depth
+        {
+            self.sync_stream(data, record);
+        }
+        let epoch = data.enc.epoch;
+        if data
+            .enc
+            .encode(record, |frame| self.write_batch(epoch, frame))
+            == Encoded::Dropped
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        match record.event {
+            Event::Atexit { .. } | Event::Signal { .. } => self.finish(Some(guard)),
+            Event::Exit { .. }
+            | Event::Error { .. }
+            | Event::ChildStart(_)
+            | Event::Exec { .. } => {
+                self.flush_guard(guard);
+                // The others' batches too, but without waiting for a thread that is
+                // recording right now (it may be waiting for ours).
+                self.flush_all(Some(guard.slot()), Duration::ZERO);
+            }
+            Event::ThreadExit { .. } => self.flush_guard(guard),
+            _ => {
+                if data_age(guard, record) >= self.flush_interval_ticks {
+                    self.flush_guard(guard);
+                }
+            }
+        }
+    }
+
+    /// Writes the batch in `guard`'s slot, if it holds any record.
+    fn flush_guard(&self, guard: &mut Guard<'_>) {
+        let enc = &mut guard.enc;
+        if enc.is_empty() {
+            return;
+        }
+        let epoch = enc.epoch;
+        self.write_batch(epoch, enc.seal());
+        enc.next_batch();
+    }
+
+    /// Writes a sealed batch frame of stream generation `epoch`, its STREAM frame first
+    /// if that is not written yet.
+    fn write_batch(&self, epoch: u64, frame: &[u8]) {
+        if self.header_epoch.load(Ordering::Acquire) < epoch {
+            let mut stream = self.stream.lock();
+            if stream.epoch == epoch {
+                self.write_header(&mut stream, false);
+            }
+        }
+        self.write_frame(frame);
+        self.dirty.store(true, Ordering::Release);
+        if self.since_header.fetch_add(1, Ordering::AcqRel) + 1 >= HEADER_EVERY {
+            let mut stream = self.stream.lock();
+            if stream.epoch == epoch {
+                self.write_header(&mut stream, true);
+            }
+        }
+    }
+
+    /// Writes the STREAM frame of `stream` unless it is written already, or a copy of
+    /// it (`again`).
+    fn write_header(&self, stream: &mut StreamState, again: bool) {
+        if self.header_epoch.load(Ordering::Acquire) >= stream.epoch && !again {
+            return;
+        }
+        if stream.header_frame.is_empty() {
+            let header = StreamHeader {
+                major: spec::MAJOR,
+                minor: spec::MINOR,
+                stream_id: stream.stream_id,
+                flags: 0,
+                writer: self.writer_name.clone(),
+                sid: cut_header_text(stream.sid.as_deref().unwrap_or_default()),
+                depth: stream.depth,
+                pid: stream.pid,
+                freq: 1_000_000,
+                anchor_wall_us: self.anchor_wall_us,
+                utc_offset_s: self.utc_offset_s,
+                event_format_version: EVENT_FORMAT_VERSION.to_owned(),
+                defaults: self.defaults,
+                declared: Vec::new(),
+            };
+            header.write_frame(&mut stream.header_frame);
+        }
+        self.write_frame(&stream.header_frame);
+        self.since_header.store(0, Ordering::Release);
+        self.header_epoch.store(stream.epoch, Ordering::Release);
+    }
+
+    /// One `write` call for one frame; the first failure turns the writer off.
+    fn write_frame(&self, frame: &[u8]) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        match self.sink.write_line(frame) {
+            Ok(()) => {
+                self.frames.fetch_add(1, Ordering::Relaxed);
+                self.bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
+            }
+            Err(err) => self.write_failed(&err),
+        }
+    }
+
+    #[cold]
+    fn write_failed(&self, err: &io::Error) {
+        self.write_errors.fetch_add(1, Ordering::Relaxed);
+        if self.enabled.swap(false, Ordering::Relaxed) && self.dst_debug {
+            crate::dest::warn_write_failed(err);
+        }
+    }
+
+    /// Brings the slot in line with the current stream: the slot's batch belongs to an
+    /// older stream, or the record names a session the stream has not checked yet.
+    #[cold]
+    fn sync_stream(&self, data: &mut SlotData, record: &Record<'_>) {
+        loop {
+            let mut stream = self.stream.lock();
+            if data.enc.epoch != stream.epoch {
+                if !data.enc.is_empty() {
+                    // Written under the old stream's id, whose header is out already.
+                    drop(stream);
+                    let epoch = data.enc.epoch;
+                    self.write_batch(epoch, data.enc.seal());
+                    data.enc.next_batch();
+                    continue;
+                }
+                let index = stream.next_thread;
+                stream.next_thread += 1;
+                data.enc.rebind(stream.stream_id, stream.epoch, index);
+            }
+            let same = match &stream.sid {
+                None => {
+                    stream.sid = Some(record.sid.to_owned());
+                    stream.depth = record.depth;
+                    true
+                }
+                Some(sid) => sid == record.sid && stream.depth == record.depth,
+            };
+            if !same {
+                // Another session: the stream ends here and a new one starts.
+                self.write_header(&mut stream, false);
+                let end = End {
+                    stream_id: stream.stream_id,
+                    threads: Vec::new(),
+                };
+                stream.epoch += 1;
+                stream.stream_id = random_id();
+                stream.sid = Some(record.sid.to_owned());
+                stream.depth = record.depth;
+                stream.next_thread = 0;
+                stream.finished.clear();
+                stream.header_frame.clear();
+                self.epoch.store(stream.epoch, Ordering::Release);
+                drop(stream);
+                let mut frame = Vec::new();
+                end.write_frame(&mut frame);
+                self.write_frame(&frame);
+                continue;
+            }
+            data.sid = (record.sid.as_ptr() as usize, record.sid.len());
+            data.depth = record.depth;
+            return;
+        }
+    }
+
+    /// Takes a slot for a new thread and numbers the thread in the current stream.
+    fn claim_slot(&self) -> (SlotPtr, u64) {
+        let claim = NEXT_CLAIM.fetch_add(1, Ordering::Relaxed);
+        let (ptr, mut guard) = self.slots.take(|| SlotData {
+            enc: BatchEncoder::new(self.batch_size, self.anchor_wall_us),
+            claim,
+            sid: (0, 0),
+            depth: 0,
+        });
+        guard.claim = claim;
+        guard.sid = (0, 0);
+        guard.enc.forget_thread();
+        let mut stream = self.stream.lock();
+        let index = stream.next_thread;
+        stream.next_thread += 1;
+        guard.enc.rebind(stream.stream_id, stream.epoch, index);
+        (ptr, claim)
+    }
+
+    /// Gives a thread's slot back when the thread ends: last batch out, counts kept for
+    /// the END frame.
+    fn release(&self, slot: SlotPtr, claim: u64) {
+        if self.fork_gen.load(Ordering::Acquire) != FORK_GEN.load(Ordering::Acquire) {
+            // A forked child's copy of a slot: its batch is the parent's to write.
+            return;
+        }
+        let Some(slot) = self.slots.get(slot) else {
+            return;
+        };
+        let Some(mut guard) = slot.acquire() else {
+            return;
+        };
+        if guard.claim != claim {
+            return;
+        }
+        self.flush_guard(&mut guard);
+        self.retire(&mut guard);
+        guard.free();
+    }
+
+    /// Notes how many batches the slot's thread wrote in its stream.
+    fn retire(&self, guard: &mut Guard<'_>) {
+        let enc = &mut guard.enc;
+        let mut stream = self.stream.lock();
+        if enc.epoch == stream.epoch {
+            stream.finished.push((enc.thread_index, enc.seq));
+        }
+    }
+
+    /// Writes every slot's batch (skipping `own`, which the caller holds); waits up to
+    /// `wait` for a slot in use. Returns (thread index, batches) of the current stream's
+    /// threads it saw.
+    fn flush_all(&self, own: Option<&Slot>, wait: Duration) -> Vec<(u64, u64)> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let mut counts = Vec::new();
+        for slot in self.slots.iter() {
+            if own.is_some_and(|own| own.is(slot)) {
+                continue;
+            }
+            if let Some(mut guard) = slot.acquire_for_flush(wait) {
+                self.flush_guard(&mut guard);
+                if guard.enc.epoch == epoch {
+                    counts.push((guard.enc.thread_index, guard.enc.seq));
+                }
+            }
+        }
+        counts
+    }
+
+    /// Writes every batch, then the END frame of the current stream (if anything of
+    /// it was written). `own` is the caller's slot, if it holds one.
+    fn finish(&self, mut own: Option<&mut Guard<'_>>) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        self.check_fork();
+        if let Some(own) = own.as_deref_mut() {
+            self.flush_guard(own);
+        }
+        let own_slot = own.as_ref().map(|g| g.slot());
+        let mut counts = self.flush_all(own_slot, EXIT_WAIT);
+        let mut stream = self.stream.lock();
+        if self.header_epoch.load(Ordering::Acquire) < stream.epoch {
+            return;
+        }
+        // Nothing written since the last END of this stream: it stands.
+        let dirty = self.dirty.swap(false, Ordering::AcqRel);
+        if !dirty && self.end_epoch.load(Ordering::Acquire) == stream.epoch {
+            return;
+        }
+        self.end_epoch.store(stream.epoch, Ordering::Release);
+        if let Some(own) = &own
+            && own.enc.epoch == stream.epoch
+        {
+            counts.push((own.enc.thread_index, own.enc.seq));
+        }
+        counts.extend_from_slice(&stream.finished);
+        counts.sort_unstable();
+        if self.since_header.load(Ordering::Acquire) > 0 {
+            // A last copy of the header, so that a damaged first one costs nothing.
+            self.write_header(&mut stream, true);
+        }
+        let end = End {
+            stream_id: stream.stream_id,
+            threads: counts,
+        };
+        drop(stream);
+        let mut frame = Vec::new();
+        end.write_frame(&mut frame);
+        self.write_frame(&frame);
+    }
+
+    /// Frees every slot's buffer once the last handle is gone (threads that still hold a
+    /// claim find their slot free and forget it).
+    fn release_all(&self) {
+        for slot in self.slots.iter() {
+            if let Some(mut guard) = slot.acquire_for_flush(EXIT_WAIT) {
+                self.flush_guard(&mut guard);
+                guard.enc = BatchEncoder::new(0, self.anchor_wall_us);
+                guard.free();
+            }
+        }
+    }
+
+    /// Notices a `fork` (this is the child) and starts the child's own stream.
+    #[inline]
+    fn check_fork(&self) {
+        let now = FORK_GEN.load(Ordering::Acquire);
+        if self.fork_gen.load(Ordering::Acquire) != now {
+            self.after_fork(now);
+        }
+    }
+
+    #[cold]
+    fn after_fork(&self, now: u64) {
+        if self
+            .resetting
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            while self.fork_gen.load(Ordering::Acquire) != now {
+                std::thread::yield_now();
+            }
+            return;
+        }
+        // SAFETY: this is a forked child (the generation changed) and this thread won
+        // `resetting`: the parent's other threads do not exist here, and any thread the
+        // child started waits above until `fork_gen` is set below.
+        unsafe {
+            self.stream.unlock_after_fork();
+            self.slots.reset_after_fork(|data| {
+                data.enc.discard();
+                data.claim = 0;
+            });
+        }
+        {
+            let mut stream = self.stream.lock();
+            stream.epoch += 1;
+            stream.stream_id = random_id();
+            stream.pid = std::process::id();
+            stream.next_thread = 0;
+            stream.finished.clear();
+            stream.header_frame.clear();
+            self.epoch.store(stream.epoch, Ordering::Release);
+        }
+        self.fork_gen.store(now, Ordering::Release);
+        self.resetting.store(false, Ordering::Release);
+    }
+}
+
+/// The Event format's `evt` version, which the Event formatter prints.
+const EVENT_FORMAT_VERSION: &str = "4";
+
+/// A header text cut to 1 MiB at a character boundary: the STREAM frame must stay
+/// within a frame's bounds whatever the SID.
+fn cut_header_text(text: &str) -> String {
+    let mut keep = text.len().min(1 << 20);
+    while !text.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    text[..keep].to_owned()
+}
+
+fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
+    guard.enc.age(record.time.t_abs_us)
+}

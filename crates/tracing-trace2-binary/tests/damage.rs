@@ -1,0 +1,337 @@
+//! Damaged input never makes the decoder panic or invent an event: whatever is cut,
+//! flipped, lost, shuffled, repeated or mixed with other processes' frames, it yields
+//! every intact event and only those, and says what it skipped.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use support::{Decoded, KINDS, Owned, Rng, builder, decode_all, decode_with, frames, is_subset};
+use tracing_trace2_binary::{
+    BinaryWriter, DecodeOptions, MIN_BATCH_SIZE, TextFormat, TextOptions, decode_to_text,
+};
+use tracing_trace2_core::{MemorySink, Record};
+
+const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
+
+/// Records as the core makes them (times increasing, wall = anchor + t_abs), spread
+/// over three threads by name.
+fn live_records(seed: u64, count: usize) -> Vec<Owned> {
+    let mut rng = Rng(seed);
+    let mut t = 0;
+    (0..count)
+        .map(|i| {
+            // `atexit` and `signal` end the stream (with an END frame): not here.
+            let kind = match i % KINDS {
+                28 | 29 => 14,
+                k => k,
+            };
+            let mut o = Owned::new(&mut rng, kind);
+            t += 1 + rng.below(50);
+            o.t_abs_us = t;
+            o.wall_us = 1_700_000_000_000_000 + t as i64;
+            o.thread = ["main", "th01:a", "th02:b"][i % 3].to_owned();
+            o
+        })
+        .collect()
+}
+
+/// Writes the records from three real threads (one per thread name), `batch` bytes per
+/// batch.
+fn written_by_threads(owned: &[Owned], batch: usize) -> Vec<u8> {
+    let sink = MemorySink::new();
+    let writer = builder()
+        .with_batch_size(batch)
+        .with_anchor_wall_us(1_700_000_000_000_000)
+        .build(sink.clone());
+    std::thread::scope(|scope| {
+        for name in ["main", "th01:a", "th02:b"] {
+            let writer = writer.clone();
+            scope.spawn(move || {
+                for o in owned.iter().filter(|o| o.thread == name) {
+                    let list = o.list_refs();
+                    writer.record(&o.record(&list, SID, 0));
+                }
+            });
+        }
+    });
+    writer.finish();
+    drop(writer);
+    sink.contents()
+}
+
+/// Per thread name, the decoded records in order.
+fn by_thread(decoded: &[Decoded]) -> BTreeMap<String, Vec<String>> {
+    let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (_, text) in decoded {
+        let thread = text
+            .split("thread: ")
+            .nth(1)
+            .and_then(|rest| rest.split(", callsite").next())
+            .unwrap_or_default()
+            .to_owned();
+        map.entry(thread).or_default().push(text.clone());
+    }
+    map
+}
+
+#[test]
+fn truncation_at_every_offset_keeps_a_subset_and_says_so() {
+    let owned = live_records(1, 60);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    let (whole, report) = decode_all(&bytes);
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(whole.len(), 60);
+    let whole_threads = by_thread(&whole);
+    // (An empty input is complete: there is nothing in it.)
+    for cut in 1..bytes.len() {
+        let (part, report) = decode_all(&bytes[..cut]);
+        assert!(is_subset(&part, &whole), "cut at {cut}");
+        assert!(!report.is_complete(), "cut at {cut}: {report}");
+        // Each thread keeps a prefix of its records (its batches in order).
+        for (thread, records) in by_thread(&part) {
+            let all = &whole_threads[&thread];
+            assert!(
+                all.starts_with(&records) || records.is_empty(),
+                "cut at {cut}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bit_flips_are_caught_and_only_the_hit_frame_is_lost() {
+    let owned = live_records(2, 3000);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    let frames = frames(&bytes);
+    assert!(frames.len() > 20, "{}", frames.len());
+    let (whole, report) = decode_all(&bytes);
+    assert!(report.is_complete());
+    let mut rng = Rng(99);
+    for _ in 0..300 {
+        let mut damaged = bytes.clone();
+        let flips = 1 + rng.below(3);
+        for _ in 0..flips {
+            let at = rng.below(damaged.len() as u64) as usize;
+            damaged[at] ^= 1 << rng.below(8);
+        }
+        let (part, report) = decode_all(&damaged);
+        assert!(is_subset(&part, &whole));
+        assert!(report.skipped_bytes > 0 || report.lost_batches() > 0);
+        assert!(!report.is_complete());
+        // A few flips hit at most a few frames: nearly everything survives.
+        assert!(
+            part.len() * 10 > whole.len() * 8,
+            "{} of {}",
+            part.len(),
+            whole.len()
+        );
+    }
+}
+
+#[test]
+fn shuffled_frames_decode_exactly_as_in_order() {
+    let owned = live_records(3, 2000);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    let (whole, _) = decode_all(&bytes);
+    let mut frames = frames(&bytes);
+    let mut rng = Rng(5);
+    for round in 0..5 {
+        for i in (1..frames.len()).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            frames.swap(i, j);
+        }
+        let shuffled: Vec<u8> = frames.concat();
+        let (got, report) = decode_all(&shuffled);
+        assert!(report.is_complete(), "round {round}: {report}");
+        assert_eq!(got, whole, "round {round}");
+    }
+}
+
+#[test]
+fn missing_batches_are_reported_per_thread() {
+    let owned = live_records(4, 2000);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    let (whole, _) = decode_all(&bytes);
+    let frames = frames(&bytes);
+    // Drop the third frame (frame 0 is the STREAM header) and the last batch.
+    let is_batch = |f: &Vec<u8>| f[3] == tracing_trace2_binary::frame::kind::BATCH;
+    assert!(is_batch(&frames[3]));
+    let last = frames.iter().rposition(is_batch).unwrap();
+    let dropped = [3, last];
+    let kept: Vec<u8> = frames
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !dropped.contains(i))
+        .flat_map(|(_, f)| f.clone())
+        .collect();
+    let (part, report) = decode_all(&kept);
+    assert!(is_subset(&part, &whole));
+    assert!(part.len() < whole.len());
+    assert_eq!(report.lost_batches(), 2, "{report}");
+    assert!(report.streams[0].ended);
+    assert!(!report.is_complete());
+    // The lost batch does not disturb the order of what is left.
+    for (thread, records) in by_thread(&part) {
+        let all = &by_thread(&whole)[&thread];
+        let mut at = 0;
+        for r in &records {
+            at += all[at..].iter().position(|a| a == r).unwrap() + 1;
+        }
+    }
+}
+
+#[test]
+fn two_processes_appending_to_one_file_decode_apart() {
+    let a = live_records(5, 500);
+    let b = live_records(6, 500);
+    let sink = MemorySink::new();
+    let wa = builder()
+        .with_batch_size(MIN_BATCH_SIZE)
+        .build(sink.clone());
+    let wb = builder()
+        .with_batch_size(MIN_BATCH_SIZE)
+        .build(sink.clone());
+    let sid_b = "20260101T000000.000000Z-H0123abcd-P00009999";
+    for (x, y) in a.iter().zip(&b) {
+        let (lx, ly) = (x.list_refs(), y.list_refs());
+        wa.record(&x.record(&lx, SID, 0));
+        wb.record(&y.record(&ly, sid_b, 0));
+    }
+    wa.finish();
+    wb.finish();
+    let (decoded, report) = decode_all(&sink.contents());
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(report.streams.len(), 2);
+    let sids: Vec<_> = report.streams.iter().map(|s| s.sid.clone()).collect();
+    let index_of = |sid: &str| sids.iter().position(|s| s.as_deref() == Some(sid)).unwrap();
+    for (owned, sid) in [(&a, SID), (&b, sid_b)] {
+        let s = index_of(sid);
+        let got: Vec<&String> = decoded.iter().filter(|d| d.0 == s).map(|d| &d.1).collect();
+        let want: Vec<String> = owned
+            .iter()
+            .map(|o| format!("{:?}", o.record(&o.list_refs(), sid, 0)))
+            .collect();
+        assert_eq!(got.len(), want.len());
+        assert!(got.iter().zip(&want).all(|(g, w)| *g == w));
+    }
+}
+
+#[test]
+fn repeated_frames_and_foreign_bytes_are_skipped() {
+    let owned = live_records(7, 300);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    let (whole, _) = decode_all(&bytes);
+    let mut doubled = b"some text before\n".to_vec();
+    doubled.extend_from_slice(&bytes);
+    doubled.extend_from_slice(b"\x89T2\x10garbage");
+    doubled.extend_from_slice(&bytes);
+    let (got, report) = decode_all(&doubled);
+    assert_eq!(got, whole);
+    assert!(report.duplicate_batches > 0);
+    assert!(report.skipped_bytes > 0);
+}
+
+#[test]
+fn batches_before_their_stream_header_wait_for_it_and_orphans_are_reported() {
+    let owned = live_records(8, 300);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    let (whole, _) = decode_all(&bytes);
+    let is_header = |f: &Vec<u8>| f[3] == tracing_trace2_binary::frame::kind::STREAM;
+    let (headers, mut frames): (Vec<_>, Vec<_>) = frames(&bytes).into_iter().partition(is_header);
+    // The writer repeats its header; every copy goes last here.
+    assert!(headers.len() >= 2);
+    frames.extend(headers);
+    let (got, report) = decode_all(&frames.concat());
+    assert_eq!(got, whole);
+    assert!(report.is_complete());
+    // Without any.
+    frames.retain(|f| !is_header(f));
+    let (got, report) = decode_all(&frames.concat());
+    assert!(got.is_empty());
+    assert!(report.orphan_batches > 0, "{report}");
+    assert!(!report.is_complete());
+}
+
+#[test]
+fn a_small_window_keeps_every_event_and_each_threads_order() {
+    let owned = live_records(9, 50_000);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    assert!(bytes.len() > 2 << 20, "{}", bytes.len());
+    let (whole, _) = decode_all(&bytes);
+    let (windowed, report) = decode_with(&bytes, &DecodeOptions::new().with_window_bytes(1));
+    assert!(report.is_complete(), "{report}");
+    assert!(is_subset(&windowed, &whole) && windowed.len() == whole.len());
+    assert_eq!(by_thread(&windowed), by_thread(&whole));
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = Rng(11);
+    let owned = live_records(10, 200);
+    let valid = written_by_threads(&owned, MIN_BATCH_SIZE);
+    for _ in 0..200 {
+        let len = rng.below(4000) as usize;
+        let mut bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        // Sometimes splice in pieces of a valid stream, with markers and headers.
+        if rng.bool() && !valid.is_empty() {
+            let at = rng.below(valid.len() as u64) as usize;
+            let n = (rng.below(2000) as usize).min(valid.len() - at);
+            let into = rng.below(bytes.len() as u64 + 1) as usize;
+            bytes.splice(into..into, valid[at..at + n].iter().copied());
+        }
+        let _ = decode_all(&bytes);
+        let mut out = Vec::new();
+        let _ = decode_to_text(&bytes[..], &mut out, &TextOptions::new(TextFormat::Perf));
+    }
+}
+
+#[test]
+fn a_writer_cut_off_mid_stream_loses_only_its_unwritten_batch() {
+    // What the file holds when the process dies without flushing: every frame written
+    // so far, no END. Records of kinds that flush at once (exit, error, child_start…)
+    // are left out, so that the tail stays in the batch.
+    let owned: Vec<Owned> = live_records(12, 8000)
+        .into_iter()
+        .filter(|o| matches!(o.kind, 2..=14 | 17 | 18 | 20..=26))
+        .collect();
+    let lists: Vec<Vec<&str>> = owned.iter().map(Owned::list_refs).collect();
+    let records: Vec<Record<'_>> = owned
+        .iter()
+        .zip(&lists)
+        .map(|(o, l)| o.record(l, SID, 0))
+        .collect();
+    let sink = MemorySink::new();
+    let writer: BinaryWriter = builder()
+        .with_batch_size(MIN_BATCH_SIZE)
+        .with_anchor_wall_us(1_700_000_000_000_000)
+        .build(sink.clone());
+    for r in &records {
+        writer.record(r);
+    }
+    let cut = sink.contents();
+    let (got, report) = decode_all(&cut);
+    assert!(!report.is_complete() && !report.streams[0].ended);
+    assert_eq!(report.skipped_bytes, 0);
+    let want: Vec<String> = records.iter().map(|r| format!("{r:?}")).collect();
+    let got: Vec<String> = got.into_iter().map(|d| d.1).collect();
+    assert!(!got.is_empty() && got.len() < want.len());
+    assert!(want.starts_with(&got));
+    // What is missing fits one batch: written alone it makes a single batch frame.
+    let tail = write_alone(&records[got.len()..]);
+    let batches = frames(&tail)
+        .iter()
+        .filter(|f| f[3] == tracing_trace2_binary::frame::kind::BATCH)
+        .count();
+    assert_eq!(batches, 1);
+    drop(writer);
+}
+
+fn write_alone(records: &[Record<'_>]) -> Vec<u8> {
+    support::write_all(
+        builder()
+            .with_batch_size(MIN_BATCH_SIZE)
+            .with_anchor_wall_us(1_700_000_000_000_000),
+        records,
+    )
+}

@@ -1,0 +1,372 @@
+//! Real processes writing a binary trace file, ended every way a program ends: nothing
+//! is lost on `std::process::exit` or a panic out of `main` (the C `atexit` handler
+//! writes every thread's batch and the END frame), a thread's end writes its batch, a
+//! SIGKILL loses at most each thread's unwritten batch, and a `fork`ed child writes a
+//! stream of its own without repeating its parent's records.
+//!
+//! This binary is its own child: with `T2B_SCENARIO` set it plays that scenario in its
+//! main thread (so that exits and panics are the program's own, not a test harness's);
+//! without it, it runs the tests.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Arc, Barrier};
+
+use support::decode_all;
+use tracing_trace2_binary::{BinaryWriter, DestSettings, MIN_BATCH_SIZE, dest};
+use tracing_trace2_core::{Callsite, Event, Record, clock};
+
+const SCENARIO: &str = "T2B_SCENARIO";
+const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
+
+fn main() -> ExitCode {
+    if let Ok(scenario) = std::env::var(SCENARIO) {
+        play(&scenario);
+        return ExitCode::SUCCESS;
+    }
+    let tests: [(&str, fn()); 6] = [
+        (
+            "process_exit_writes_everything",
+            process_exit_writes_everything,
+        ),
+        (
+            "panic_out_of_main_writes_everything",
+            panic_out_of_main_writes_everything,
+        ),
+        (
+            "dropping_the_writer_ends_the_stream",
+            dropping_the_writer_ends_the_stream,
+        ),
+        (
+            "a_threads_end_writes_its_batch",
+            a_threads_end_writes_its_batch,
+        ),
+        (
+            "sigkill_loses_only_unwritten_batches",
+            sigkill_loses_only_unwritten_batches,
+        ),
+        (
+            "a_forked_child_writes_its_own_stream",
+            a_forked_child_writes_its_own_stream,
+        ),
+    ];
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let (mut passed, mut failed) = (0, 0);
+    for (name, test) in tests {
+        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let ok = std::panic::catch_unwind(test).is_ok();
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    println!("\nprocess: {passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+// ---- the child's side ----
+
+fn writer(batch: usize, exit_handler: bool) -> BinaryWriter {
+    let settings = DestSettings {
+        dst_debug: true,
+        max_files: 0,
+        sid: SID.to_owned(),
+    };
+    let dest = dest::open_from_env(&settings).expect("TRACING_TRACE2_BINARY opens");
+    BinaryWriter::builder()
+        .with_batch_size(batch)
+        .with_exit_handler(exit_handler)
+        .build(dest.sink)
+}
+
+fn say(writer: &BinaryWriter, thread: &str, msg: &str) {
+    writer.record(&Record {
+        event: Event::Printf { msg: Some(msg) },
+        time: clock::now(),
+        sid: SID,
+        depth: 0,
+        thread,
+        callsite: Callsite {
+            file: Some(file!()),
+            line: line!(),
+        },
+        open_regions: 0,
+    });
+}
+
+/// Two threads that record `count` messages each and then stay alive, idle.
+fn idle_threads(writer: &BinaryWriter, count: usize) {
+    let recorded = Arc::new(Barrier::new(3));
+    for n in 1..=2 {
+        let writer = writer.clone();
+        let recorded = Arc::clone(&recorded);
+        std::thread::spawn(move || {
+            let name = format!("th{n:02}:idle");
+            for i in 0..count {
+                say(&writer, &name, &format!("{name} {i}"));
+            }
+            recorded.wait();
+            loop {
+                std::thread::park();
+            }
+        });
+    }
+    recorded.wait();
+}
+
+fn play(scenario: &str) {
+    match scenario {
+        "exit" => {
+            let w = writer(MIN_BATCH_SIZE, true);
+            (0..10).for_each(|i| say(&w, "main", &format!("main {i}")));
+            idle_threads(&w, 10);
+            std::process::exit(3);
+        }
+        "panic" => {
+            let w = writer(MIN_BATCH_SIZE, true);
+            (0..10).for_each(|i| say(&w, "main", &format!("main {i}")));
+            idle_threads(&w, 10);
+            panic!("out of main");
+        }
+        "drop" => {
+            let w = writer(MIN_BATCH_SIZE, false);
+            (0..10).for_each(|i| say(&w, "main", &format!("main {i}")));
+        }
+        "thread-end" => {
+            let w = writer(MIN_BATCH_SIZE, false);
+            let t = {
+                let w = w.clone();
+                std::thread::spawn(move || {
+                    (0..10).for_each(|i| say(&w, "th01:short", &format!("short {i}")));
+                })
+            };
+            t.join().unwrap();
+            // No exit handler runs: only the thread's end wrote its batch.
+            // SAFETY: ends the process at once, as a crash would.
+            unsafe { libc::_exit(0) };
+        }
+        "kill" => {
+            let w = writer(MIN_BATCH_SIZE, true);
+            let recorded = Arc::new(Barrier::new(3));
+            // The other threads first: main's part waits for them at the end.
+            for n in [1, 2, 0] {
+                let w = w.clone();
+                let recorded = Arc::clone(&recorded);
+                let body = move || {
+                    let name = if n == 0 {
+                        "main".to_owned()
+                    } else {
+                        format!("th{n:02}:busy")
+                    };
+                    for i in 0..5000 {
+                        say(&w, &name, &format!("{name} {i}"));
+                    }
+                    recorded.wait();
+                };
+                if n == 0 {
+                    body();
+                } else {
+                    std::thread::spawn(body);
+                }
+            }
+            println!("ready");
+            loop {
+                std::thread::park();
+            }
+        }
+        "fork" => {
+            let w = writer(MIN_BATCH_SIZE, true);
+            (0..5).for_each(|i| say(&w, "main", &format!("parent before {i}")));
+            // SAFETY: the child only records, exits and never returns here.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                (0..5).for_each(|i| say(&w, "main", &format!("child {i}")));
+                std::process::exit(0);
+            }
+            let mut status = 0;
+            // SAFETY: waits for the child just forked.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            (0..5).for_each(|i| say(&w, "main", &format!("parent after {i}")));
+            std::process::exit(0);
+        }
+        other => panic!("no scenario {other}"),
+    }
+}
+
+// ---- the tests' side ----
+
+fn run(scenario: &str, file: &Path) -> std::process::Output {
+    Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, scenario)
+        .env(dest::ENV_NAME, file)
+        .output()
+        .unwrap()
+}
+
+/// Messages of the decoded printf records, per stream.
+fn messages(bytes: &[u8]) -> (Vec<(usize, String)>, tracing_trace2_binary::DecodeReport) {
+    let (decoded, report) = decode_all(bytes);
+    let msgs = decoded
+        .into_iter()
+        .filter_map(|(s, text)| {
+            let m = text.split("msg: Some(\"").nth(1)?;
+            Some((s, m[..m.find('"')?].to_owned()))
+        })
+        .collect();
+    (msgs, report)
+}
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix} {i}")).collect()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+fn process_exit_writes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("exit.t2b");
+    let out = run("exit", &file);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let (msgs, report) = messages(&std::fs::read(&file).unwrap());
+    assert!(report.is_complete(), "{report}");
+    let mut want = names("main", 10);
+    want.extend(names("th01:idle", 10));
+    want.extend(names("th02:idle", 10));
+    assert_eq!(
+        sorted(msgs.into_iter().map(|m| m.1).collect()),
+        sorted(want)
+    );
+}
+
+fn panic_out_of_main_writes_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("panic.t2b");
+    let out = run("panic", &file);
+    assert_eq!(out.status.code(), Some(101), "{out:?}");
+    let (msgs, report) = messages(&std::fs::read(&file).unwrap());
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(msgs.len(), 30);
+}
+
+fn dropping_the_writer_ends_the_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("drop.t2b");
+    let out = run("drop", &file);
+    assert!(out.status.success(), "{out:?}");
+    let (msgs, report) = messages(&std::fs::read(&file).unwrap());
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(
+        msgs.into_iter().map(|m| m.1).collect::<Vec<_>>(),
+        names("main", 10)
+    );
+}
+
+fn a_threads_end_writes_its_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("thread.t2b");
+    let out = run("thread-end", &file);
+    assert!(out.status.success(), "{out:?}");
+    let (msgs, report) = messages(&std::fs::read(&file).unwrap());
+    assert_eq!(
+        msgs.into_iter().map(|m| m.1).collect::<Vec<_>>(),
+        names("short", 10)
+    );
+    // `_exit`: no END frame, and the decoder says so.
+    assert!(!report.streams[0].ended && !report.is_complete());
+}
+
+fn sigkill_loses_only_unwritten_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kill.t2b");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, "kill")
+        .env(dest::ENV_NAME, &file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(std::time::Duration::from_secs(120));
+    if line.is_err() {
+        let _ = child.kill();
+    }
+    assert_eq!(line.as_deref(), Ok("ready\n"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let bytes = std::fs::read(&file).unwrap();
+    let (msgs, report) = messages(&bytes);
+    assert_eq!(report.skipped_bytes, 0, "{report}");
+    assert!(!report.streams[0].ended);
+    for (index, name) in ["main", "th01:busy", "th02:busy"].into_iter().enumerate() {
+        let got: Vec<String> = msgs
+            .iter()
+            .filter(|m| m.1.starts_with(&format!("{name} ")))
+            .map(|m| m.1.clone())
+            .collect();
+        let want = names(name, 5000);
+        // Every complete batch is there, in order; what is missing is the last batch,
+        // no more records than the thread's batches held on average (give or take).
+        assert!(want.starts_with(&got), "{name}");
+        let thread = report.streams[0]
+            .threads
+            .iter()
+            .find(|t| t.name == name)
+            .unwrap_or_else(|| panic!("{name}: {report}"));
+        let per_batch = (thread.events / thread.batches.max(1)) as usize;
+        assert!(thread.batches > 2, "{name}: {}", thread.batches);
+        assert!(
+            !got.is_empty() && want.len() - got.len() < per_batch * 3 / 2,
+            "{name} ({index}): {} of 5000, {per_batch} per batch",
+            got.len()
+        );
+    }
+}
+
+fn a_forked_child_writes_its_own_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fork.t2b");
+    let out = run("fork", &file);
+    assert!(out.status.success(), "{out:?}");
+    let (msgs, report) = messages(&std::fs::read(&file).unwrap());
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(report.streams.len(), 2, "{report}");
+    assert_ne!(report.streams[0].pid, report.streams[1].pid);
+    let of = |s: usize| -> Vec<String> {
+        msgs.iter()
+            .filter(|m| m.0 == s)
+            .map(|m| m.1.clone())
+            .collect()
+    };
+    let (parent, child) = if of(0)[0].starts_with("parent") {
+        (of(0), of(1))
+    } else {
+        (of(1), of(0))
+    };
+    let mut want = names("parent before", 5);
+    want.extend(names("parent after", 5));
+    assert_eq!(parent, want);
+    // Not one of the parent's records is repeated in the child's stream.
+    assert_eq!(child, names("child", 5));
+}

@@ -1,0 +1,372 @@
+//! Helpers of the integration tests: a generator of arbitrary records (the one of the
+//! workspace's `tests/codec.rs`, with the session fixed per stream), writing records
+//! with a writer into memory, and decoding them back.
+//!
+//! Each test binary uses a part of it, hence the `dead_code` allowance.
+
+#![allow(dead_code)]
+
+use tracing_trace2_binary::{BinaryWriter, BinaryWriterBuilder, DecodeOptions, DecodeReport};
+use tracing_trace2_core::{
+    Callsite, ChildInfo, Event, Format, MemorySink, Record, RegionInfo, TimerInfo, Timestamp,
+};
+use tracing_trace2_event::EventFormat;
+use tracing_trace2_normal::NormalFormat;
+use tracing_trace2_perf::PerfFormat;
+
+/// A small deterministic generator (xorshift64*), so a failure can be replayed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn bool(&mut self) -> bool {
+        self.next() & 1 == 1
+    }
+
+    /// Numbers with the edges over-represented.
+    pub fn u64(&mut self) -> u64 {
+        match self.below(6) {
+            0 => 0,
+            1 => u64::MAX,
+            2 => self.below(10),
+            _ => self.next() >> self.below(64),
+        }
+    }
+
+    pub fn i64(&mut self) -> i64 {
+        match self.below(5) {
+            0 => -1,
+            1 => i64::MIN,
+            2 => i64::MAX,
+            _ => self.next() as i64 >> self.below(64),
+        }
+    }
+
+    pub fn small(&mut self) -> u32 {
+        self.below(40) as u32
+    }
+
+    /// Text with what the formats must escape or quote: quotes, backslashes, control
+    /// bytes, spaces, multi-byte characters; sometimes empty.
+    pub fn string(&mut self) -> String {
+        const PIECES: &[&str] = &[
+            "a", "Z", "0", " ", "\"", "'", "\\", "\n", "\t", "\u{1}", "\u{7f}", "é", "日本", "🦀",
+            "/", ":", "=", "{", "}", "%s", "git",
+        ];
+        let len = self.below(12);
+        (0..len)
+            .map(|_| PIECES[self.below(PIECES.len() as u64) as usize])
+            .collect()
+    }
+
+    pub fn opt_string(&mut self) -> Option<String> {
+        self.bool().then(|| self.string())
+    }
+
+    pub fn list(&mut self) -> Vec<String> {
+        (0..self.below(5)).map(|_| self.string()).collect()
+    }
+}
+
+/// How many kinds [`Owned::event`] knows: one per `Event` variant, plus the per-thread
+/// forms of `timer` and `counter`.
+pub const KINDS: usize = 30;
+
+/// The owned inputs of one record; `record` borrows from it.
+#[derive(Clone, Debug)]
+pub struct Owned {
+    pub s: Vec<String>,
+    pub o: Vec<Option<String>>,
+    pub list: Vec<String>,
+    pub n: Vec<u64>,
+    pub i: Vec<i64>,
+    pub b: Vec<bool>,
+    pub kind: usize,
+    pub wall_us: i64,
+    pub t_abs_us: u64,
+    pub open: u32,
+    pub line: u32,
+    pub thread: String,
+}
+
+impl Owned {
+    /// An arbitrary record of `kind`.
+    pub fn new(rng: &mut Rng, kind: usize) -> Owned {
+        Owned {
+            s: (0..8).map(|_| rng.string()).collect(),
+            o: (0..6).map(|_| rng.opt_string()).collect(),
+            list: rng.list(),
+            n: (0..6).map(|_| rng.u64()).collect(),
+            i: (0..4).map(|_| rng.i64()).collect(),
+            b: (0..4).map(|_| rng.bool()).collect(),
+            kind,
+            // Any time between 1970 and 2100: the formats print a calendar date.
+            wall_us: rng.below(4_102_444_800_000_000) as i64,
+            t_abs_us: rng.u64() >> 8,
+            open: rng.small(),
+            line: rng.next() as u32,
+            thread: if rng.below(4) == 0 {
+                rng.string()
+            } else {
+                "main".to_owned()
+            },
+        }
+    }
+
+    /// The argument list, for [`Owned::record`].
+    pub fn list_refs(&self) -> Vec<&str> {
+        self.list.iter().map(String::as_str).collect()
+    }
+
+    pub fn event<'a>(&'a self, list: &'a [&'a str]) -> Event<'a> {
+        let s = |k: usize| self.s[k].as_str();
+        let o = |k: usize| self.o[k].as_deref();
+        let repo = self.b[0].then_some(self.i[0]);
+        let region = RegionInfo {
+            repo,
+            category: o(0),
+            label: o(1),
+            msg: o(2),
+        };
+        let nesting = (self.n[5] % 12) as u32;
+        match self.kind {
+            0 => Event::Version { exe: s(0) },
+            1 => Event::TooManyFiles,
+            2 => Event::Start { argv: list },
+            3 => Event::CmdAncestry { ancestry: list },
+            4 => Event::CmdPath { path: s(0) },
+            5 => Event::CmdName {
+                name: s(0),
+                hierarchy: s(1),
+            },
+            6 => Event::CmdMode { name: s(0) },
+            7 => Event::Alias {
+                alias: s(0),
+                argv: list,
+            },
+            8 => Event::DefParam {
+                scope: s(0),
+                param: s(1),
+                value: o(0),
+            },
+            9 => Event::DefRepo {
+                repo: self.i[0],
+                worktree: s(0),
+            },
+            10 => Event::RegionEnter { region, nesting },
+            11 => Event::RegionLeave {
+                region,
+                nesting,
+                t_rel_us: self.n[0],
+            },
+            12 => Event::Data {
+                repo,
+                category: s(0),
+                key: s(1),
+                value: s(2),
+                nesting,
+                t_rel_us: self.n[0],
+            },
+            13 => Event::DataJson {
+                repo,
+                category: s(0),
+                key: s(1),
+                json: s(2),
+                nesting,
+                t_rel_us: self.n[0],
+            },
+            14 => Event::Printf { msg: o(0) },
+            15 => Event::Error {
+                msg: o(0),
+                fmt: o(1),
+            },
+            16 => Event::ChildStart(ChildInfo {
+                child_id: self.n[0],
+                class: s(0),
+                hook_name: o(0),
+                cd: o(1),
+                use_shell: self.b[1],
+                is_git: self.b[2],
+                argv: list,
+            }),
+            17 => Event::ChildExit {
+                child_id: self.n[0],
+                pid: self.i[1],
+                code: self.i[2],
+                elapsed_us: self.n[1],
+            },
+            18 => Event::ChildReady {
+                child_id: self.n[0],
+                pid: self.i[1],
+                ready: s(0),
+                elapsed_us: self.n[1],
+            },
+            19 => Event::Exec {
+                exec_id: self.n[0],
+                exe: o(0),
+                argv: list,
+            },
+            20 => Event::ExecResult {
+                exec_id: self.n[0],
+                code: self.i[1],
+                err: o(0),
+            },
+            21 => Event::ThreadStart,
+            22 => Event::ThreadExit {
+                elapsed_us: self.n[0],
+            },
+            23 | 24 => Event::Timer {
+                per_thread: self.kind == 24,
+                timer: TimerInfo {
+                    category: s(0),
+                    name: s(1),
+                    intervals: self.n[0],
+                    total_ns: self.n[1],
+                    min_ns: self.n[2],
+                    max_ns: self.n[3],
+                },
+            },
+            25 | 26 => Event::Counter {
+                per_thread: self.kind == 26,
+                category: s(0),
+                name: s(1),
+                value: self.n[0],
+            },
+            27 => Event::Exit {
+                code: self.i[3] as i32,
+            },
+            28 => Event::Atexit {
+                code: self.i[3] as i32,
+            },
+            29 => Event::Signal {
+                signo: self.i[3] as i32,
+            },
+            other => panic!("no event kind {other}"),
+        }
+    }
+
+    /// The record, in the session `sid` at `depth`.
+    pub fn record<'a>(&'a self, list: &'a [&'a str], sid: &'a str, depth: u32) -> Record<'a> {
+        Record {
+            event: self.event(list),
+            time: Timestamp {
+                wall_us: self.wall_us,
+                t_abs_us: self.t_abs_us,
+            },
+            sid,
+            depth,
+            thread: &self.thread,
+            callsite: Callsite {
+                file: self.o[5].as_deref(),
+                line: self.line,
+            },
+            open_regions: self.open,
+        }
+    }
+}
+
+/// The formats and settings the tests compare under.
+pub fn formats() -> Vec<(&'static str, Box<dyn Format>)> {
+    vec![
+        (
+            "normal",
+            Box::new(NormalFormat::new().with_utc_offset(3600)),
+        ),
+        (
+            "normal-brief",
+            Box::new(NormalFormat::new().with_brief(true).with_utc_offset(-19800)),
+        ),
+        ("perf", Box::new(PerfFormat::new().with_utc_offset(-7200))),
+        (
+            "perf-brief",
+            Box::new(PerfFormat::new().with_brief(true).with_utc_offset(0)),
+        ),
+        ("event", Box::new(EventFormat::new().with_max_nesting(100))),
+        (
+            "event-brief",
+            Box::new(EventFormat::new().with_brief(true).with_max_nesting(2)),
+        ),
+    ]
+}
+
+/// The line `format` writes for `record`.
+pub fn render(format: &dyn Format, record: &Record<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    format.format(record, &mut out);
+    out
+}
+
+/// A builder for tests: no exit handler (tests end their streams themselves), and a
+/// flush interval that never fires.
+pub fn builder() -> BinaryWriterBuilder {
+    BinaryWriter::builder()
+        .with_exit_handler(false)
+        .with_flush_interval(std::time::Duration::from_secs(3600))
+}
+
+/// Writes `records` with a writer from `builder`, finishes the stream, and returns
+/// the bytes.
+pub fn write_all(builder: BinaryWriterBuilder, records: &[Record<'_>]) -> Vec<u8> {
+    let sink = MemorySink::new();
+    let writer = builder.build(sink.clone());
+    for r in records {
+        writer.record(r);
+    }
+    writer.finish();
+    drop(writer);
+    sink.contents()
+}
+
+/// One decoded record, owned: its stream index and the `Debug` text of the record
+/// (every field).
+pub type Decoded = (usize, String);
+
+/// Decodes `bytes` into owned records.
+pub fn decode_all(bytes: &[u8]) -> (Vec<Decoded>, DecodeReport) {
+    decode_with(bytes, &DecodeOptions::default())
+}
+
+/// [`decode_all`] with options.
+pub fn decode_with(bytes: &[u8], options: &DecodeOptions) -> (Vec<Decoded>, DecodeReport) {
+    let mut out = Vec::new();
+    let report = tracing_trace2_binary::decode(bytes, options, |stream, record| {
+        out.push((stream.index, format!("{record:?}")));
+    })
+    .expect("reading from memory cannot fail");
+    (out, report)
+}
+
+/// Splits a stream of frames into its frames (all intact).
+pub fn frames(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut scanner = tracing_trace2_binary::decode::FrameScanner::new(bytes);
+    let mut out = Vec::new();
+    while let Some(f) = scanner.next_frame().unwrap() {
+        let start = f.offset as usize;
+        out.push(bytes[start..start + f.payload.len() + 12].to_vec());
+    }
+    assert_eq!(scanner.stats().skipped_bytes, 0);
+    out
+}
+
+/// Whether `part` is a sub-multiset of `whole`.
+pub fn is_subset(part: &[Decoded], whole: &[Decoded]) -> bool {
+    let mut counts = std::collections::HashMap::new();
+    for d in whole {
+        *counts.entry(d).or_insert(0i64) += 1;
+    }
+    part.iter().all(|d| {
+        let c = counts.entry(d).or_insert(0);
+        *c -= 1;
+        *c >= 0
+    })
+}
