@@ -44,6 +44,12 @@ fn main() -> ExitCode {
         ("socket_peer_hangs_up", socket_peer_hangs_up),
         ("trace_directory_removed", trace_directory_removed),
         ("fork_and_exec", fork_and_exec),
+        ("fork_then_exit_direct", fork_then_exit_direct),
+        ("fork_then_exit_background", fork_then_exit_background),
+        (
+            "lossy_pressure_keeps_lifecycle",
+            lossy_pressure_keeps_lifecycle,
+        ),
         ("sigterm_while_busy", sigterm_while_busy),
     ])
 }
@@ -175,7 +181,11 @@ fn printf_with(events: &[serde_json::Value], prefix: &str) -> usize {
 /// A brief Perf file: each line whole; the event names.
 fn perf_file(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.ends_with('\n'), "partial last line in {}", path.display());
+    assert!(
+        text.ends_with('\n'),
+        "partial last line in {}",
+        path.display()
+    );
     text.lines()
         .map(|l| l.split(" | ").nth(2).unwrap().trim().to_owned())
         .collect()
@@ -323,7 +333,10 @@ fn fork_and_exec() {
         if let Some(mode) = background {
             args.extend(["--background", mode]);
         }
-        let run = run(host(&args, &[("GIT_TRACE2_EVENT", event.to_str().unwrap())]));
+        let run = run(host(
+            &args,
+            &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+        ));
         assert_host_unchanged(&run, 100, 2);
         let events = event_file(&event);
         assert_eq!(count(&events, "exit"), 1);
@@ -357,5 +370,84 @@ fn sigterm_while_busy() {
         let events = event_file(&event);
         assert_eq!(count(&events, "atexit"), 0);
         assert!(printf_with(&events, "t0") >= 10);
+    }
+}
+
+/// A fork whose child traces and calls `exit`: the child's lines are written (under
+/// the session it shares with its parent), but the lifecycle's `exit` and `atexit`
+/// belong to the parent only, once, last.
+fn fork_then_exit(background: Option<&str>) {
+    let dir = tempfile::tempdir().unwrap();
+    let event = dir.path().join("trace.event");
+    let mut args = vec!["--lines", "100", "--threads", "2", "--fork", "exit"];
+    if let Some(mode) = background {
+        args.extend(["--background", mode]);
+    }
+    let run = run(host(
+        &args,
+        &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+    ));
+    assert_host_unchanged(&run, 100, 2);
+    let events = event_file(&event);
+    assert_eq!(count(&events, "exit"), 1, "{:?}", names(&events));
+    assert_eq!(count(&events, "atexit"), 1);
+    assert_eq!(printf_with(&events, "t"), 200);
+    assert_eq!(printf_with(&events, "c "), 100, "the child's lines");
+    assert_eq!(printf_with(&events, "after fork"), 1);
+    let exit = &events[events.len() - 2];
+    assert_eq!(exit["event"], "exit");
+    assert_eq!(exit["code"], CODE);
+}
+
+fn fork_then_exit_direct() {
+    fork_then_exit(None);
+}
+
+/// The same with the background writer, whose worker thread does not exist in the
+/// child: the child writes its own lines and does not wait for a worker.
+fn fork_then_exit_background() {
+    fork_then_exit(Some("lossless"));
+    fork_then_exit(Some("lossy"));
+}
+
+/// A lossy writer under pressure (a pipe nobody reads until the host has printed its
+/// output, a queue of 4, four processes at once) drops `printf` lines, never
+/// `version`, `start`, `cmd_name`, `exit` or `atexit`.
+fn lossy_pressure_keeps_lifecycle() {
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cmd = host(
+                &[
+                    "--lines",
+                    "3000",
+                    "--threads",
+                    "3",
+                    "--background",
+                    "lossy",
+                    "--capacity",
+                    "4",
+                ],
+                &[("GIT_TRACE2_EVENT", "3")],
+            );
+            let (read, write) = process::pipe();
+            give_fd(&mut cmd, write.as_raw_fd(), 3);
+            let started = Instant::now();
+            let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+            drop(write);
+            (child.stdout.take().unwrap(), read, child, started)
+        })
+        .collect();
+    for (mut stdout, read, mut child, started) in children {
+        let mut said = [0u8; 64];
+        let n = stdout.read(&mut said).unwrap();
+        assert_eq!(&said[..n], b"host: 3000 lines from 3 threads\n");
+        let mut trace = Vec::new();
+        std::fs::File::from(read).read_to_end(&mut trace).unwrap();
+        let status = wait_bounded(&mut child, started);
+        assert_eq!(status.code(), Some(CODE));
+        let events = event_text(&trace, "the pipe");
+        for kind in ["version", "start", "cmd_name", "exit", "atexit"] {
+            assert_eq!(count(&events, kind), 1, "{kind}");
+        }
     }
 }
