@@ -136,7 +136,8 @@ fn halfway(args: &Args) {
         let mut file = std::fs::File::create(path).expect("create the host's file");
         let got = std::os::fd::AsRawFd::as_raw_fd(&file);
         assert_eq!(got, *fd, "the host's new file did not get fd {fd}");
-        file.write_all(b"host's own line\n").expect("write the host's file");
+        file.write_all(b"host's own line\n")
+            .expect("write the host's file");
         // Keep it open (and numbered `fd`) until the process ends.
         std::mem::forget(file);
     }

@@ -51,6 +51,11 @@ fn main() -> ExitCode {
             lossy_pressure_keeps_lifecycle,
         ),
         ("sigterm_while_busy", sigterm_while_busy),
+        ("exit_from_a_thread", exit_from_a_thread),
+        (
+            "main_returns_while_threads_trace",
+            main_returns_while_threads_trace,
+        ),
     ])
 }
 
@@ -450,4 +455,35 @@ fn lossy_pressure_keeps_lifecycle() {
             assert_eq!(count(&events, kind), 1, "{kind}");
         }
     }
+}
+
+/// Ends the host with `end` while other threads keep tracing, six times each way
+/// (direct, lossless and lossy background): `atexit` is always the last line.
+fn ends_while_tracing(end: &str) {
+    for background in [None, Some("lossless"), Some("lossy")] {
+        for _ in 0..6 {
+            let dir = tempfile::tempdir().unwrap();
+            let event = dir.path().join("trace.event");
+            let mut args = vec!["--lines", "20", "--threads", "4", "--end", end];
+            if let Some(mode) = background {
+                args.extend(["--background", mode]);
+            }
+            let run = run(host(
+                &args,
+                &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+            ));
+            assert_host_unchanged(&run, 20, 4);
+            let events = event_file(&event);
+            assert_eq!(count(&events, "exit"), 1);
+            assert_eq!(names(&events).last().map(String::as_str), Some("atexit"));
+        }
+    }
+}
+
+fn exit_from_a_thread() {
+    ends_while_tracing("exit-from-thread");
+}
+
+fn main_returns_while_threads_trace() {
+    ends_while_tracing("return-while-tracing");
 }
