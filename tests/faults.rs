@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         ),
         ("sigterm_while_busy", sigterm_while_busy),
         ("exit_from_a_thread", exit_from_a_thread),
+        ("panic_in_a_fields_debug", panic_in_a_fields_debug),
         (
             "main_returns_while_threads_trace",
             main_returns_while_threads_trace,
@@ -486,4 +487,34 @@ fn exit_from_a_thread() {
 
 fn main_returns_while_threads_trace() {
     ends_while_tracing("return-while-tracing");
+}
+
+/// A field whose `Debug` panics while the layer reads it: the panic is the host's (it
+/// catches it here), and the trace has its `error` line, like any other panic.
+fn panic_in_a_fields_debug() {
+    for background in [None, Some("lossless")] {
+        let dir = tempfile::tempdir().unwrap();
+        let event = dir.path().join("trace.event");
+        let mut args = vec!["--lines", "4", "--field-panic"];
+        if let Some(mode) = background {
+            args.extend(["--background", mode]);
+        }
+        let run = run(host(
+            &args,
+            &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+        ));
+        assert_host_unchanged(&run, 4, 1);
+        assert!(
+            run.stderr.contains("a field's Debug panicked"),
+            "{}",
+            run.stderr
+        );
+        let events = event_file(&event);
+        let errors: Vec<_> = events.iter().filter(|e| e["event"] == "error").collect();
+        assert_eq!(errors.len(), 1, "{:?}", names(&events));
+        assert_eq!(errors[0]["msg"], "a field's Debug panicked");
+        assert_eq!(names(&events).last().map(String::as_str), Some("atexit"));
+        // The thread is usable afterwards: its later lines are all there.
+        assert_eq!(printf_with(&events, "t0"), 4);
+    }
 }

@@ -4,6 +4,12 @@
 //! worker), so that a `tracing` call raised from there (a field's `Debug` impl that
 //! logs, a sink that logs) is dropped instead of recursing or deadlocking.
 //!
+//! One exception: a field's `Debug` or `Display` impl that panics while the layer reads
+//! it. The panic hook then runs on that thread with the flag still set, and its `error`
+//! line would be dropped. The layer reads fields inside [`visiting`], which marks the
+//! thread's state as consistent (no buffer or stack of the layer is half changed), and
+//! [`in_panic_hook`] lets a panic hook's own events through in exactly that case.
+//!
 //! The in-flight mark says, for other threads to see, which layer a thread is inside.
 //! A layer that closes (it writes `atexit`) first refuses new callers, then waits until
 //! no other thread is still inside it, and only then writes its last line: a thread
@@ -18,6 +24,8 @@ use std::time::{Duration, Instant};
 
 thread_local! {
     static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// Set while the layer runs a field's `Debug`/`Display` (user code).
+    static VISITING: Cell<bool> = const { Cell::new(false) };
     /// This thread's in-flight mark: the key of the layer it is inside, or 0.
     static IN_FLIGHT: Arc<AtomicUsize> = register_mark();
 }
@@ -95,6 +103,50 @@ impl Drop for Busy {
         }
         let _ = BUSY.try_with(|busy| busy.set(false));
     }
+}
+
+/// Runs `visit`, which hands field values to their `Debug`/`Display` impls, marked as
+/// user code run from inside the layer (see [`in_panic_hook`]).
+#[inline]
+pub(crate) fn visiting<R>(visit: impl FnOnce() -> R) -> R {
+    /// Clears the mark on the way out, by return or by unwinding.
+    struct Visiting;
+    impl Drop for Visiting {
+        fn drop(&mut self) {
+            let _ = VISITING.try_with(|v| v.set(false));
+        }
+    }
+    let _ = VISITING.try_with(|v| v.set(true));
+    let _visiting = Visiting;
+    visit()
+}
+
+/// Runs `hook` (a panic hook's tracing: an `error` line, a flush) so that its events
+/// reach the layer even when the panic was raised by a field's `Debug` or `Display`
+/// while the layer was reading it: they would otherwise be dropped as re-entrant
+/// calls. Outside that case it just runs `hook`.
+pub fn in_panic_hook<R>(hook: impl FnOnce() -> R) -> R {
+    let reading_fields =
+        VISITING.try_with(Cell::get).unwrap_or(false) && BUSY.try_with(Cell::get).unwrap_or(false);
+    if !reading_fields {
+        return hook();
+    }
+    /// Puts the thread back inside the layer, where the unwinding will find it.
+    struct Restore(usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = BUSY.try_with(|b| b.set(true));
+            let _ = VISITING.try_with(|v| v.set(true));
+            let _ = IN_FLIGHT.try_with(|mark| mark.store(self.0, Ordering::SeqCst));
+        }
+    }
+    let mark = IN_FLIGHT
+        .try_with(|mark| mark.load(Ordering::SeqCst))
+        .unwrap_or(0);
+    let _restore = Restore(mark);
+    let _ = BUSY.try_with(|b| b.set(false));
+    let _ = VISITING.try_with(|v| v.set(false));
+    hook()
 }
 
 /// Closes the layer identified by `key`: sets `closed`, then waits (at most

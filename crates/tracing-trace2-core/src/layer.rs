@@ -376,7 +376,7 @@ impl Trace2Layer {
                 return;
             };
             fields.clear();
-            event.record(&mut *fields);
+            busy::visiting(|| event.record(&mut *fields));
             with_pending(|lines| {
                 thread::with_state(now.t_abs_us, |t| {
                     self.user_event_records(t, &fields, meta, now, callsite, lines);
@@ -759,7 +759,7 @@ where
         // A recycled state: its strings keep their room, so this allocates nothing but
         // the box the span's extensions put every value in.
         let mut state = RegionState::pooled(meta.name(), meta.target());
-        attrs.record(state.fields_mut());
+        busy::visiting(|| attrs.record(state.fields_mut()));
         state.build_msg();
         if let Some(span) = ctx.span(id) {
             // A state already there (never, short of a layer misuse) is recycled
@@ -775,7 +775,7 @@ where
                 return;
             };
             fields.clear();
-            values.record(&mut *fields);
+            busy::visiting(|| values.record(&mut *fields));
             if let Some(span) = ctx.span(id)
                 && let Some(state) = span
                     .extensions_mut()

@@ -360,9 +360,13 @@ fn install_panic_hook() {
             let (file, line) = info
                 .location()
                 .map_or((None, 0), |l| (Some(l.file()), l.line()));
-            api::error_at(file, line, msg, msg);
-            // With panic = "abort" the process dies right after the hooks.
-            shared.layer.flush();
+            // A panic inside a field's Debug/Display happens while the layer reads
+            // the field: let this line through all the same.
+            tracing_trace2_core::in_panic_hook(|| {
+                api::error_at(file, line, msg, msg);
+                // With panic = "abort" the process dies right after the hooks.
+                shared.layer.flush();
+            });
         }
         previous(info);
     }));
