@@ -133,13 +133,19 @@ fn halfway(args: &Args) {
     if let Some((fd, path)) = &args.reuse_fd {
         // SAFETY: the host closes a descriptor of its own, as a program may.
         unsafe { libc::close(*fd) };
-        let mut file = std::fs::File::create(path).expect("create the host's file");
+        let file = std::fs::File::create(path).expect("create the host's file");
         let got = std::os::fd::AsRawFd::as_raw_fd(&file);
-        assert_eq!(got, *fd, "the host's new file did not get fd {fd}");
-        file.write_all(b"host's own line\n")
+        if got != *fd {
+            // SAFETY: gives the new file the closed number, as an `open` would have
+            // where no lower number was free.
+            assert_eq!(unsafe { libc::dup2(got, *fd) }, *fd, "dup2");
+        }
+        // SAFETY: `fd` now names the host's new file; it stays open until the end.
+        let mut reused = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(*fd) };
+        reused
+            .write_all(b"host's own line\n")
             .expect("write the host's file");
-        // Keep it open (and numbered `fd`) until the process ends.
-        std::mem::forget(file);
+        std::mem::forget(reused);
     }
     if let Some(dir) = &args.remove_dir {
         std::fs::remove_dir_all(dir).expect("remove the trace directory");

@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         ),
         ("sigterm_while_busy", sigterm_while_busy),
         ("exit_from_a_thread", exit_from_a_thread),
+        ("fd_target_closed_and_reused", fd_target_closed_and_reused),
         ("panic_in_a_fields_debug", panic_in_a_fields_debug),
         (
             "main_returns_while_threads_trace",
@@ -516,5 +517,43 @@ fn panic_in_a_fields_debug() {
         assert_eq!(names(&events).last().map(String::as_str), Some("atexit"));
         // The thread is usable afterwards: its later lines are all there.
         assert_eq!(printf_with(&events, "t0"), 4);
+    }
+}
+
+/// `GIT_TRACE2_EVENT=9` with the background writer; halfway, the host closes fd 9 and
+/// opens a file of its own, which gets number 9. No trace line reaches the host's
+/// file, not even one traced before the close; the trace file is complete.
+fn fd_target_closed_and_reused() {
+    for mode in ["lossless", "lossy"] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace.event");
+        let hosts = dir.path().join("host.txt");
+        let reuse = format!("9:{}", hosts.display());
+        let args = [
+            "--lines",
+            "300",
+            "--threads",
+            "3",
+            "--background",
+            mode,
+            "--reuse-fd",
+            &reuse,
+        ];
+        let mut cmd = host(&args, &[("GIT_TRACE2_EVENT", "9")]);
+        let file = std::fs::File::create(&trace).unwrap();
+        give_fd(&mut cmd, file.as_raw_fd(), 9);
+        let run = run(cmd);
+        drop(file);
+        assert_host_unchanged(&run, 300, 3);
+        assert_eq!(
+            std::fs::read_to_string(&hosts).unwrap(),
+            "host's own line\n"
+        );
+        let events = event_file(&trace);
+        assert_eq!(names(&events).first().map(String::as_str), Some("version"));
+        assert_eq!(names(&events).last().map(String::as_str), Some("atexit"));
+        if mode == "lossless" {
+            assert_eq!(printf_with(&events, "t"), 900);
+        }
     }
 }

@@ -147,6 +147,9 @@ fn check_fits(fd: RawFd, line: &[u8], limit: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// The lowest number a pinned descriptor gets: above the numbers hosts use and reuse.
+const PINNED_FD_FLOOR: RawFd = 256;
+
 /// A sink writing to a file descriptor; it closes the descriptor only if it owns it.
 #[derive(Debug)]
 pub(crate) struct FdSink {
@@ -168,6 +171,28 @@ impl FdSink {
             size_limit: file_size_limit(fd),
             _owner: None,
         }
+    }
+
+    /// Writes to a private duplicate of one of the host's descriptors (close-on-exec,
+    /// numbered at or above [`PINNED_FD_FLOOR`] where the limit allows): what `fd`
+    /// names now, whatever the host later does with the number `fd`. A descriptor that
+    /// is not open is used as it is (its first write fails, as in git).
+    pub(crate) fn pinned(fd: RawFd) -> Self {
+        // The soft descriptor limit may be lower than the floor: then any number will do.
+        for floor in [PINNED_FD_FLOOR, 3] {
+            // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor or fails; nothing else changes.
+            let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+            if copy >= 0 {
+                // SAFETY: `copy` is a fresh descriptor nobody else owns.
+                let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(copy) };
+                let mode = WriteMode::for_fd(copy);
+                return Self::owned(owned, mode);
+            }
+            if io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                break;
+            }
+        }
+        Self::borrowed(fd)
     }
 
     /// Writes to a descriptor we opened, closing it when the sink is dropped.
@@ -229,6 +254,46 @@ mod tests {
         let sink = FdSink::borrowed(-1);
         let err = sink.write_line(b"x\n").unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+    }
+
+    /// A pinned descriptor keeps writing to what the host's number named at first,
+    /// after the host closed the number and opened something else under it. In a child
+    /// process: reusing a number races with the other tests' descriptors.
+    #[test]
+    fn pinned_descriptor_survives_the_hosts_reuse() {
+        let out = child_or_run(
+            concat!(
+                module_path!(),
+                "::pinned_descriptor_survives_the_hosts_reuse"
+            ),
+            &[],
+            || {
+                let (r, w) = pipe();
+                let raw = w.as_raw_fd();
+                let sink = FdSink::pinned(raw);
+                assert!(sink.fd >= PINNED_FD_FLOOR, "{}", sink.fd);
+                let flags = unsafe { libc::fcntl(sink.fd, libc::F_GETFD) };
+                assert_ne!(flags & libc::FD_CLOEXEC, 0);
+                sink.write_line(b"before\n").unwrap();
+                let (r2, w2) = pipe();
+                drop(w);
+                // The host's new pipe gets the old number.
+                assert_eq!(unsafe { libc::dup2(w2.as_raw_fd(), raw) }, raw);
+                drop(w2);
+                let w2 = unsafe { OwnedFd::from_raw_fd(raw) };
+                sink.write_line(b"after\n").unwrap();
+                drop(sink);
+                drop(w2);
+                let first = std::io::read_to_string(std::fs::File::from(r)).unwrap();
+                assert_eq!(first, "before\nafter\n");
+                let second = std::io::read_to_string(std::fs::File::from(r2)).unwrap();
+                assert_eq!(second, "");
+                // A descriptor that is not open fails on the first write, as before.
+                let err = FdSink::pinned(-1).write_line(b"x\n").unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+            },
+        );
+        assert!(out.status.success(), "{out:?}");
     }
 
     #[test]
