@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         ("full_device", full_device),
         ("closed_pipe", closed_pipe),
         ("socket_peer_hangs_up", socket_peer_hangs_up),
+        ("socket_peer_stalls", socket_peer_stalls),
         ("trace_directory_removed", trace_directory_removed),
         ("fork_and_exec", fork_and_exec),
         ("fork_then_exit_direct", fork_then_exit_direct),
@@ -313,6 +314,48 @@ fn socket_peer_hangs_up() {
     hang_up.join().unwrap();
     assert_host_unchanged(&run, 300, 2);
     assert_perf_complete(Path::new(&perf));
+}
+
+/// An `af_unix` collector that accepts and stops reading, with 200 KB lines: the host
+/// is held at most about 2 s in all, the target is disabled (and says so with
+/// destination debugging), and the collector reads whole lines only.
+fn socket_peer_stalls() {
+    for background in [None, Some("lossless")] {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("collector.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        // Accepts, then reads nothing until the host has ended.
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
+        let collector = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let _ = done.recv();
+            let mut got = Vec::new();
+            conn.read_to_end(&mut got).unwrap();
+            got
+        });
+        let (perf, env) = perf_beside(dir.path());
+        let mut env = env_refs(&env);
+        let value = format!("af_unix:stream:{}", socket.display());
+        env.extend([
+            ("GIT_TRACE2_EVENT", value.as_str()),
+            ("GIT_TRACE2_DST_DEBUG", "1"),
+        ]);
+        let mut args = vec!["--lines", "10", "--threads", "2", "--line-bytes", "200000"];
+        if let Some(mode) = background {
+            args.extend(["--background", mode]);
+        }
+        let run = run(host(&args, &env));
+        done_tx.send(()).unwrap();
+        let got = collector.join().unwrap();
+        assert_host_unchanged(&run, 10, 2);
+        assert_eq!(
+            run.stderr,
+            "warning: unable to write trace to 'GIT_TRACE2_EVENT': Resource temporarily unavailable\n"
+        );
+        let events = event_text(&got, "the collector's connection");
+        assert_eq!(names(&events)[..2], ["version", "start"]);
+        assert_perf_complete(Path::new(&perf));
+    }
 }
 
 /// The host removes the trace directory while tracing into a file in it.

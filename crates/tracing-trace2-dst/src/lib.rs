@@ -16,6 +16,7 @@
 //! | `file` | append to a file given by path |
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
 //! | `socket` | `af_unix:` stream and datagram sockets |
+//! | `stream` | whole lines on a stream socket, within a deadline |
 //! | `warn` | git's warning texts and `strerror` |
 //! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
 //!
@@ -54,6 +55,7 @@ mod fd;
 mod file;
 mod sink;
 mod socket;
+mod stream;
 mod target_value;
 mod warn;
 
