@@ -1,28 +1,228 @@
-//! The re-entrancy flag: marks a thread that is inside the layer (or inside the deferred
-//! writer's worker), so that a `tracing` call raised from there (a field's `Debug` impl
-//! that logs, a sink that logs) is dropped instead of recursing or deadlocking.
+//! The re-entrancy flag and the in-flight marks.
+//!
+//! The flag marks a thread that is inside the layer (or inside the deferred writer's
+//! worker), so that a `tracing` call raised from there (a field's `Debug` impl that
+//! logs, a sink that logs) is dropped instead of recursing or deadlocking.
+//!
+//! One exception: a field's `Debug` or `Display` impl that panics while the layer reads
+//! it. The panic hook then runs on that thread with the flag still set, and its `error`
+//! line would be dropped. The layer reads fields inside [`visiting`], which marks the
+//! thread's state as consistent (no buffer or stack of the layer is half changed), and
+//! [`in_panic_hook`] lets a panic hook's own events through in exactly that case.
+//!
+//! The in-flight mark says, for other threads to see, which layer a thread is inside.
+//! A layer that closes (it writes `atexit`) first refuses new callers, then waits until
+//! no other thread is still inside it, and only then writes its last line: a thread
+//! that got past the closed check just before cannot write after `atexit`. The mark is
+//! set with the closed flag read after it (both sequentially consistent), so either
+//! the caller sees the layer closed or the closing thread sees the caller's mark.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 thread_local! {
     static BUSY: Cell<bool> = const { Cell::new(false) };
+    /// Set while the layer runs a field's `Debug`/`Display` (user code).
+    static VISITING: Cell<bool> = const { Cell::new(false) };
+    /// This thread's in-flight mark: the key of the layer it is inside, or 0.
+    static IN_FLIGHT: Arc<AtomicUsize> = register_mark();
 }
 
-/// Marks this thread as inside the layer until dropped.
-pub(crate) struct Busy;
+/// Every thread's in-flight mark (threads that ended are pruned when one starts).
+static MARKS: Mutex<Vec<Arc<AtomicUsize>>> = Mutex::new(Vec::new());
+
+/// Threads inside a layer that have no mark any more (their thread-locals are being
+/// destroyed): counted here instead, whatever the layer.
+static UNMARKED: AtomicUsize = AtomicUsize::new(0);
+
+/// The longest a closing layer waits for other threads to leave it: a thread stuck in a
+/// write (a destination that stopped reading) must not hold the exit for ever.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+fn register_mark() -> Arc<AtomicUsize> {
+    let mark = Arc::new(AtomicUsize::new(0));
+    let mut marks = MARKS.lock().unwrap_or_else(PoisonError::into_inner);
+    marks.retain(|m| Arc::strong_count(m) > 1);
+    marks.push(Arc::clone(&mark));
+    mark
+}
+
+/// How a [`Busy`] thread announced itself to closing layers.
+enum Mark {
+    /// Not inside a layer's output (the worker, or a plain re-entrancy guard).
+    None,
+    /// Its thread's mark holds the layer's key.
+    Marked,
+    /// Counted in [`UNMARKED`].
+    Counted,
+}
+
+/// Marks the thread as inside the layer until dropped.
+pub(crate) struct Busy {
+    mark: Mark,
+}
 
 impl Busy {
     /// `None` when the thread already is inside the layer (a re-entrant call).
     pub(crate) fn enter() -> Option<Busy> {
         // `then`, not `then_some`: a `Busy` built for nothing would reset the flag on drop.
-        BUSY.try_with(|busy| (!busy.replace(true)).then(|| Busy))
+        BUSY.try_with(|busy| (!busy.replace(true)).then(|| Busy { mark: Mark::None }))
             .ok()
             .flatten()
+    }
+
+    /// Enters the layer identified by `key` (not 0) unless the thread already is inside
+    /// it or the layer is `closed`; while the guard lives, a closing layer waits for it.
+    #[inline]
+    pub(crate) fn enter_layer(key: usize, closed: &AtomicBool) -> Option<Busy> {
+        let mut busy = Busy::enter()?;
+        busy.mark = match IN_FLIGHT.try_with(|mark| mark.store(key, Ordering::SeqCst)) {
+            Ok(()) => Mark::Marked,
+            Err(_) => {
+                UNMARKED.fetch_add(1, Ordering::SeqCst);
+                Mark::Counted
+            }
+        };
+        // Dropping `busy` takes the mark back.
+        (!closed.load(Ordering::SeqCst)).then_some(busy)
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
+        match self.mark {
+            Mark::None => {}
+            Mark::Marked => {
+                let _ = IN_FLIGHT.try_with(|mark| mark.store(0, Ordering::Release));
+            }
+            Mark::Counted => {
+                UNMARKED.fetch_sub(1, Ordering::Release);
+            }
+        }
         let _ = BUSY.try_with(|busy| busy.set(false));
+    }
+}
+
+/// Runs `visit`, which hands field values to their `Debug`/`Display` impls, marked as
+/// user code run from inside the layer (see [`in_panic_hook`]).
+#[inline]
+pub(crate) fn visiting<R>(visit: impl FnOnce() -> R) -> R {
+    /// Clears the mark on the way out, by return or by unwinding.
+    struct Visiting;
+    impl Drop for Visiting {
+        fn drop(&mut self) {
+            let _ = VISITING.try_with(|v| v.set(false));
+        }
+    }
+    let _ = VISITING.try_with(|v| v.set(true));
+    let _visiting = Visiting;
+    visit()
+}
+
+/// Runs `hook` (a panic hook's tracing: an `error` line, a flush) so that its events
+/// reach the layer even when the panic was raised by a field's `Debug` or `Display`
+/// while the layer was reading it: they would otherwise be dropped as re-entrant
+/// calls. Outside that case it just runs `hook`.
+pub fn in_panic_hook<R>(hook: impl FnOnce() -> R) -> R {
+    let reading_fields =
+        VISITING.try_with(Cell::get).unwrap_or(false) && BUSY.try_with(Cell::get).unwrap_or(false);
+    if !reading_fields {
+        return hook();
+    }
+    /// Puts the thread back inside the layer, where the unwinding will find it.
+    struct Restore(usize);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = BUSY.try_with(|b| b.set(true));
+            let _ = VISITING.try_with(|v| v.set(true));
+            let _ = IN_FLIGHT.try_with(|mark| mark.store(self.0, Ordering::SeqCst));
+        }
+    }
+    let mark = IN_FLIGHT
+        .try_with(|mark| mark.load(Ordering::SeqCst))
+        .unwrap_or(0);
+    let _restore = Restore(mark);
+    let _ = BUSY.try_with(|b| b.set(false));
+    let _ = VISITING.try_with(|v| v.set(false));
+    hook()
+}
+
+/// Closes the layer identified by `key`: sets `closed`, then waits (at most
+/// [`CLOSE_WAIT`]) until no other thread is inside it. The calling thread may itself be
+/// inside it (it is about to write the last line).
+pub(crate) fn close(key: usize, closed: &AtomicBool) {
+    closed.store(true, Ordering::SeqCst);
+    let own = IN_FLIGHT.try_with(Arc::as_ptr).ok();
+    let own_counted = own.is_none() && BUSY.try_with(Cell::get).unwrap_or(false);
+    let others: Vec<Arc<AtomicUsize>> = MARKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|m| Some(Arc::as_ptr(m)) != own)
+        .cloned()
+        .collect();
+    let deadline = Instant::now() + CLOSE_WAIT;
+    let wait = |inside: &dyn Fn() -> bool| {
+        while inside() && Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+    };
+    for mark in &others {
+        wait(&|| mark.load(Ordering::SeqCst) == key);
+    }
+    let mine = usize::from(own_counted);
+    wait(&|| UNMARKED.load(Ordering::SeqCst) > mine);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    #[test]
+    fn a_closed_layer_refuses_callers() {
+        let closed = AtomicBool::new(false);
+        let key = &closed as *const AtomicBool as usize;
+        let busy = Busy::enter_layer(key, &closed).unwrap();
+        // Re-entrant: refused while inside.
+        assert!(Busy::enter_layer(key, &closed).is_none());
+        drop(busy);
+        close(key, &closed);
+        assert!(Busy::enter_layer(key, &closed).is_none());
+        // The refusal left the thread free.
+        assert!(Busy::enter().is_some());
+    }
+
+    /// Close waits for a thread that is inside the layer, and only for that layer.
+    #[test]
+    fn close_waits_for_threads_inside() {
+        let closed = AtomicBool::new(false);
+        let other_layer = AtomicBool::new(false);
+        let key = &closed as *const AtomicBool as usize;
+        let other_key = &other_layer as *const AtomicBool as usize;
+        let inside = Barrier::new(3);
+        let left = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let busy = Busy::enter_layer(key, &closed).unwrap();
+                inside.wait();
+                std::thread::sleep(Duration::from_millis(100));
+                left.store(true, Ordering::SeqCst);
+                drop(busy);
+            });
+            scope.spawn(|| {
+                // Inside another layer until well after the close: not waited for.
+                let _busy = Busy::enter_layer(other_key, &other_layer).unwrap();
+                inside.wait();
+                std::thread::sleep(Duration::from_millis(1500));
+            });
+            inside.wait();
+            let started = Instant::now();
+            close(key, &closed);
+            assert!(left.load(Ordering::SeqCst), "close did not wait");
+            assert!(started.elapsed() < Duration::from_millis(1000));
+        });
     }
 }

@@ -36,7 +36,7 @@ use tracing_core::{Event as TracingEvent, Level, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use crate::busy::Busy;
+use crate::busy::{self, Busy};
 use crate::clock;
 
 use crate::background::BackgroundGuard;
@@ -194,13 +194,19 @@ impl Trace2Layer {
         if self.inner.closed.load(Ordering::Relaxed) {
             return None;
         }
-        Busy::enter()
+        Busy::enter_layer(self.key(), &self.inner.closed)
     }
 
-    /// Stops all output: nothing is written after this (the lifecycle calls it after
-    /// `atexit`; the layer also closes itself when it writes `atexit`).
+    /// What identifies this layer to closing (its shared state's address).
+    fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// Stops all output: nothing is written after this returns. Threads inside the layer
+    /// at the time are waited for (at most 2 s), so none of their lines comes later. The
+    /// layer closes itself this way before it writes `atexit`.
     pub fn close(&self) {
-        self.inner.closed.store(true, Ordering::Relaxed);
+        busy::close(self.key(), &self.inner.closed);
     }
 
     /// The targets, in the order they are visited.
@@ -370,7 +376,7 @@ impl Trace2Layer {
                 return;
             };
             fields.clear();
-            event.record(&mut *fields);
+            busy::visiting(|| event.record(&mut *fields));
             with_pending(|lines| {
                 thread::with_state(now.t_abs_us, |t| {
                     self.user_event_records(t, &fields, meta, now, callsite, lines);
@@ -498,8 +504,10 @@ impl Trace2Layer {
             return;
         };
         if matches!(call, ApiCall::Atexit { .. }) {
-            // `atexit` is the last line: flush first, so that a background writer's
-            // report of dropped lines (written by its worker thread) comes before it.
+            // `atexit` is the last line: no other thread may write after it, so close
+            // first (waiting for threads still inside); then flush, so that a background
+            // writer's report of dropped lines (written by its worker) comes before it.
+            self.close();
             self.flush();
         }
         let base = match call {
@@ -512,10 +520,8 @@ impl Trace2Layer {
             });
             self.write_lines(lines);
         });
-        match call {
-            ApiCall::ThreadExit => thread::reset(),
-            ApiCall::Atexit { .. } => self.close(),
-            _ => {}
+        if matches!(call, ApiCall::ThreadExit) {
+            thread::reset();
         }
     }
 
@@ -753,7 +759,7 @@ where
         // A recycled state: its strings keep their room, so this allocates nothing but
         // the box the span's extensions put every value in.
         let mut state = RegionState::pooled(meta.name(), meta.target());
-        attrs.record(state.fields_mut());
+        busy::visiting(|| attrs.record(state.fields_mut()));
         state.build_msg();
         if let Some(span) = ctx.span(id) {
             // A state already there (never, short of a layer misuse) is recycled
@@ -769,7 +775,7 @@ where
                 return;
             };
             fields.clear();
-            values.record(&mut *fields);
+            busy::visiting(|| values.record(&mut *fields));
             if let Some(span) = ctx.span(id)
                 && let Some(state) = span
                     .extensions_mut()

@@ -62,6 +62,7 @@ mod thread;
 pub mod timers;
 mod wire;
 
+pub use busy::in_panic_hook;
 pub use layer::{Trace2Layer, Trace2LayerBuilder};
 pub use session::Session;
 pub use targets::Target;

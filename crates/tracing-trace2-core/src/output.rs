@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use tracing_trace2_record::{Record, codec};
+use tracing_trace2_record::{Event, Record, codec};
 
-use crate::background::queue::Queue;
+use crate::background::queue::{Delivery, Queue};
 use crate::background::replay::Replay;
 use crate::background::{BackgroundGuard, BackgroundOptions};
 use crate::targets::{Lines, Targets};
@@ -24,6 +24,8 @@ pub(crate) struct Pending {
 struct Encoded {
     buf: Vec<u8>,
     records: u64,
+    /// One of them is a lifecycle line, which a lossy writer never drops.
+    keep: bool,
 }
 
 impl Pending {
@@ -31,7 +33,29 @@ impl Pending {
         self.lines.clear();
         self.encoded.buf.clear();
         self.encoded.records = 0;
+        self.encoded.keep = false;
     }
+}
+
+/// Whether `event` is one of the lines that describe the process rather than its work
+/// (`version`, `start`, the command and its parameters, `exec`, the timer and counter
+/// totals, `exit`, `signal`, `atexit`): a lossy
+/// background writer never drops these.
+fn is_lifecycle(event: &Event<'_>) -> bool {
+    !matches!(
+        event,
+        Event::RegionEnter { .. }
+            | Event::RegionLeave { .. }
+            | Event::Data { .. }
+            | Event::DataJson { .. }
+            | Event::Printf { .. }
+            | Event::Error { .. }
+            | Event::ChildStart(_)
+            | Event::ChildExit { .. }
+            | Event::ChildReady { .. }
+            | Event::ThreadStart
+            | Event::ThreadExit { .. }
+    )
 }
 
 /// The output of a layer.
@@ -80,6 +104,7 @@ impl Output {
             Output::Deferred { .. } => {
                 codec::encode(record, &mut pending.encoded.buf);
                 pending.encoded.records += 1;
+                pending.encoded.keep |= is_lifecycle(&record.event);
             }
         }
     }
@@ -93,7 +118,12 @@ impl Output {
             Output::Deferred { queue, .. } => {
                 if pending.encoded.records > 0 {
                     // The worker (or, after shutdown, this thread) handles failed writes.
-                    let _ = queue.send(&pending.encoded.buf, pending.encoded.records);
+                    let delivery = if pending.encoded.keep {
+                        Delivery::Keep
+                    } else {
+                        Delivery::MayDrop
+                    };
+                    let _ = queue.send(&pending.encoded.buf, pending.encoded.records, delivery);
                 }
             }
         }

@@ -110,7 +110,19 @@ impl RegionState {
         if values.repo.is_some() {
             self.fields.repo = values.repo;
         }
-        if !values.others.is_empty() {
+        // A field recorded again replaces its value (as `Span::record` means), in place:
+        // recording one field many times costs the length of the message each time, not
+        // the number of times it was recorded before.
+        for k in 0..values.starts.len() {
+            let name = values.starts[k].0;
+            let value = &values.others[values.value_range(k)];
+            match self.fields.starts.iter().position(|&(n, _)| n == name) {
+                Some(j) => self.fields.replace_value(j, value),
+                None => self.fields.other_named(name).push_str(value),
+            }
+        }
+        if values.starts.is_empty() && !values.others.is_empty() {
+            // Text without field boundaries (built by hand): appended as it is.
             if !self.fields.others.is_empty() {
                 self.fields.others.push(' ');
             }
@@ -224,6 +236,8 @@ pub struct RegionFields {
     msg: Text,
     repo: Option<i64>,
     others: String,
+    /// Each field in `others`: its name and where that name starts.
+    starts: Vec<(&'static str, usize)>,
 }
 
 impl RegionFields {
@@ -234,15 +248,42 @@ impl RegionFields {
         self.msg.reset();
         self.repo = None;
         self.others.clear();
+        self.starts.clear();
     }
 
     fn other(&mut self, field: &Field) -> &mut String {
+        self.other_named(field_name(field))
+    }
+
+    /// Starts `name=` in `others` and returns it to write the value into.
+    fn other_named(&mut self, name: &'static str) -> &mut String {
         if !self.others.is_empty() {
             self.others.push(' ');
         }
-        self.others.push_str(field_name(field));
+        self.starts.push((name, self.others.len()));
+        self.others.push_str(name);
         self.others.push('=');
         &mut self.others
+    }
+
+    /// Where the value of the `k`th field of `others` is.
+    fn value_range(&self, k: usize) -> std::ops::Range<usize> {
+        let (name, at) = self.starts[k];
+        let end = self
+            .starts
+            .get(k + 1)
+            .map_or(self.others.len(), |&(_, next)| next - 1);
+        at + name.len() + 1..end
+    }
+
+    /// Replaces the value of the `k`th field of `others`.
+    fn replace_value(&mut self, k: usize, value: &str) {
+        let range = self.value_range(k);
+        let (old_len, new_len) = (range.len(), value.len());
+        self.others.replace_range(range, value);
+        for entry in &mut self.starts[k + 1..] {
+            entry.1 = entry.1 + new_len - old_len;
+        }
     }
 
     fn capacity(&self) -> usize {
@@ -396,6 +437,35 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A field recorded again replaces its value, in place, wherever it stands.
+    #[test]
+    fn recording_a_field_again_replaces_its_value() {
+        let mut state = RegionState::new("r", "t");
+        let mut first = RegionFields::default();
+        first.msg.start().push('m');
+        first.other_named("a").push('1');
+        first.other_named("b").push_str("two");
+        first.other_named("c").push('3');
+        state.record(&first);
+        assert_eq!(state.info().msg, Some("m a=1 b=two c=3"));
+        for value in ["", "a much longer value", "x"] {
+            let mut again = RegionFields::default();
+            again.other_named("b").push_str(value);
+            again.other_named("d").push_str("new");
+            state.record(&again);
+            assert_eq!(
+                state.info().msg.unwrap(),
+                format!("m a=1 b={value} c=3 d=new")
+            );
+        }
+        for i in 0..10_000 {
+            let mut again = RegionFields::default();
+            let _ = write!(again.other_named("c"), "{i}");
+            state.record(&again);
+        }
+        assert_eq!(state.info().msg, Some("m a=1 b=x c=9999 d=new"));
     }
 
     /// A state that grew large is freed, not kept by the pool.

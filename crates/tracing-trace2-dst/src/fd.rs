@@ -5,6 +5,11 @@
 //! descriptors we cannot inspect get a write with SIGPIPE blocked for the calling thread
 //! (a SIGPIPE our write raised is then consumed); regular files and terminals, which
 //! never raise it, get a plain `write`.
+//!
+//! A regular file under a file size limit (`RLIMIT_FSIZE`, found when the sink is made)
+//! takes a line only if all of it fits below the limit: the kernel would write the part
+//! that fits and leave a torn last line. A line that does not fit fails with `EFBIG`,
+//! and the caller disables the target, as after any failed write.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -110,11 +115,48 @@ fn sigpipe_pending() -> bool {
     }
 }
 
+/// The file size limit of this process when `fd` is a regular file and the limit is
+/// finite: the size no write may take the file past.
+fn file_size_limit(fd: RawFd) -> Option<u64> {
+    // SAFETY: fstat and getrlimit only fill the buffers we pass.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return None;
+        }
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) != 0
+            || limit.rlim_cur == libc::RLIM_INFINITY
+        {
+            return None;
+        }
+        Some(limit.rlim_cur as u64)
+    }
+}
+
+/// Fails with `EFBIG` when `line` would take the file at `fd` past `limit`.
+fn check_fits(fd: RawFd, line: &[u8], limit: u64) -> io::Result<()> {
+    // SAFETY: fstat only fills the buffer we pass.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if st.st_size as u64 + line.len() as u64 > limit {
+        return Err(io::Error::from_raw_os_error(libc::EFBIG));
+    }
+    Ok(())
+}
+
+/// The lowest number a pinned descriptor gets: above the numbers hosts use and reuse.
+const PINNED_FD_FLOOR: RawFd = 256;
+
 /// A sink writing to a file descriptor; it closes the descriptor only if it owns it.
 #[derive(Debug)]
 pub(crate) struct FdSink {
     fd: RawFd,
     mode: WriteMode,
+    /// The file size limit, for a regular file under one.
+    size_limit: Option<u64>,
     /// Keeps an opened file or socket alive (and closes it on drop); `None` for the
     /// host's own descriptors (2..9), which are never closed.
     _owner: Option<OwnedFd>,
@@ -126,8 +168,31 @@ impl FdSink {
         Self {
             fd,
             mode: WriteMode::for_fd(fd),
+            size_limit: file_size_limit(fd),
             _owner: None,
         }
+    }
+
+    /// Writes to a private duplicate of one of the host's descriptors (close-on-exec,
+    /// numbered at or above [`PINNED_FD_FLOOR`] where the limit allows): what `fd`
+    /// names now, whatever the host later does with the number `fd`. A descriptor that
+    /// is not open is used as it is (its first write fails, as in git).
+    pub(crate) fn pinned(fd: RawFd) -> Self {
+        // The soft descriptor limit may be lower than the floor: then any number will do.
+        for floor in [PINNED_FD_FLOOR, 3] {
+            // SAFETY: F_DUPFD_CLOEXEC makes a new descriptor or fails; nothing else changes.
+            let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor) };
+            if copy >= 0 {
+                // SAFETY: `copy` is a fresh descriptor nobody else owns.
+                let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(copy) };
+                let mode = WriteMode::for_fd(copy);
+                return Self::owned(owned, mode);
+            }
+            if io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+                break;
+            }
+        }
+        Self::borrowed(fd)
     }
 
     /// Writes to a descriptor we opened, closing it when the sink is dropped.
@@ -135,6 +200,7 @@ impl FdSink {
         Self {
             fd: fd.as_raw_fd(),
             mode,
+            size_limit: file_size_limit(fd.as_raw_fd()),
             _owner: Some(fd),
         }
     }
@@ -142,6 +208,9 @@ impl FdSink {
 
 impl Sink for FdSink {
     fn write_line(&self, line: &[u8]) -> io::Result<()> {
+        if let Some(limit) = self.size_limit {
+            check_fits(self.fd, line, limit)?;
+        }
         write_fd(self.fd, line, self.mode).map(|_| ())
     }
 }
@@ -187,12 +256,89 @@ mod tests {
         assert_eq!(err.raw_os_error(), Some(libc::EBADF));
     }
 
+    /// A pinned descriptor keeps writing to what the host's number named at first,
+    /// after the host closed the number and opened something else under it. In a child
+    /// process: reusing a number races with the other tests' descriptors.
+    #[test]
+    fn pinned_descriptor_survives_the_hosts_reuse() {
+        let out = child_or_run(
+            concat!(
+                module_path!(),
+                "::pinned_descriptor_survives_the_hosts_reuse"
+            ),
+            &[],
+            || {
+                let (r, w) = pipe();
+                let raw = w.as_raw_fd();
+                let sink = FdSink::pinned(raw);
+                assert!(sink.fd >= PINNED_FD_FLOOR, "{}", sink.fd);
+                let flags = unsafe { libc::fcntl(sink.fd, libc::F_GETFD) };
+                assert_ne!(flags & libc::FD_CLOEXEC, 0);
+                sink.write_line(b"before\n").unwrap();
+                let (r2, w2) = pipe();
+                drop(w);
+                // The host's new pipe gets the old number.
+                assert_eq!(unsafe { libc::dup2(w2.as_raw_fd(), raw) }, raw);
+                drop(w2);
+                let w2 = unsafe { OwnedFd::from_raw_fd(raw) };
+                sink.write_line(b"after\n").unwrap();
+                drop(sink);
+                drop(w2);
+                let first = std::io::read_to_string(std::fs::File::from(r)).unwrap();
+                assert_eq!(first, "before\nafter\n");
+                let second = std::io::read_to_string(std::fs::File::from(r2)).unwrap();
+                assert_eq!(second, "");
+                // A descriptor that is not open fails on the first write, as before.
+                let err = FdSink::pinned(-1).write_line(b"x\n").unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+            },
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+
     #[test]
     fn host_descriptor_is_not_closed() {
         let (_r, w) = pipe();
         let raw = w.as_raw_fd();
         drop(FdSink::borrowed(raw));
         assert_ne!(unsafe { libc::fcntl(raw, libc::F_GETFD) }, -1);
+    }
+
+    /// Under a file size limit a line that does not fit fails whole (EFBIG) instead of
+    /// leaving its first part at the end of the file.
+    #[test]
+    fn file_size_limit_never_tears_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("limited");
+        let path_text = path.display().to_string();
+        let out = child_or_run(
+            concat!(module_path!(), "::file_size_limit_never_tears_a_line"),
+            &[("DST_TEST_FILE", path_text.as_str())],
+            || {
+                let limit = libc::rlimit {
+                    rlim_cur: 100,
+                    rlim_max: 100,
+                };
+                unsafe {
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+                }
+                let path = std::env::var("DST_TEST_FILE").unwrap();
+                let file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .unwrap();
+                let sink = FdSink::owned(OwnedFd::from(file), WriteMode::Plain);
+                let line = [b'x'; 39];
+                sink.write_line(&[&line[..], b"\n"].concat()).unwrap();
+                sink.write_line(&[&line[..], b"\n"].concat()).unwrap();
+                let err = sink.write_line(&[&line[..], b"\n"].concat()).unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
+            },
+        );
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(std::fs::read(&path).unwrap().len(), 80);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! | `file` | append to a file given by path |
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
 //! | `socket` | `af_unix:` stream and datagram sockets |
+//! | `stream` | whole lines on a stream socket, within a deadline |
 //! | `warn` | git's warning texts and `strerror` |
 //! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
 //!
@@ -54,6 +55,7 @@ mod fd;
 mod file;
 mod sink;
 mod socket;
+mod stream;
 mod target_value;
 mod warn;
 
@@ -112,6 +114,22 @@ pub fn open(value: &str, settings: &OpenSettings) -> Opened {
         settings,
         &mut Reporter::new(settings.dst_debug, &mut to_stderr),
     )
+}
+
+/// [`open`] for a writer that writes lines later than they are traced (a background
+/// writer): a numeric descriptor target is pinned to the file it names now, through a
+/// private duplicate (close-on-exec, numbered high), so that a host that closes the
+/// descriptor and opens something else under the same number does not receive trace
+/// lines, not even those traced before it did. Git writes on the traced thread, where a
+/// line goes to what the number names at that moment; a background writer cannot know
+/// that moment, and keeps the first. Other values open as with [`open`].
+pub fn open_deferred(value: &str, settings: &OpenSettings) -> Opened {
+    let mut to_stderr = |message: &str| warning(message);
+    let mut report = Reporter::new(settings.dst_debug, &mut to_stderr);
+    match parse_target(value) {
+        TargetValue::Fd(fd) => Opened::Sink(Box::new(fd::FdSink::pinned(fd))),
+        _ => open_reporting(value, settings, &mut report),
+    }
 }
 
 /// [`open`] with the warnings going to `report`.

@@ -70,6 +70,9 @@ pub(crate) fn open_socket(
         },
     };
     match connected {
+        Ok(fd) if super::stream::is_stream(&fd) => {
+            Opened::Sink(Box::new(super::stream::StreamSink::new(fd)))
+        }
         Ok(fd) => Opened::Sink(Box::new(FdSink::owned(fd, WriteMode::Send))),
         Err(err) => {
             report.debug(&format!(

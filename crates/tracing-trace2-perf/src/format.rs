@@ -32,6 +32,17 @@ const REPO_WIDTH: usize = 3;
 const CATEGORY_WIDTH: usize = 12;
 /// Width of the `%9.6f` seconds columns (wider only past 99 seconds).
 const SECONDS_WIDTH: usize = 9;
+/// Open regions shown as indentation at most: git writes two dots per open region,
+/// and a real stack of regions stays far below this; a record claiming more (a damaged
+/// or hostile recording being replayed) must not make a line gigabytes long.
+const MAX_INDENT_REGIONS: u32 = 100_000;
+
+/// The dots of a record's indentation: two per open region, up to the cap.
+#[inline]
+fn indent_dots(record: &Record<'_>) -> usize {
+    2 * record.open_regions.min(MAX_INDENT_REGIONS) as usize
+}
+
 /// Bytes a column separator (` | `) takes.
 const SEP_LEN: usize = 3;
 
@@ -122,7 +133,7 @@ impl PerfFormat {
         let narrow = |micros: u64| micros < NARROW_SECONDS;
         let payload = plain.payload.len();
         let room = TEMPLATE.len() - AT_DOTS - 1;
-        let dots = 2 * record.open_regions as usize;
+        let dots = indent_dots(record);
         let fits = record.depth < 10
             && record.thread.len() <= THREAD_WIDTH
             && cols.repo.is_none_or(|repo| (0..10).contains(&repo))
@@ -212,7 +223,7 @@ impl PerfFormat {
     /// Writes everything up to the dots: the prefix and the nine fixed columns, for any
     /// widths, one column after the other at a moving position.
     fn push_columns(&self, record: &Record<'_>, cols: &Columns<'_>, name: &str, out: &mut Vec<u8>) {
-        let dots = 2 * record.open_regions as usize;
+        let dots = indent_dots(record);
         let start = out.len();
         let room = COLUMNS_ROOM + record.thread.len() + name.len() + dots;
         out.resize(start + room, b' ');

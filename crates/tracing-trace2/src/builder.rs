@@ -168,7 +168,13 @@ impl Trace2 {
                 max_files: s.max_files,
                 sid_component: session.own_component().to_owned(),
             };
-            match dst::open(value, &settings) {
+            // A background writer writes later than the host traced: pin fd targets.
+            let opened = if self.background.is_some() {
+                dst::open_deferred(value, &settings)
+            } else {
+                dst::open(value, &settings)
+            };
+            match opened {
                 Opened::Sink(sink) => Some((sink, false)),
                 Opened::Sentinel(sink) => Some((sink, true)),
                 Opened::Disabled => None,

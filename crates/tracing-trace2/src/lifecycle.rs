@@ -45,6 +45,7 @@
 //! | a panic on another thread | `error` only; the process goes on |
 //! | SIGPIPE, when its default action is in force (see below) | `signal` (signo 13), then the process dies of it: no `exit`/`atexit`, as git |
 //! | any other fatal signal, `abort`, `_exit` | the trace stops where it was, as git's |
+//! | a child made by `fork` without `exec` ends | nothing: its lines are traced, but `exit` and `atexit` are the parent's |
 //!
 //! Timer and counter totals (the calling thread's `th_timer`/`th_counter`, then the
 //! process's `timer`/`counter`) are written right before every `atexit`. Each line is
@@ -197,6 +198,7 @@ impl Lifecycle {
             Shared {
                 layer,
                 done: AtomicBool::new(false),
+                pid: std::process::id(),
             }
         });
         if !first {
@@ -303,6 +305,10 @@ struct Shared {
     layer: Trace2Layer,
     /// Set once the last lines (`atexit`, or `signal`) are written: nothing follows them.
     done: AtomicBool,
+    /// The process that started the lifecycle. A child made by `fork` without `exec`
+    /// inherits the hooks and this state, but its ending is not the traced process's:
+    /// it writes no `exit`, `atexit` or `signal` under the parent's session.
+    pid: u32,
 }
 
 static SHARED: OnceLock<Shared> = OnceLock::new();
@@ -311,6 +317,9 @@ static SHARED: OnceLock<Shared> = OnceLock::new();
 /// claims the right to write them.
 fn claim_end() -> Option<&'static Shared> {
     let shared = SHARED.get()?;
+    if shared.pid != std::process::id() {
+        return None;
+    }
     (!shared.done.swap(true, Ordering::AcqRel)).then_some(shared)
 }
 
@@ -351,9 +360,13 @@ fn install_panic_hook() {
             let (file, line) = info
                 .location()
                 .map_or((None, 0), |l| (Some(l.file()), l.line()));
-            api::error_at(file, line, msg, msg);
-            // With panic = "abort" the process dies right after the hooks.
-            shared.layer.flush();
+            // A panic inside a field's Debug/Display happens while the layer reads
+            // the field: let this line through all the same.
+            tracing_trace2_core::in_panic_hook(|| {
+                api::error_at(file, line, msg, msg);
+                // With panic = "abort" the process dies right after the hooks.
+                shared.layer.flush();
+            });
         }
         previous(info);
     }));

@@ -26,7 +26,9 @@
 //!
 //! * **Lossless by default**: when the queue is full the caller waits. With
 //!   [`BackgroundOptions::with_lossy`] a full queue drops the message instead and counts
-//!   it; the count is reported in the trace itself as an `error` event (all three formats
+//!   it, except the deferred writer's lifecycle lines (`version`, `start`, the command
+//!   and its parameters, `exec`, the totals, `exit`, `signal`, `atexit`), which are
+//!   queued beyond the capacity rather than dropped or waited for; the count is reported in the trace itself as an `error` event (all three formats
 //!   render it; the Normal format skips `data`), with the message
 //!   `trace2: background writer for '<ENV>' dropped <N> lines`, emitted by the worker
 //!   when the writer is flushed ([`Sink::flush`](crate::Sink::flush), `Trace2Layer::flush`, a
@@ -67,7 +69,9 @@
 //! The panic hook is installed once, when the first writer that asks for it is built; it
 //! runs the hook that was in place before, then flushes. A hook set later by the
 //! program replaces it (call [`flush_all`] from that hook instead). A process made by
-//! `fork` without `exec` has no worker thread: its exit handler leaves the writers alone.
+//! `fork` without `exec` has no worker thread: it writes its own lines on the traced
+//! thread, leaves the lines its parent had queued to the parent, and its exit handler
+//! leaves the writers alone.
 //! Exit waits for the worker like a direct writer would wait for its `write`: a
 //! destination that blocks forever (a pipe nobody reads) blocks the exit too.
 

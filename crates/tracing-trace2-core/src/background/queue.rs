@@ -26,6 +26,16 @@
 //! After shutdown (or when the worker could not start or died, or when a worker itself
 //! sends), messages are handled on the calling thread, under a lock that keeps them from
 //! overtaking messages still queued.
+//!
+//! A lossy queue drops only what a sender marks as droppable: a message marked
+//! [`Delivery::Keep`] (the lifecycle lines) is queued even when the queue is full, so a
+//! lossy writer neither blocks its sender nor loses `exit` or `atexit`.
+//!
+//! A process made by `fork` without `exec` inherits the queue but not its worker (only
+//! the forking thread survives a fork). A `pthread_atfork` handler counts forks; a queue
+//! started before the last fork handles every message on the sending thread, without
+//! touching a lock another thread of the parent may have held when it forked, and leaves
+//! the parent's queued messages to the parent.
 
 use std::cell::Cell;
 use std::io;
@@ -52,6 +62,10 @@ pub(crate) trait Drain: Send + Sync + 'static {
     /// Handles one message on the worker thread.
     fn handle(&self, msg: &[u8]);
 
+    /// Handles one message in a forked child, on the sending thread, without taking a
+    /// lock that a thread of the parent may have held at the fork.
+    fn handle_in_fork(&self, msg: &[u8]) -> io::Result<()>;
+
     /// Handles one message on the sending thread (after shutdown, or without a worker),
     /// returning what the destination said.
     fn handle_here(&self, msg: &[u8]) -> io::Result<()>;
@@ -62,6 +76,37 @@ pub(crate) trait Drain: Send + Sync + 'static {
     /// Reports, on the worker, the weight of the messages dropped since the last report
     /// (0 if none) and whatever else waits to be reported.
     fn report(&self, dropped: u64);
+}
+
+/// Whether a lossy queue may drop a message when it is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Dropped (and counted) when a lossy queue is full.
+    MayDrop,
+    /// Queued even when a lossy queue is full: a lifecycle line is never dropped.
+    Keep,
+}
+
+/// Forks this process has been through, counted in each child by a `pthread_atfork`
+/// handler: a queue started in an earlier generation has no worker here.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn count_fork_in_child() {
+    // Async-signal-safe: one atomic add.
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+fn fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
+fn watch_forks() {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| {
+        // SAFETY: registers a plain function that only adds to an atomic. A failure
+        // (no memory) leaves forks undetected, as before; nothing else to do.
+        unsafe { libc::pthread_atfork(None, None, Some(count_fork_in_child)) };
+    });
 }
 
 thread_local! {
@@ -126,8 +171,8 @@ pub(crate) struct Queue {
     /// Held by shutdown until the worker is joined, so a message handled on the
     /// sending thread cannot overtake messages still queued.
     closing: Mutex<()>,
-    /// The process that started the worker (a forked child has no worker).
-    pid: u32,
+    /// The fork generation that started the worker (a forked child has no worker).
+    generation: u64,
 }
 
 impl Queue {
@@ -135,6 +180,7 @@ impl Queue {
     /// handler (and the panic hook, if the options ask for it). If the thread cannot
     /// be started, every message is handled on its sender's thread.
     pub fn start(drain: Arc<dyn Drain>, options: &BackgroundOptions) -> Arc<Queue> {
+        watch_forks();
         let shared = Arc::new(Shared {
             drain,
             lossy: options.is_lossy(),
@@ -161,10 +207,15 @@ impl Queue {
             worker: Mutex::new(worker),
             shared,
             closing: Mutex::new(()),
-            pid: std::process::id(),
+            generation: fork_generation(),
         });
         register(&queue, options.flush_on_panic());
         queue
+    }
+
+    /// Whether this process is a fork of the one that started the worker.
+    fn in_fork(&self) -> bool {
+        self.generation != fork_generation()
     }
 
     fn wake(&self) {
@@ -174,9 +225,13 @@ impl Queue {
     }
 
     /// Queues a copy of `msg`, which counts `weight` in a drop report if a lossy queue
-    /// drops it. Lossless, a full queue makes the caller wait.
-    pub fn send(&self, msg: &[u8], weight: u64) -> io::Result<()> {
+    /// drops it (only if `delivery` allows it). Lossless, a full queue makes the caller
+    /// wait.
+    pub fn send(&self, msg: &[u8], weight: u64, delivery: Delivery) -> io::Result<()> {
         let s = &*self.shared;
+        if self.in_fork() {
+            return s.drain.handle_in_fork(msg);
+        }
         if on_worker() {
             return s.drain.handle_here(msg);
         }
@@ -188,6 +243,10 @@ impl Queue {
                 return s.drain.handle_here(msg);
             }
             if p.messages < s.capacity {
+                break;
+            }
+            if s.lossy && delivery == Delivery::Keep {
+                // Beyond the capacity: a lossy sender never waits, and this one is kept.
                 break;
             }
             if s.lossy {
@@ -217,7 +276,7 @@ impl Queue {
     /// destinations flushed; with `report`, the worker reports drops first.
     pub fn flush(&self, report: bool) -> io::Result<()> {
         let s = &*self.shared;
-        if on_worker() {
+        if on_worker() || self.in_fork() {
             return s.drain.flush();
         }
         let mut p = s.pending();
@@ -243,7 +302,7 @@ impl Queue {
 
     /// Flushes, reports, stops the worker and joins it. Idempotent.
     pub fn shutdown(&self) {
-        if on_worker() || self.pid != std::process::id() {
+        if on_worker() || self.in_fork() {
             return;
         }
         let Some(handle) = self
@@ -417,7 +476,7 @@ fn live_queues() -> Vec<Arc<Queue>> {
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
         .filter_map(Weak::upgrade)
-        .filter(|q| q.pid == std::process::id())
+        .filter(|q| !q.in_fork())
         .collect()
 }
 
@@ -490,6 +549,9 @@ mod tests {
             self.here.lock().unwrap().push(msg.to_vec());
             Ok(())
         }
+        fn handle_in_fork(&self, msg: &[u8]) -> io::Result<()> {
+            self.handle_here(msg)
+        }
         fn flush(&self) -> io::Result<()> {
             Ok(())
         }
@@ -517,7 +579,7 @@ mod tests {
                     for i in 0..3000u32 {
                         let mut msg = vec![t];
                         msg.extend_from_slice(&i.to_le_bytes());
-                        queue.send(&msg, 1).unwrap();
+                        queue.send(&msg, 1, Delivery::MayDrop).unwrap();
                     }
                 });
             }
@@ -539,15 +601,15 @@ mod tests {
     fn lossy_drops_count_their_weight_and_are_reported_once() {
         let (recorder, queue) = start(BackgroundOptions::new().with_capacity(2).with_lossy(true));
         recorder.hold.store(true, Ordering::SeqCst);
-        queue.send(b"first", 1).unwrap();
+        queue.send(b"first", 1, Delivery::MayDrop).unwrap();
         wait_for("the worker never took the first message", || {
             recorder.holding.load(Ordering::SeqCst)
         });
         for _ in 0..2 {
-            queue.send(b"kept", 1).unwrap();
+            queue.send(b"kept", 1, Delivery::MayDrop).unwrap();
         }
-        queue.send(b"three records", 3).unwrap();
-        queue.send(b"one more", 1).unwrap();
+        queue.send(b"three records", 3, Delivery::MayDrop).unwrap();
+        queue.send(b"one more", 1, Delivery::MayDrop).unwrap();
         assert_eq!(queue.dropped(), 4);
         assert_eq!(queue.queued(), 2);
         recorder.hold.store(false, Ordering::SeqCst);
@@ -557,15 +619,44 @@ mod tests {
         assert_eq!(recorder.handled.lock().unwrap().len(), 3);
     }
 
+    /// A full lossy queue drops what may be dropped, keeps what must be kept (the
+    /// lifecycle lines), and never makes its sender wait for either.
+    #[test]
+    fn lossy_keeps_what_must_be_kept_without_waiting() {
+        let (recorder, queue) = start(BackgroundOptions::new().with_capacity(1).with_lossy(true));
+        recorder.hold.store(true, Ordering::SeqCst);
+        queue.send(b"first", 1, Delivery::MayDrop).unwrap();
+        wait_for("the worker never took the first message", || {
+            recorder.holding.load(Ordering::SeqCst)
+        });
+        queue
+            .send(b"fills the queue", 1, Delivery::MayDrop)
+            .unwrap();
+        queue.send(b"dropped", 1, Delivery::MayDrop).unwrap();
+        queue.send(b"exit", 1, Delivery::Keep).unwrap();
+        queue.send(b"atexit", 1, Delivery::Keep).unwrap();
+        assert_eq!(queue.dropped(), 1);
+        assert_eq!(queue.queued(), 3);
+        recorder.hold.store(false, Ordering::SeqCst);
+        queue.flush(true).unwrap();
+        let handled = recorder.handled.lock().unwrap();
+        let handled: Vec<&[u8]> = handled.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            handled,
+            [&b"first"[..], b"fills the queue", b"exit", b"atexit"]
+        );
+        assert_eq!(*recorder.reports.lock().unwrap(), [1]);
+    }
+
     #[test]
     fn a_sleeping_worker_is_woken_by_the_next_message() {
         let (recorder, queue) = start(BackgroundOptions::new());
-        queue.send(b"a", 1).unwrap();
+        queue.send(b"a", 1, Delivery::MayDrop).unwrap();
         queue.flush(false).unwrap();
         wait_for("the idle worker never went to sleep", || {
             queue.shared.pending().worker_asleep
         });
-        queue.send(b"b", 1).unwrap();
+        queue.send(b"b", 1, Delivery::MayDrop).unwrap();
         // No flush: the message alone must wake the worker.
         wait_for("the sleeping worker was not woken", || {
             recorder.handled.lock().unwrap().len() == 2
@@ -576,19 +667,19 @@ mod tests {
     #[test]
     fn after_shutdown_and_after_a_dead_worker_senders_handle_messages() {
         let (recorder, queue) = start(BackgroundOptions::new());
-        queue.send(b"queued", 1).unwrap();
+        queue.send(b"queued", 1, Delivery::MayDrop).unwrap();
         queue.shutdown();
-        queue.send(b"here", 1).unwrap();
+        queue.send(b"here", 1, Delivery::MayDrop).unwrap();
         queue.flush(true).unwrap();
         assert_eq!(*recorder.handled.lock().unwrap(), [b"queued".to_vec()]);
         assert_eq!(*recorder.here.lock().unwrap(), [b"here".to_vec()]);
 
         let (recorder, queue) = start(BackgroundOptions::new().with_capacity(1));
-        queue.send(b"boom", 1).unwrap();
+        queue.send(b"boom", 1, Delivery::MayDrop).unwrap();
         // The worker panics on it; neither a flush nor a full queue waits forever.
         queue.flush(false).unwrap();
-        queue.send(b"after", 1).unwrap();
-        queue.send(b"after", 1).unwrap();
+        queue.send(b"after", 1, Delivery::MayDrop).unwrap();
+        queue.send(b"after", 1, Delivery::MayDrop).unwrap();
         assert_eq!(recorder.here.lock().unwrap().len(), 2);
         queue.shutdown();
     }

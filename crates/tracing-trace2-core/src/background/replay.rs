@@ -38,13 +38,9 @@ impl Replay {
     }
 }
 
-impl Drain for Replay {
-    fn handle(&self, batch: &[u8]) {
-        // Marks the worker as inside the layer: a sink or formatter that logs through
-        // `tracing` is then ignored, as on a traced thread, instead of queueing more.
-        let _busy = Busy::enter();
-        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
-        let Scratch { lines, decoder } = &mut *scratch;
+impl Replay {
+    fn replay(&self, batch: &[u8], scratch: &mut Scratch) {
+        let Scratch { lines, decoder } = scratch;
         // The bytes were encoded by this process's layer: an error would be a bug in the
         // codec, and there is no better place to report it than the trace it broke.
         let _ = decoder.replay(batch, |record| {
@@ -52,6 +48,24 @@ impl Drain for Replay {
             self.targets.format(record, lines);
             self.targets.write(lines, Some(record));
         });
+    }
+}
+
+impl Drain for Replay {
+    fn handle(&self, batch: &[u8]) {
+        // Marks the worker as inside the layer: a sink or formatter that logs through
+        // `tracing` is then ignored, as on a traced thread, instead of queueing more.
+        let _busy = Busy::enter();
+        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        self.replay(batch, &mut scratch);
+    }
+
+    fn handle_in_fork(&self, batch: &[u8]) -> io::Result<()> {
+        // The shared scratch's lock may have been held by the parent's worker when the
+        // process forked: a child uses buffers of its own (a fork is rare).
+        let _busy = Busy::enter();
+        self.replay(batch, &mut Scratch::default());
+        Ok(())
     }
 
     fn handle_here(&self, batch: &[u8]) -> io::Result<()> {

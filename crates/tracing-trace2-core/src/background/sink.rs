@@ -4,7 +4,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::queue::{Drain, Queue};
+use super::queue::{Delivery, Drain, Queue};
 use super::{BackgroundGuard, BackgroundOptions, DROP_REPORT_FMT, drop_report_message};
 use tracing_trace2_dst::Sink;
 
@@ -86,6 +86,11 @@ impl Drain for SinkDrain {
             return self.status.failed_write();
         }
         self.inner.write_line(line)
+    }
+
+    fn handle_in_fork(&self, line: &[u8]) -> io::Result<()> {
+        // No lock on this path unless the worker failed (then it reports the error).
+        self.handle_here(line)
     }
 
     fn flush(&self) -> io::Result<()> {
@@ -181,7 +186,8 @@ impl Sink for BackgroundSink {
         if self.drain.status.has_failed() {
             return self.drain.status.failed_write();
         }
-        self.queue.send(line, 1)
+        // Formatted lines do not say what they are: a lossy sink may drop any of them.
+        self.queue.send(line, 1, Delivery::MayDrop)
     }
 
     /// Waits until every line sent before this call is written, reports drops, and

@@ -1648,3 +1648,21 @@ fn wide_repo_ids_and_depths_shift_the_columns() {
             .replace("| r1  |", "| r10  |")
     );
 }
+
+/// A record claiming an absurd number of open regions (a damaged recording replayed;
+/// found by the `perf_normal_format` fuzz target) gets a bounded indentation.
+#[test]
+fn indentation_is_capped() {
+    let mut line = sample("commit.perf")[3].clone();
+    line.dots = u32::MAX;
+    let out = render(
+        &PerfFormat::new(),
+        &record(&line, Event::Printf { msg: Some("x") }),
+    );
+    let dots = out.bytes().filter(|&b| b == b'.').count();
+    assert!(
+        dots <= 2 * super::MAX_INDENT_REGIONS as usize + 16,
+        "{dots}"
+    );
+    assert!(out.ends_with("x\n"));
+}
