@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use tracing::{Level, error, info, info_span, warn};
 use tracing_subscriber::prelude::*;
-use tracing_trace2_core::{Event, Format, MemorySink, Record, Sink, Target, Trace2Layer, api};
+use tracing_trace2_core::{
+    Event, Format, MemorySink, Record, RegionMode, Sink, Target, Trace2Layer, api,
+};
 
 /// Prints each record as `name key=value ...` with the fields a test needs.
 struct Describe;
@@ -14,6 +16,11 @@ struct Describe;
 impl Format for Describe {
     fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
         use std::fmt::Write;
+        // Test threads are not `main`: each announces itself before its first line, which
+        // these tests do not look at (tests/lanes.rs does).
+        if matches!(r.event, Event::ThreadStart | Event::ThreadExit { .. }) {
+            return;
+        }
         let mut s = String::new();
         let _ = write!(s, "{} open={}", r.event.name(), r.open_regions);
         match r.event {
@@ -61,9 +68,12 @@ impl Format for Describe {
     }
 }
 
+/// Runs `f` under a layer in git's region-per-entry mode, every level shown.
 fn run(f: impl FnOnce()) -> Vec<String> {
     let sink = MemorySink::new();
     let layer = Trace2Layer::builder()
+        .with_region_mode(RegionMode::Entry)
+        .with_max_level(tracing::level_filters::LevelFilter::TRACE)
         .with_exe_version("9.9")
         .with_target(Target::new("GIT_TRACE2_EVENT", Describe, sink.clone()))
         .build();

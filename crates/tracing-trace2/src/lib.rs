@@ -85,7 +85,7 @@ pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};
 pub use tracing_trace2_core as core;
 pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};
-pub use tracing_trace2_core::{Trace2Layer, api};
+pub use tracing_trace2_core::{RegionMode, Trace2Layer, api};
 pub use tracing_trace2_event as event;
 pub use tracing_trace2_normal as normal;
 pub use tracing_trace2_perf as perf;

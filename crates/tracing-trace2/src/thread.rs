@@ -276,12 +276,15 @@ mod tests {
             );
         });
         // thread_start ran before the closure set the dispatcher, so it went nowhere;
-        // the other lines carry the name it gave.
+        // the thread is announced before its first line all the same, under the name
+        // the helper gave.
         let lines = named(&lines);
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        assert_eq!(lines[0].1, "th_counter 3");
-        assert_eq!(lines[1].1, "thread_exit");
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[0].1, "thread_start");
+        assert_eq!(lines[1].1, "th_counter 3");
+        assert_eq!(lines[2].1, "thread_exit");
         assert_eq!(lines[0].0, lines[1].0);
+        assert_eq!(lines[1].0, lines[2].0);
         assert_eq!(lines[0].0.len(), 24, "cut to 24 bytes: {}", lines[0].0);
         assert!(lines[0].0.starts_with("th"));
         assert!(lines[0].0.contains(":worker-with-a"));
@@ -368,7 +371,9 @@ mod tests {
             });
         });
         assert_eq!(*seen.lock().unwrap(), [Some("scoped".to_owned())]);
+        // Announced before its only line, although the helper's own thread_start went
+        // nowhere (no dispatcher yet).
         let events: Vec<String> = named(&lines).into_iter().map(|(_, e)| e).collect();
-        assert_eq!(events, ["thread_exit"]);
+        assert_eq!(events, ["thread_start", "thread_exit"]);
     }
 }
