@@ -393,6 +393,16 @@ pub fn exit(code: i32) -> i32 {
     code
 }
 
+/// [`exit`] reported at `at` (a location the program captured earlier, for exits
+/// written where no caller is known: a destructor, an exit handler).
+pub fn exit_at(at: &'static Location<'static>, code: i32) -> i32 {
+    let code = code & 0xff;
+    LAST_EXIT_CODE.store(code, Ordering::Relaxed);
+    EXIT_WRITTEN.store(true, Ordering::Relaxed);
+    ApiCall::Exit { code }.send(Origin::Caller(at));
+    code
+}
+
 /// Whether [`exit`] was called (an exit handler then does not write a second `exit`).
 pub fn exit_written() -> bool {
     EXIT_WRITTEN.load(Ordering::Relaxed)
@@ -410,6 +420,24 @@ pub fn atexit() {
         code: last_exit_code(),
     }
     .send(caller());
+}
+
+/// [`atexit`] reported at `at` (see [`exit_at`]).
+pub fn atexit_at(at: &'static Location<'static>) {
+    ApiCall::Atexit {
+        code: last_exit_code(),
+    }
+    .send(Origin::Caller(at));
+}
+
+/// [`thread_start`] reported at `at` (the location where a helper was set up).
+pub fn thread_start_at(at: &'static Location<'static>, name: &str) {
+    ApiCall::ThreadStart { name }.send(Origin::Caller(at));
+}
+
+/// [`thread_exit`] reported at `at`.
+pub fn thread_exit_at(at: &'static Location<'static>) {
+    ApiCall::ThreadExit.send(Origin::Caller(at));
 }
 
 /// `signal`: the process is being killed by `signo`.

@@ -877,15 +877,10 @@ impl Trace2Layer {
                 };
                 self.leave_region(t, THREAD_ON_MAIN, region, now, callsite, lines);
             }
-            ApiCall::ThreadExit => {
-                // Announce first if this thread wrote nothing yet: git always pairs them.
-                if !t.announced && self.inner.announce {
-                    t.announced = true;
-                    let record = self.record(t, Event::ThreadStart, now, callsite, 0);
-                    self.format_all(&record, lines);
-                }
-                self.exit_lane(t, now, callsite, lines);
-            }
+            // A thread that wrote nothing (an idle pool worker whose start hook ran before
+            // the subscriber was installed) was never seen: nothing to end.
+            ApiCall::ThreadExit if !t.announced && self.inner.announce => {}
+            ApiCall::ThreadExit => self.exit_lane(t, now, callsite, lines),
             ApiCall::Atexit { code } => {
                 t.stack.clear();
                 self.emit(t, Event::Atexit { code }, now, callsite, 0, lines);

@@ -164,7 +164,10 @@ impl<'a> Origin<'a> {
                 file: Some(crate::callsite::relative_path(loc.file())),
                 line: loc.line(),
             },
-            Origin::At(file, line) => Callsite { file, line },
+            Origin::At(file, line) => Callsite {
+                file: file.map(crate::callsite::relative_path),
+                line,
+            },
         }
     }
 }
