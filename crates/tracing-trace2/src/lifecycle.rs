@@ -138,6 +138,19 @@ impl Trace2 {
     ///
     /// When another global subscriber is already installed, it stays, and the lifecycle
     /// lines go to it.
+    ///
+    /// Keep the guard for the whole of `main`: a bare `init();` would end the trace at
+    /// once, so it warns (`unused_must_use`; denied here to show it):
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// tracing_trace2::Trace2::from_env().init();
+    /// ```
+    ///
+    /// ```no_run
+    /// #![deny(unused_must_use)]
+    /// let _trace2 = tracing_trace2::Trace2::from_env().init();
+    /// ```
     #[must_use = "dropping the guard writes the exit lines at once"]
     #[track_caller]
     pub fn init(&self) -> Trace2Guard {
