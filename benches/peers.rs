@@ -40,7 +40,7 @@ use tracing::{info, info_span};
 use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::layer::{Identity, SubscriberExt};
 use tracing_trace2_core::background::{BackgroundOptions, BackgroundSink};
-use tracing_trace2_core::{MemorySink, Sink, Target, Trace2Layer, clock};
+use tracing_trace2_core::{MemorySink, RegionMode, Sink, Target, Trace2Layer, clock};
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
@@ -630,6 +630,27 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
             bench
         }),
     ));
+    // Git's region-per-entry mode beside the default region-per-span mode (`event/…`).
+    for (dst, path) in [("file", dir.join("event-entry")), ("null", null.clone())] {
+        list.push((
+            format!("event-entry/{dst}"),
+            Box::new(move || {
+                empty(&path);
+                let layer = Trace2Layer::builder()
+                    .with_target(Ours::Event.target(open_sink(&path)))
+                    .with_region_mode(RegionMode::Entry)
+                    .build();
+                let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
+                Bench {
+                    runner: Runner::Traced(Some(dispatch)),
+                    layer: Some(layer),
+                    file: Some(path),
+                    chrome: None,
+                    normal: false,
+                }
+            }),
+        ));
+    }
     for ours in Ours::ALL {
         for (dst, path) in [("file", dir.join(ours.name())), ("null", null.clone())] {
             for mode in Mode::ALL {

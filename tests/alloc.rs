@@ -18,7 +18,7 @@ use std::time::Duration;
 use tracing::{info, info_span};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_trace2_core::background::BackgroundOptions;
-use tracing_trace2_core::{Sink, Trace2Layer};
+use tracing_trace2_core::{RegionMode, Sink, Trace2Layer};
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
@@ -80,7 +80,10 @@ fn layer(dir: &std::path::Path, deferred: bool) -> Trace2Layer {
             sink(path)
         }
     };
+    // Git's region-per-entry mode: every `outer.enter()` below is a region pair, which
+    // this test counts.
     let builder = Trace2Layer::builder()
+        .with_region_mode(RegionMode::Entry)
         .with_target(tracing_trace2::targets::normal(
             NormalFormat::new().with_utc_offset(3600),
             sink(&dir.join("normal")),
@@ -198,8 +201,9 @@ fn steady_state(deferred: bool) {
     let event = std::fs::read_to_string(dir.path().join("event")).unwrap();
     let perf = std::fs::read_to_string(dir.path().join("perf")).unwrap();
     // The lines were really written: version, 100 warm-up rounds (2 + 2 + 2 + 2 + 1 each),
-    // the pairs (2 each), the events (2 + 1 each, inside one pair), the regions (4 each).
-    let expected = 1 + 100 * 9 + 2 * N + (2 + 3 * N) + 4 * N;
+    // the pairs (2 each), the events (2 + 1 each, inside one pair), the regions (4 each),
+    // and the `thread_start` of the test's thread, which is not `main`.
+    let expected = 1 + 1 + 100 * 9 + 2 * N + (2 + 3 * N) + 4 * N;
     assert_eq!(event.lines().count() as u64, expected);
     assert_eq!(perf.lines().count() as u64, expected);
     assert!(event.lines().all(|l| l.starts_with("{\"event\":")));

@@ -168,8 +168,9 @@ fn lossless_panic() {
         assert_eq!(kinds.get(kind), Some(&1), "{kind}: {kinds:?}");
     }
     // A panic is not an exit the program reports: no exit/atexit lines, and nothing
-    // else lost.
-    assert_eq!(kinds.len(), 4, "{kinds:?}");
+    // else lost (the worker thread, a plain `std::thread`, is announced: thread_start
+    // and thread_exit).
+    assert_eq!(kinds.len(), 4 + 2, "{kinds:?}");
     assert_eq!(run.normal_others, ["version", "start", "cmd_name"]);
 }
 
@@ -191,7 +192,8 @@ fn direct_writer_for_reference() {
     assert!(out.status.success(), "{out:?}");
     let events = event_lines(&event);
     let kinds = check_printf(&events, 2, 1000);
-    assert_eq!(kinds.len(), 6, "{kinds:?}");
+    // + thread_start and thread_exit of the worker thread.
+    assert_eq!(kinds.len(), 6 + 2, "{kinds:?}");
 }
 
 /// A pipe whose write end becomes fd 3 of the child: returns (read end, our copy of
@@ -255,8 +257,9 @@ fn lossy_reports_its_drops() {
         "trace2: background writer for '%s' dropped %lu lines"
     );
     assert!(dropped > 0);
-    // version, start, cmd_name, the printf lines, exit, atexit were all sent.
-    let sent = threads * lines + 5;
+    // version, start, cmd_name, the printf lines, exit, atexit were all sent, and the
+    // worker thread's thread_start and thread_exit.
+    let sent = threads * lines + 5 + 2;
     assert_eq!(events.len() as u64 - 1 + dropped, sent);
     // What arrived is still in per-thread order.
     let mut next = [0u64; 2];

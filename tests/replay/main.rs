@@ -354,6 +354,8 @@ fn drive(calls: &Path) {
         .with(
             tracing_trace2::Trace2::from_env()
                 .with_exe_version("replay")
+                // Git's captures: threads are announced only where git announces them.
+                .with_thread_announcement(false)
                 .layer(),
         )
         .init();

@@ -1,27 +1,26 @@
 //! Typed functions for the Trace2 events that are not spans or ordinary events.
 //!
-//! Each function emits one `tracing` event with the reserved target [`TARGET`] (the
-//! wire format is in `wire.rs`), so every layer of the subscriber sees it (an `fmt`
-//! layer prints `event="cmd_name" name="status"`), and the Trace2 layers render it
-//! exactly as git would.
+//! Each function hands its call straight to the [`crate::Trace2Layer`] of the calling
+//! thread's current `tracing` dispatcher (`wire.rs`), which renders it exactly as git
+//! would. The calls are not `tracing` events: the program's filters (a global
+//! `EnvFilter::new("warn")`, per-layer filters) cannot drop them, and other layers
+//! (`fmt`, exporters) never see them. Without a Trace2 layer they do nothing.
 //!
 //! The functions are `#[track_caller]`: the line's file and line are those of the
-//! code that called them. Values of `start`, `child_start`, `exec` and `def_param` are
-//! redacted here (see [`crate::redact`]), before any layer sees them.
-//!
-//! Do not filter out the `trace2` target in a subscriber that carries a Trace2 layer:
-//! the process lifecycle lines travel through it.
+//! code that called them (as a relative path, see [`crate::callsite`]). Values of
+//! `start`, `child_start`, `exec` and `def_param` are redacted here (see
+//! [`crate::redact`]).
 
 use std::panic::Location;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::Instant;
 
+use std::borrow::Cow;
+
 use crate::redact::redact;
 use crate::session::Session;
-use crate::wire::{ApiCall, ApiChild, ApiRegion, ApiTimer, Origin, encode_list};
-
-pub use crate::wire::TARGET;
+use crate::wire::{ApiCall, ApiChild, ApiRegion, ApiTimer, Origin};
 
 static NEXT_CHILD_ID: AtomicU64 = AtomicU64::new(0);
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(0);
@@ -35,14 +34,22 @@ fn caller() -> Origin<'static> {
 }
 
 /// A list for the wire, each item redacted when `redacted`.
-fn list<S: AsRef<str>>(items: &[S], redacted: bool) -> String {
-    encode_list(items.iter().map(|s| {
-        if redacted {
-            redact(s.as_ref())
-        } else {
-            std::borrow::Cow::Borrowed(s.as_ref())
-        }
-    }))
+fn list<S: AsRef<str>>(items: &[S], redacted: bool) -> Vec<Cow<'_, str>> {
+    items
+        .iter()
+        .map(|s| {
+            if redacted {
+                redact(s.as_ref())
+            } else {
+                Cow::Borrowed(s.as_ref())
+            }
+        })
+        .collect()
+}
+
+/// The items of a list, borrowed.
+fn items<'a>(list: &'a [Cow<'_, str>]) -> Vec<&'a str> {
+    list.iter().map(|s| s.as_ref()).collect()
 }
 
 /// `version`: the first line of a process. The layers write it by themselves before
@@ -56,7 +63,10 @@ pub fn version(exe: &str) {
 #[track_caller]
 pub fn start<S: AsRef<str>>(argv: &[S]) {
     let argv = list(argv, true);
-    ApiCall::Start { argv: &argv }.send(caller());
+    ApiCall::Start {
+        argv: &items(&argv),
+    }
+    .send(caller());
 }
 
 /// `cmd_ancestry`: the names of the parent processes, nearest first.
@@ -64,7 +74,7 @@ pub fn start<S: AsRef<str>>(argv: &[S]) {
 pub fn cmd_ancestry<S: AsRef<str>>(ancestry: &[S]) {
     let ancestry = list(ancestry, false);
     ApiCall::CmdAncestry {
-        ancestry: &ancestry,
+        ancestry: &items(&ancestry),
     }
     .send(caller());
 }
@@ -118,7 +128,11 @@ pub fn cmd_mode(mode: &str) {
 #[track_caller]
 pub fn alias<S: AsRef<str>>(alias: &str, argv: &[S]) {
     let argv = list(argv, false);
-    ApiCall::Alias { alias, argv: &argv }.send(caller());
+    ApiCall::Alias {
+        alias,
+        argv: &items(&argv),
+    }
+    .send(caller());
 }
 
 /// `def_param`: an interesting setting with its scope (`system`, `global`, `local`,
@@ -257,7 +271,7 @@ pub fn child_start(child: &ChildStart<'_>) -> ChildToken {
         cd: child.cd.unwrap_or(""),
         use_shell: child.use_shell,
         is_git: child.is_git,
-        argv: &argv,
+        argv: &items(&argv),
     })
     .send(caller());
     ChildToken {
@@ -298,7 +312,7 @@ pub fn exec<S: AsRef<str>>(exe: Option<&str>, argv: &[S]) -> u64 {
     ApiCall::Exec {
         exec_id: id,
         exe,
-        argv: &argv,
+        argv: &items(&argv),
     }
     .send(caller());
     id
@@ -379,6 +393,16 @@ pub fn exit(code: i32) -> i32 {
     code
 }
 
+/// [`exit`] reported at `at` (a location the program captured earlier, for exits
+/// written where no caller is known: a destructor, an exit handler).
+pub fn exit_at(at: &'static Location<'static>, code: i32) -> i32 {
+    let code = code & 0xff;
+    LAST_EXIT_CODE.store(code, Ordering::Relaxed);
+    EXIT_WRITTEN.store(true, Ordering::Relaxed);
+    ApiCall::Exit { code }.send(Origin::Caller(at));
+    code
+}
+
 /// Whether [`exit`] was called (an exit handler then does not write a second `exit`).
 pub fn exit_written() -> bool {
     EXIT_WRITTEN.load(Ordering::Relaxed)
@@ -396,6 +420,24 @@ pub fn atexit() {
         code: last_exit_code(),
     }
     .send(caller());
+}
+
+/// [`atexit`] reported at `at` (see [`exit_at`]).
+pub fn atexit_at(at: &'static Location<'static>) {
+    ApiCall::Atexit {
+        code: last_exit_code(),
+    }
+    .send(Origin::Caller(at));
+}
+
+/// [`thread_start`] reported at `at` (the location where a helper was set up).
+pub fn thread_start_at(at: &'static Location<'static>, name: &str) {
+    ApiCall::ThreadStart { name }.send(Origin::Caller(at));
+}
+
+/// [`thread_exit`] reported at `at`.
+pub fn thread_exit_at(at: &'static Location<'static>) {
+    ApiCall::ThreadExit.send(Origin::Caller(at));
 }
 
 /// `signal`: the process is being killed by `signo`.

@@ -3,28 +3,44 @@
 //! normal, perf, event).
 //!
 //! * Spans are regions. `on_new_span`/`on_record` keep a [`RegionState`] in the span's
-//!   extensions; `on_enter` opens the region on the calling thread's stack
-//!   (`region_enter`), `on_exit` closes it (`region_leave` with its duration). A span
-//!   entered again on a thread where it is already open is counted, not reopened.
-//! * Events with the target [`crate::api::TARGET`] are the typed Trace2 events of [`api`].
+//!   extensions. In the default [`RegionMode::Span`] a span's region opens when the span
+//!   is first entered (`region_enter`) and closes when the span closes (`region_leave`,
+//!   `t_rel` the wall time between): one region per `#[instrument] async fn` call however
+//!   often it is polled. Each region goes on a *lane* (a Trace2 thread, `thread.rs`): the
+//!   lane the entering OS thread is on when the span's parent region is on top of it (or
+//!   it is empty), else a lane of its own, announced with `thread_start` and ended with
+//!   `thread_exit` when its last region closes. So every lane's enters and leaves form a
+//!   strict stack, however tasks interleave and move between threads. A span entered
+//!   once, on top of its parent, writes what git's per-entry mode writes.
+//!   [`RegionMode::Entry`] is git's own behaviour: a region per entry, on the entering
+//!   thread (a span entered again where it is already open is counted, not reopened).
+//! * The typed Trace2 calls of [`crate::api`] come straight from the api functions
+//!   (`wire.rs`), not through `tracing`: no filter drops them and no other layer sees
+//!   them.
+//! * User spans and events above the layer's level ([`Trace2LayerBuilder::with_max_level`],
+//!   INFO by default) are left out; a per-layer filter (`.with_filter(..)`) narrows
+//!   further.
 //! * Other events: ERROR and WARN become `error`. Git's `fmt` is the printf format
 //!   string; `tracing` keeps no template once a message is formatted, so `fmt` holds the
 //!   message alone and `msg` the message followed by the other fields as `name=value`.
 //!   A message-only event becomes `printf`; `key` + `value` (or `key` + `json`) become
 //!   one `data` (or `data_json`); every other field becomes one `data` named after the
-//!   field (a message next to data fields is written as a `printf` first). `category`
-//!   and `repo` fields set the category (default: the event's target) and the
-//!   repository column.
+//!   field (a message next to data fields is written as a `printf` first). A `category`
+//!   field names the datum's category (default: the enclosing span's region category,
+//!   else the event's target); `repo` gives the repository column.
+//! * Every lane writes `thread_start` before its first line; an OS thread's lane writes
+//!   its per-thread timers and `thread_exit` when the thread ends.
 //!
 //! Every callback takes one clock reading, formats the lines of all targets into a
-//! per-thread buffer and only then writes them, one `write` per line, with no lock of
-//! `tracing`'s held (the targets and that fan-out live in `targets.rs`). With a
-//! deferred writer ([`Trace2LayerBuilder::with_deferred`]) the callback encodes each
-//! record once into that buffer instead ([`tracing_trace2_record::codec`]) and queues it; a worker
-//! thread formats and writes it through the same fan-out (`background/replay.rs`). A
-//! thread-local flag drops events raised while the layer itself is at work (a field's
-//! `Debug` impl that logs, or a sink on the worker), so the layer never recurses or
-//! deadlocks.
+//! per-thread buffer and writes them, one `write` per line, with no lock of `tracing`'s
+//! held where it can be helped (the targets and that fan-out live in `targets.rs`); a
+//! lane stays locked while its lines are written, so its lines reach the file in the
+//! order of its stack. With a deferred writer ([`Trace2LayerBuilder::with_deferred`])
+//! the callback encodes each record once into that buffer instead
+//! ([`tracing_trace2_record::codec`]) and queues it; a worker thread formats and writes
+//! it through the same fan-out (`background/replay.rs`). A thread-local flag drops
+//! events raised while the layer itself is at work (a field's `Debug` impl that logs, or
+//! a sink on the worker), so the layer never recurses or deadlocks.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -32,11 +48,12 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_core::span::{Attributes, Id, Record as SpanRecord};
-use tracing_core::{Event as TracingEvent, Level, Metadata, Subscriber};
+use tracing_core::{Event as TracingEvent, Level, LevelFilter, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
-use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
 use crate::busy::{self, Busy};
+use crate::callsite;
 use crate::clock;
 
 use crate::background::BackgroundGuard;
@@ -46,11 +63,27 @@ use crate::output::{Output, Pending};
 use crate::region::{RegionFields, RegionState, SpanRegion};
 use crate::session::Session;
 use crate::targets::Targets;
-use crate::thread::{self, Frame, ThreadState};
-use crate::wire::{self, ApiCall, ApiChild, ApiFields, ApiRegion};
+use crate::thread::{self, Frame, LaneOwner, ThreadState};
+use crate::timers::{self, ThreadTotal};
+use crate::wire::{ApiCall, ApiRegion};
 use tracing_trace2_record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
 
 pub use crate::targets::Target;
+
+/// How spans become regions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegionMode {
+    /// One region per span lifetime: `region_enter` at the span's first entry,
+    /// `region_leave` when it closes. Right for `async fn`s (entered once per poll) and
+    /// spans kept and entered many times; regions that would break a thread's strict
+    /// stack go on a Trace2 thread of their own (see the module documentation).
+    #[default]
+    Span,
+    /// Git's behaviour: one region per entry, on the entering thread. An `async fn`
+    /// then writes one region per poll.
+    Entry,
+}
 
 /// Builds a [`Trace2Layer`].
 #[derive(Debug)]
@@ -59,6 +92,9 @@ pub struct Trace2LayerBuilder {
     exe: String,
     session: Option<&'static Session>,
     deferred: Option<BackgroundOptions>,
+    mode: RegionMode,
+    max_level: LevelFilter,
+    announce: bool,
 }
 
 impl Default for Trace2LayerBuilder {
@@ -68,6 +104,9 @@ impl Default for Trace2LayerBuilder {
             exe: env!("CARGO_PKG_VERSION").to_owned(),
             session: None,
             deferred: None,
+            mode: RegionMode::default(),
+            max_level: LevelFilter::INFO,
+            announce: true,
         }
     }
 }
@@ -89,6 +128,33 @@ impl Trace2LayerBuilder {
     /// Uses `session` instead of the process's global session (for replaying traces).
     pub fn with_session(mut self, session: &'static Session) -> Self {
         self.session = Some(session);
+        self
+    }
+
+    /// How spans become regions (default: [`RegionMode::Span`], one region per span
+    /// lifetime).
+    pub fn with_region_mode(mut self, mode: RegionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The most verbose level of user spans and events that become Trace2 output
+    /// (default: INFO, so `debug!`/`trace!` events and spans of the program and its
+    /// dependencies are left out). The typed [`crate::api`] calls are not affected. A
+    /// per-layer filter (`layer.with_filter(..)`) narrows this further.
+    pub fn with_max_level(mut self, level: impl Into<LevelFilter>) -> Self {
+        self.max_level = level.into();
+        self
+    }
+
+    /// Whether every thread that writes is announced (default: yes): `thread_start`
+    /// before its first line and, when the OS thread ends, its per-thread timers and
+    /// `thread_exit`. The OpenTelemetry trace2receiver ignores every line of a thread it
+    /// was not told about. `false` is git's behaviour, where only threads that call
+    /// `thread_start` themselves are announced (the lanes of async tasks are announced
+    /// in any case).
+    pub fn with_thread_announcement(mut self, announce: bool) -> Self {
+        self.announce = announce;
         self
     }
 
@@ -117,6 +183,9 @@ impl Trace2LayerBuilder {
                 session,
                 version: Once::new(),
                 closed: AtomicBool::new(false),
+                mode: self.mode,
+                max_level: self.max_level,
+                announce: self.announce,
             }),
         }
     }
@@ -136,6 +205,10 @@ struct Inner {
     version: Once,
     /// Set once `atexit` is written: git's Trace2 turns itself off there, and so do we.
     closed: AtomicBool,
+    mode: RegionMode,
+    max_level: LevelFilter,
+    /// Announce every thread that writes (see `with_thread_announcement`).
+    announce: bool,
 }
 
 /// Stack marker of a region opened by `api::region_enter` (span ids are never 0 or
@@ -150,7 +223,15 @@ impl std::fmt::Debug for Inner {
             .field("targets", &self.output.targets().list)
             .field("deferred", &self.output.is_deferred())
             .field("exe", &self.exe)
+            .field("mode", &self.mode)
+            .field("max_level", &self.max_level)
             .finish_non_exhaustive()
+    }
+}
+
+impl LaneOwner for Inner {
+    fn end_os_thread(self: Arc<Self>, lane: &mut ThreadState) {
+        Trace2Layer { inner: self }.end_os_thread(lane);
     }
 }
 
@@ -175,11 +256,17 @@ fn with_pending<R>(f: impl FnOnce(&mut Pending) -> R) -> R {
     }
 }
 
-fn callsite_of(meta: &'static Metadata<'static>) -> Callsite<'static> {
-    Callsite {
-        file: meta.file(),
-        line: meta.line().unwrap_or(0),
-    }
+/// The depth of the innermost region a line written now belongs to: in the
+/// region-per-span mode a lane may hold regions of suspended spans above the one the
+/// thread is in, so the depth is that of the innermost span entered on this thread (or
+/// of a region opened by the API, which belongs to the thread), not the stack's length.
+fn active_depth(t: &ThreadState, innermost: Option<u64>) -> u32 {
+    t.stack
+        .iter()
+        .rposition(|f| {
+            Some(f.span) == innermost || f.span == API_REGION || f.span == THREAD_ON_MAIN
+        })
+        .map_or(0, |pos| pos as u32 + 1)
 }
 
 impl Trace2Layer {
@@ -214,6 +301,11 @@ impl Trace2Layer {
         &self.inner.output.targets().list
     }
 
+    /// How spans become regions.
+    pub fn region_mode(&self) -> RegionMode {
+        self.inner.mode
+    }
+
     /// Flushes every target's sink. With a deferred writer, waits until the worker has
     /// written every record sent before the call (and reported dropped ones).
     pub fn flush(&self) {
@@ -225,6 +317,12 @@ impl Trace2Layer {
     /// that are formatted and written on the traced thread.
     pub fn background_guard(&self) -> BackgroundGuard {
         self.inner.output.guard()
+    }
+
+    /// Whether user spans and events at `level` become output.
+    #[inline]
+    fn wants(&self, level: &Level) -> bool {
+        *level <= self.inner.max_level
     }
 
     fn record<'a>(
@@ -244,6 +342,29 @@ impl Trace2Layer {
             callsite,
             open_regions,
         }
+    }
+
+    /// Formats `event` on lane `t` for every target, after the lane's `thread_start` if
+    /// the lane was not announced yet (and after `version` for the first line).
+    fn emit(
+        &self,
+        t: &mut ThreadState,
+        event: Event<'_>,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        open: u32,
+        lines: &mut Pending,
+    ) {
+        if !t.announced && (self.inner.announce || t.task) {
+            t.announced = true;
+            let start = self.record(t, Event::ThreadStart, now, callsite, 0);
+            self.format_all(&start, lines);
+        }
+        if !t.task && self.inner.announce {
+            t.set_owner(&self.inner);
+        }
+        let record = self.record(t, event, now, callsite, open);
+        self.format_all(&record, lines);
     }
 
     /// Formats `record` for every enabled target, after the `version` line if this is
@@ -282,9 +403,17 @@ impl Trace2Layer {
         });
     }
 
-    /// Writes each formatted line with one call to its target's sink.
-    fn write_lines(&self, pending: &Pending) {
-        self.write_lines_from(pending, None);
+    /// Writes each formatted line with one call to its target's sink, while lane `t` is
+    /// locked (it names the thread of an `error` line about a failed write).
+    fn write_lines(&self, t: &ThreadState, pending: &Pending) {
+        let context = self.record(
+            t,
+            Event::Printf { msg: None },
+            Timestamp::default(),
+            Callsite::default(),
+            t.depth(),
+        );
+        self.write_lines_from(pending, Some(&context));
     }
 
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
@@ -293,32 +422,7 @@ impl Trace2Layer {
         self.inner.output.write(pending, context);
     }
 
-    /// Runs `f` with the calling thread's state and the region of span `id`, then writes
-    /// what it formatted (after the span's extensions are unlocked).
-    fn with_span_region<S>(
-        &self,
-        id: &Id,
-        ctx: &Context<'_, S>,
-        f: impl FnOnce(&mut ThreadState, RegionInfo<'_>, Timestamp, Callsite<'static>, &mut Pending),
-    ) where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let Some(span) = ctx.span(id) else { return };
-        let now = clock::now();
-        let callsite = callsite_of(span.metadata());
-        with_pending(|lines| {
-            {
-                let extensions = span.extensions();
-                let Some(state) = extensions.get::<SpanRegion>().and_then(SpanRegion::state) else {
-                    return;
-                };
-                thread::with_state(now.t_abs_us, |t| f(t, state.info(), now, callsite, lines));
-            }
-            self.write_lines(lines);
-        });
-    }
-
-    /// Formats `region_enter` and opens the region on the thread's stack under `marker`
+    /// Formats `region_enter` and opens the region on the lane's stack under `marker`
     /// (a span id, or one of the markers of regions that are not spans).
     fn enter_region(
         &self,
@@ -334,8 +438,7 @@ impl Trace2Layer {
             region,
             nesting: open + 1,
         };
-        let record = self.record(t, event, now, callsite, open);
-        self.format_all(&record, lines);
+        self.emit(t, event, now, callsite, open, lines);
         t.stack.push(Frame {
             span: marker,
             start_us: now.t_abs_us,
@@ -363,39 +466,248 @@ impl Trace2Layer {
             nesting: pos as u32 + 1,
             t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
         };
-        let record = self.record(t, event, now, callsite, pos as u32);
-        self.format_all(&record, lines);
+        self.emit(t, event, now, callsite, pos as u32, lines);
     }
 
-    fn on_user_event(&self, event: &TracingEvent<'_>) {
+    /// Formats `thread_exit` for lane `t` and forgets that it was announced.
+    fn exit_lane(
+        &self,
+        t: &mut ThreadState,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Pending,
+    ) {
+        t.stack.clear();
+        let event = Event::ThreadExit {
+            elapsed_us: now.t_abs_us.saturating_sub(t.start_us),
+        };
+        let record = self.record(t, event, now, callsite, 0);
+        self.format_all(&record, lines);
+        t.announced = false;
+        t.owner = None;
+    }
+
+    /// The end of an OS thread whose lane was announced (its thread-local destructor):
+    /// the thread's `th_timer`/`th_counter` lines, then `thread_exit`.
+    fn end_os_thread(&self, t: &mut ThreadState) {
+        if !self.inner.announce {
+            return;
+        }
+        let Some(_busy) = self.busy() else { return };
+        let now = clock::now();
+        let callsite = Callsite::default();
+        with_pending(|lines| {
+            for total in timers::take_thread_totals() {
+                let event = thread_total_event(&total);
+                let record = self.record(t, event, now, callsite, 0);
+                self.format_all(&record, lines);
+            }
+            if t.announced {
+                self.exit_lane(t, now, callsite, lines);
+            }
+            self.write_lines(t, lines);
+        });
+    }
+
+    /// Region-per-entry mode: runs `f` with the calling thread's lane and the region of
+    /// span `id`, then writes what it formatted.
+    fn with_span_region<S>(
+        &self,
+        id: &Id,
+        ctx: &Context<'_, S>,
+        f: impl FnOnce(&mut ThreadState, RegionInfo<'_>, Timestamp, Callsite<'static>, &mut Pending),
+    ) where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let Some(span) = ctx.span(id) else { return };
+        let now = clock::now();
+        let callsite = callsite::of(span.metadata());
+        let Some(lane) = thread::base_lane(None, now.t_abs_us) else {
+            return;
+        };
+        with_pending(|lines| {
+            let mut t = thread::lock(&lane);
+            {
+                let extensions = span.extensions();
+                let Some(state) = extensions.get::<SpanRegion>().and_then(SpanRegion::state) else {
+                    return;
+                };
+                f(&mut t, state.info(), now, callsite, lines);
+            }
+            self.write_lines(&t, lines);
+        });
+    }
+
+    /// The id of the nearest ancestor of `span` whose region is open.
+    fn parent_region<S>(span: &SpanRef<'_, S>) -> Option<u64>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let mut next = span.parent();
+        while let Some(parent) = next {
+            if parent
+                .extensions()
+                .get::<SpanRegion>()
+                .is_some_and(|r| r.lane().is_some())
+            {
+                return Some(parent.id().into_u64());
+            }
+            next = parent.parent();
+        }
+        None
+    }
+
+    /// Region-per-span mode, `on_enter`: the first entry opens the region on the lane
+    /// where it keeps the stack strict; every entry notes the lane for this OS thread.
+    fn span_enter<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let Some(span) = ctx.span(id) else { return };
+        let key = id.into_u64();
+        {
+            let extensions = span.extensions();
+            let Some(region) = extensions.get::<SpanRegion>() else {
+                return;
+            };
+            if let Some(lane) = region.lane() {
+                thread::push_entered(key, lane.clone());
+                return;
+            }
+        }
+        let now = clock::now();
+        let callsite = callsite::of(span.metadata());
+        let parent = Self::parent_region(&span);
+        let Some((current, _)) = thread::current_lane(now.t_abs_us) else {
+            return;
+        };
+        let mut extensions = span.extensions_mut();
+        match extensions.get_mut::<SpanRegion>() {
+            None => return,
+            Some(region) if region.state().is_none() => return,
+            Some(region) => {
+                if let Some(lane) = region.lane() {
+                    // Entered on another thread at the same moment: that entry opened it.
+                    thread::push_entered(key, lane.clone());
+                    return;
+                }
+            }
+        }
+        // The current lane keeps a strict stack if the parent's region is on top of it
+        // (or it is empty); else the region opens a lane of its own. Checked and pushed
+        // under one lock, as other threads may write on the same lane.
+        let guard = thread::lock(&current);
+        let fits = guard
+            .stack
+            .last()
+            .is_none_or(|top| Some(top.span) == parent);
+        let task_lane;
+        let (lane, mut t) = if fits {
+            (&current, guard)
+        } else {
+            drop(guard);
+            task_lane = ThreadState::task(span.name(), now.t_abs_us);
+            (&task_lane, thread::lock(&task_lane))
+        };
+        with_pending(|lines| {
+            if let Some(region) = extensions.get_mut::<SpanRegion>() {
+                if let Some(state) = region.state() {
+                    self.enter_region(&mut t, key, state.info(), now, callsite, lines);
+                }
+                region.set_lane(lane.clone());
+            }
+            drop(extensions);
+            self.write_lines(&t, lines);
+        });
+        drop(t);
+        thread::push_entered(key, lane.clone());
+    }
+
+    /// Region-per-span mode, `on_close`: the region's `region_leave`, and the lane's
+    /// `thread_exit` when that was its last region and the lane has ended.
+    fn span_close<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let Some(span) = ctx.span(id) else { return };
+        let extensions = span.extensions();
+        let Some(region) = extensions.get::<SpanRegion>() else {
+            return;
+        };
+        let (Some(state), Some(lane)) = (region.state(), region.lane()) else {
+            return;
+        };
+        let now = clock::now();
+        let callsite = callsite::of(span.metadata());
+        let mut t = thread::lock(lane);
+        with_pending(|lines| {
+            self.leave_region(&mut t, id.into_u64(), state.info(), now, callsite, lines);
+            if t.stack.is_empty() && t.announced && (t.task || t.os_gone) {
+                self.exit_lane(&mut t, now, callsite, lines);
+            }
+            self.write_lines(&t, lines);
+        });
+    }
+
+    fn on_user_event<S>(&self, event: &TracingEvent<'_>, ctx: &Context<'_, S>)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
         let meta = event.metadata();
         let now = clock::now();
-        let callsite = callsite_of(meta);
+        let callsite = callsite::of(meta);
         let _ = EVENT_FIELDS.try_with(|cell| {
             let Ok(mut fields) = cell.try_borrow_mut() else {
                 return;
             };
             fields.clear();
             busy::visiting(|| event.record(&mut *fields));
+            // The enclosing span's region, for its category (kept read-locked while
+            // the lines are formatted: pure code only).
+            let enclosing = if fields.category.get().is_none() {
+                ctx.event_span(event).and_then(|span| {
+                    span.scope()
+                        .find(|s| s.extensions().get::<SpanRegion>().is_some())
+                })
+            } else {
+                None
+            };
+            let extensions = enclosing.as_ref().map(SpanRef::extensions);
+            let inherited = extensions
+                .as_ref()
+                .and_then(|e| e.get::<SpanRegion>())
+                .and_then(SpanRegion::state)
+                .and_then(|s| s.info().category);
+            let Some((lane, innermost)) = thread::current_lane(now.t_abs_us) else {
+                return;
+            };
             with_pending(|lines| {
-                thread::with_state(now.t_abs_us, |t| {
-                    self.user_event_records(t, &fields, meta, now, callsite, lines);
-                });
-                self.write_lines(lines);
+                let mut t = thread::lock(&lane);
+                let depth = match self.inner.mode {
+                    RegionMode::Span => active_depth(&t, innermost),
+                    RegionMode::Entry => t.depth(),
+                };
+                let category = fields.category.get().or(inherited).unwrap_or(meta.target());
+                self.user_event_records(
+                    &mut t, &fields, meta, category, depth, now, callsite, lines,
+                );
+                self.write_lines(&t, lines);
             });
         });
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn user_event_records(
         &self,
-        t: &ThreadState,
+        t: &mut ThreadState,
         fields: &EventFields,
         meta: &'static Metadata<'static>,
+        category: &str,
+        open: u32,
         now: Timestamp,
         callsite: Callsite<'_>,
         lines: &mut Pending,
     ) {
-        let open = t.depth();
         let message = fields.message.get();
         if *meta.level() <= Level::WARN {
             // Errors carry the other fields after the message; `fmt` is the message alone,
@@ -411,29 +723,28 @@ impl Trace2Layer {
             }
             let present = |s: &str| (!s.is_empty()).then(|| s.to_owned());
             let (msg, fmt) = (present(&msg), message.and_then(present).or(present(&msg)));
-            let record = self.record(
+            let event = Event::Error {
+                msg: msg.as_deref(),
+                fmt: fmt.as_deref(),
+            };
+            self.emit(t, event, now, callsite, open, lines);
+            return;
+        }
+        let nesting = open + 1;
+        let t_rel_us = t.since_region(open, now.t_abs_us);
+        let mut wrote = false;
+        if let Some(msg) = message {
+            self.emit(
                 t,
-                Event::Error {
-                    msg: msg.as_deref(),
-                    fmt: fmt.as_deref(),
-                },
+                Event::Printf { msg: Some(msg) },
                 now,
                 callsite,
                 open,
+                lines,
             );
-            self.format_all(&record, lines);
-            return;
-        }
-        let category = fields.category.get().unwrap_or(meta.target());
-        let nesting = open + 1;
-        let t_rel_us = t.since_innermost(now.t_abs_us);
-        let mut wrote = false;
-        if let Some(msg) = message {
-            let record = self.record(t, Event::Printf { msg: Some(msg) }, now, callsite, open);
-            self.format_all(&record, lines);
             wrote = true;
         }
-        let mut datum = |key: &str, value: &str, json: bool| {
+        let mut datum = |t: &mut ThreadState, key: &str, value: &str, json: bool| {
             let event = if json {
                 Event::DataJson {
                     repo: fields.repo,
@@ -453,56 +764,41 @@ impl Trace2Layer {
                     t_rel_us,
                 }
             };
-            let record = self.record(t, event, now, callsite, open);
-            self.format_all(&record, lines);
+            self.emit(t, event, now, callsite, open, lines);
         };
         if let Some(key) = fields.key.get() {
             if let Some(json) = fields.json.get() {
                 match tracing_trace2_record::text::compact_json(json) {
-                    Some(compact) => datum(key, &compact, true),
-                    None => datum(key, json, false),
+                    Some(compact) => datum(t, key, &compact, true),
+                    None => datum(t, key, json, false),
                 }
-                wrote = true;
             } else if let Some(value) = fields.value.get() {
-                datum(key, value, false);
-                wrote = true;
+                datum(t, key, value, false);
             } else {
-                datum("key", key, false);
-                wrote = true;
+                datum(t, "key", key, false);
             }
+            wrote = true;
         } else {
             for (name, slot) in [("value", &fields.value), ("json", &fields.json)] {
                 if let Some(value) = slot.get() {
-                    datum(name, value, false);
+                    datum(t, name, value, false);
                     wrote = true;
                 }
             }
         }
         for (name, value) in fields.data() {
-            datum(name, value, false);
+            datum(t, name, value, false);
             wrote = true;
         }
         if !wrote {
-            let record = self.record(t, Event::Printf { msg: None }, now, callsite, open);
-            self.format_all(&record, lines);
+            self.emit(t, Event::Printf { msg: None }, now, callsite, open, lines);
         }
     }
 
-    fn on_api_event(&self, event: &TracingEvent<'_>) {
-        let mut fields = ApiFields::default();
-        event.record(&mut fields);
+    /// A typed call of [`crate::api`], handed over by `wire.rs`.
+    pub(crate) fn on_api_call(&self, call: &ApiCall<'_>, callsite: Callsite<'_>) {
+        let Some(_busy) = self.busy() else { return };
         let now = clock::now();
-        let callsite = match wire::location(&fields) {
-            Some(Some((file, line))) => Callsite {
-                file: Some(file),
-                line,
-            },
-            Some(None) => Callsite::default(),
-            None => callsite_of(event.metadata()),
-        };
-        let Some(call) = ApiCall::receive(&fields) else {
-            return;
-        };
         if matches!(call, ApiCall::Atexit { .. }) {
             // `atexit` is the last line: no other thread may write after it, so close
             // first (waiting for threads still inside); then flush, so that a background
@@ -510,17 +806,28 @@ impl Trace2Layer {
             self.close();
             self.flush();
         }
-        let base = match call {
-            ApiCall::ThreadStart { name } => Some(name),
-            _ => None,
+        let lane = match *call {
+            ApiCall::ThreadStart { name } => {
+                thread::base_lane(Some(name), now.t_abs_us).map(|lane| (lane, None))
+            }
+            ApiCall::ThreadExit => thread::base_lane(None, now.t_abs_us).map(|lane| (lane, None)),
+            _ => thread::current_lane(now.t_abs_us),
         };
+        let Some((lane, innermost)) = lane else {
+            return;
+        };
+        let mut reset = false;
         with_pending(|lines| {
-            thread::with_state_as(base, now.t_abs_us, |t| {
-                self.api_records(t, &call, now, callsite, lines);
-            });
-            self.write_lines(lines);
+            let mut t = thread::lock(&lane);
+            let depth = match self.inner.mode {
+                RegionMode::Span => active_depth(&t, innermost),
+                RegionMode::Entry => t.depth(),
+            };
+            reset = matches!(call, ApiCall::ThreadExit) && !t.is_main;
+            self.api_records(&mut t, call, depth, now, callsite, lines);
+            self.write_lines(&t, lines);
         });
-        if matches!(call, ApiCall::ThreadExit) {
+        if reset {
             thread::reset();
         }
     }
@@ -529,11 +836,11 @@ impl Trace2Layer {
         &self,
         t: &mut ThreadState,
         call: &ApiCall<'_>,
+        open: u32,
         now: Timestamp,
         callsite: Callsite<'_>,
         lines: &mut Pending,
     ) {
-        let open = t.depth();
         match *call {
             ApiCall::Version { exe } => {
                 let record = self.record(t, Event::Printf { msg: None }, now, callsite, open);
@@ -556,9 +863,17 @@ impl Trace2Layer {
                 self.enter_region(t, THREAD_ON_MAIN, region, now, callsite, lines);
             }
             ApiCall::ThreadStart { name } => {
+                // A thread that wrote lines before naming itself ends under its old name.
+                if t.announced && self.inner.announce {
+                    self.exit_lane(t, now, callsite, lines);
+                }
                 t.register(name, now.t_abs_us);
+                t.announced = true;
                 let record = self.record(t, Event::ThreadStart, now, callsite, 0);
                 self.format_all(&record, lines);
+                if self.inner.announce {
+                    t.set_owner(&self.inner);
+                }
             }
             ApiCall::ThreadExit if t.is_main => {
                 let region = RegionInfo {
@@ -567,33 +882,48 @@ impl Trace2Layer {
                 };
                 self.leave_region(t, THREAD_ON_MAIN, region, now, callsite, lines);
             }
-            ApiCall::ThreadExit => {
-                t.stack.clear();
-                let event = Event::ThreadExit {
-                    elapsed_us: now.t_abs_us.saturating_sub(t.start_us),
-                };
-                let record = self.record(t, event, now, callsite, 0);
-                self.format_all(&record, lines);
-            }
+            // A thread that wrote nothing (an idle pool worker whose start hook ran before
+            // the subscriber was installed) was never seen: nothing to end.
+            ApiCall::ThreadExit if !t.announced && self.inner.announce => {}
+            ApiCall::ThreadExit => self.exit_lane(t, now, callsite, lines),
             ApiCall::Atexit { code } => {
                 t.stack.clear();
-                let record = self.record(t, Event::Atexit { code }, now, callsite, 0);
-                self.format_all(&record, lines);
+                self.emit(t, Event::Atexit { code }, now, callsite, 0, lines);
             }
             _ => {
-                let list = call_list(call);
-                let list: Vec<&str> = list.iter().map(String::as_str).collect();
-                let Some(event) = plain_event(call, &list, t, now) else {
+                let Some(event) = plain_event(call, t, open, now) else {
                     return;
                 };
                 let open = match event {
                     Event::Timer { .. } | Event::Counter { .. } => 0,
                     _ => open,
                 };
-                let record = self.record(t, event, now, callsite, open);
-                self.format_all(&record, lines);
+                self.emit(t, event, now, callsite, open, lines);
             }
         }
+    }
+}
+
+/// The `th_timer`/`th_counter` event of a thread's total.
+fn thread_total_event(total: &ThreadTotal) -> Event<'static> {
+    match *total {
+        ThreadTotal::Timer(t) => Event::Timer {
+            per_thread: true,
+            timer: TimerInfo {
+                category: t.category,
+                name: t.name,
+                intervals: t.intervals,
+                total_ns: t.total_ns,
+                min_ns: t.min_ns,
+                max_ns: t.max_ns,
+            },
+        },
+        ThreadTotal::Counter(c) => Event::Counter {
+            per_thread: true,
+            category: c.category,
+            name: c.name,
+            value: c.value,
+        },
     }
 }
 
@@ -607,33 +937,22 @@ fn region_info<'a>(region: &ApiRegion<'a>) -> RegionInfo<'a> {
     }
 }
 
-/// The string list a call carries (`argv`, `ancestry`), read back from the wire.
-fn call_list(call: &ApiCall<'_>) -> Vec<String> {
-    match *call {
-        ApiCall::Start { argv }
-        | ApiCall::Alias { argv, .. }
-        | ApiCall::ChildStart(ApiChild { argv, .. })
-        | ApiCall::Exec { argv, .. } => wire::decode_list(argv),
-        ApiCall::CmdAncestry { ancestry } => wire::decode_list(ancestry),
-        _ => Vec::new(),
-    }
-}
-
-/// The record event of a typed Trace2 call that needs no special handling.
+/// The record event of a typed Trace2 call that needs no special handling; `open` is
+/// the depth data belongs to.
 fn plain_event<'a>(
     call: &ApiCall<'a>,
-    list: &'a [&'a str],
     t: &ThreadState,
+    open: u32,
     now: Timestamp,
 ) -> Option<Event<'a>> {
     let optional = |s: &'a str| Some(s).filter(|s| !s.is_empty());
     Some(match *call {
-        ApiCall::Start { .. } => Event::Start { argv: list },
-        ApiCall::CmdAncestry { .. } => Event::CmdAncestry { ancestry: list },
+        ApiCall::Start { argv } => Event::Start { argv },
+        ApiCall::CmdAncestry { ancestry } => Event::CmdAncestry { ancestry },
         ApiCall::CmdPath { path } => Event::CmdPath { path },
         ApiCall::CmdName { name, hierarchy } => Event::CmdName { name, hierarchy },
         ApiCall::CmdMode { name } => Event::CmdMode { name },
-        ApiCall::Alias { alias, .. } => Event::Alias { alias, argv: list },
+        ApiCall::Alias { alias, argv } => Event::Alias { alias, argv },
         ApiCall::DefParam {
             scope,
             param,
@@ -659,8 +978,8 @@ fn plain_event<'a>(
             category,
             key,
             value,
-            nesting: t.depth() + 1,
-            t_rel_us: t.since_innermost(now.t_abs_us),
+            nesting: open + 1,
+            t_rel_us: t.since_region(open, now.t_abs_us),
         },
         ApiCall::DataJson {
             category,
@@ -672,8 +991,8 @@ fn plain_event<'a>(
             category,
             key,
             json,
-            nesting: t.depth() + 1,
-            t_rel_us: t.since_innermost(now.t_abs_us),
+            nesting: open + 1,
+            t_rel_us: t.since_region(open, now.t_abs_us),
         },
         ApiCall::ChildStart(ref c) => Event::ChildStart(ChildInfo {
             child_id: c.child_id,
@@ -682,7 +1001,7 @@ fn plain_event<'a>(
             cd: optional(c.cd),
             use_shell: c.use_shell,
             is_git: c.is_git,
-            argv: list,
+            argv: c.argv,
         }),
         ApiCall::ChildExit {
             child_id,
@@ -706,11 +1025,7 @@ fn plain_event<'a>(
             ready,
             elapsed_us,
         },
-        ApiCall::Exec { exec_id, exe, .. } => Event::Exec {
-            exec_id,
-            exe,
-            argv: list,
-        },
+        ApiCall::Exec { exec_id, exe, argv } => Event::Exec { exec_id, exe, argv },
         ApiCall::ExecResult { exec_id, code, err } => Event::ExecResult {
             exec_id,
             code,
@@ -754,8 +1069,11 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
         let meta = attrs.metadata();
+        if !self.wants(meta.level()) {
+            return;
+        }
+        let Some(_busy) = self.busy() else { return };
         // A recycled state: its strings keep their room, so this allocates nothing but
         // the box the span's extensions put every value in.
         let mut state = RegionState::pooled(meta.name(), meta.target());
@@ -789,6 +1107,10 @@ where
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let Some(_busy) = self.busy() else { return };
+        if self.inner.mode == RegionMode::Span {
+            self.span_enter(id, &ctx);
+            return;
+        }
         let key = id.into_u64();
         self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
             // A span entered again where it is already open is counted, not reopened.
@@ -803,6 +1125,10 @@ where
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         let Some(_busy) = self.busy() else { return };
         let key = id.into_u64();
+        if self.inner.mode == RegionMode::Span {
+            thread::pop_entered(key);
+            return;
+        }
         self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
             if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key)
                 && frame.repeats > 0
@@ -816,12 +1142,19 @@ where
         });
     }
 
-    fn on_event(&self, event: &TracingEvent<'_>, _ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
-        if event.metadata().target() == wire::TARGET {
-            self.on_api_event(event);
-        } else {
-            self.on_user_event(event);
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if self.inner.mode != RegionMode::Span {
+            return;
         }
+        let Some(_busy) = self.busy() else { return };
+        self.span_close(&id, &ctx);
+    }
+
+    fn on_event(&self, event: &TracingEvent<'_>, ctx: Context<'_, S>) {
+        if !self.wants(event.metadata().level()) {
+            return;
+        }
+        let Some(_busy) = self.busy() else { return };
+        self.on_user_event(event, &ctx);
     }
 }

@@ -20,6 +20,7 @@
 //! | `clock`, `session` | the process clock; the session id and depth |
 //! | `timers`, `redact` | stopwatch timers and counters; URL redaction |
 //! | `busy` | the re-entrancy flag |
+//! | `callsite` | call sites as relative paths |
 //!
 //! ```
 //! use tracing_subscriber::prelude::*;
@@ -50,6 +51,7 @@
 pub mod api;
 pub mod background;
 mod busy;
+pub mod callsite;
 pub mod clock;
 mod fields;
 mod layer;
@@ -63,7 +65,7 @@ pub mod timers;
 mod wire;
 
 pub use busy::in_panic_hook;
-pub use layer::{Trace2Layer, Trace2LayerBuilder};
+pub use layer::{RegionMode, Trace2Layer, Trace2LayerBuilder};
 pub use session::Session;
 pub use targets::Target;
 pub use tracing_trace2_dst::{MemorySink, NullSink, Sink};

@@ -14,6 +14,8 @@ use tracing_core::field::{Field, Visit};
 
 use tracing_trace2_record::RegionInfo;
 
+use crate::thread::Lane;
+
 /// Field that names a region's or a datum's category.
 pub const CATEGORY_FIELD: &str = "category";
 /// Field that carries a region's message.
@@ -191,30 +193,46 @@ impl RegionState {
     }
 }
 
-/// What the layer keeps in a span's extensions: the span's boxed [`RegionState`].
+/// What the layer keeps in a span's extensions: the span's boxed [`RegionState`], and in
+/// the region-per-span mode the lane its region is open on (from its first entry to its
+/// close).
 ///
 /// When the span closes, the registry clears its extensions and this hands the state
-/// back to the closing thread's pool: the layer needs no `on_close` (a second span
-/// lookup and extension lock per span) to recycle it.
-pub(crate) struct SpanRegion(Option<Box<RegionState>>);
+/// back to the closing thread's pool, so recycling needs no `on_close`.
+pub(crate) struct SpanRegion {
+    state: Option<Box<RegionState>>,
+    lane: Option<Lane>,
+}
 
 impl SpanRegion {
     pub(crate) fn new(state: Box<RegionState>) -> SpanRegion {
-        SpanRegion(Some(state))
+        SpanRegion {
+            state: Some(state),
+            lane: None,
+        }
     }
 
     pub(crate) fn state(&self) -> Option<&RegionState> {
-        self.0.as_deref()
+        self.state.as_deref()
     }
 
     pub(crate) fn state_mut(&mut self) -> Option<&mut RegionState> {
-        self.0.as_deref_mut()
+        self.state.as_deref_mut()
+    }
+
+    /// The lane the span's region is open on (region-per-span mode), once entered.
+    pub(crate) fn lane(&self) -> Option<&Lane> {
+        self.lane.as_ref()
+    }
+
+    pub(crate) fn set_lane(&mut self, lane: Lane) {
+        self.lane = Some(lane);
     }
 }
 
 impl Drop for SpanRegion {
     fn drop(&mut self) {
-        if let Some(state) = self.0.take() {
+        if let Some(state) = self.state.take() {
             state.recycle();
         }
     }

@@ -1,42 +1,92 @@
-//! Per-thread Trace2 state: the thread's name, its start time and its region stack.
+//! Trace2 threads ("lanes"): the value of the `thread` field, with its name, start time
+//! and region stack.
 //!
-//! Rust's main thread is `main`. Every other thread gets the next number from a
-//! process-wide counter the first time it emits anything (or when it announces itself
-//! with `thread_start`) and is named `thNN:<base>` cut to 24 bytes, as git does. The
-//! base is the name given to `thread_start`, else the Rust thread name, else `unknown`.
+//! Every OS thread has a *base lane*, named as git names threads: Rust's main thread is
+//! `main`; every other thread gets the next number from a process-wide counter the first
+//! time it writes (or when it announces itself with `thread_start`) and is named
+//! `thNN:<base>` cut to 24 bytes. The base is the name given to `thread_start`, else the
+//! Rust thread name, else `unknown`. A lane that was not announced gets its
+//! `thread_start` before its first line; an OS thread's lane gets `thread_exit` (with the
+//! thread's `th_timer`/`th_counter` lines) from a thread-local destructor when the thread
+//! ends, unless it said `thread_exit` itself.
+//!
+//! In the default region mode (one region per span lifetime) a region may stay open
+//! while its span is suspended (an `async fn` waiting), so the layer also makes *task
+//! lanes*: a span whose first entry cannot go on top of the current lane's stack without
+//! breaking its strict order (its parent is not on top) opens a lane of its own, named
+//! `thNN:<span name>`, announced with `thread_start` and ended with `thread_exit` when
+//! its last region closes. Lanes are shared (`Arc<Mutex<…>>`) because a task moves
+//! between OS threads; each OS thread remembers which lanes the spans it has entered are
+//! on (`entered`), so lines it writes go to the lane of its innermost entered span.
 //!
 //! The region stack holds one frame per open region: the span it belongs to and its
-//! start time. Region nesting and Perf's indentation dots are the stack's length.
+//! start time. Region nesting and Perf's indentation dots are positions in that stack.
 
 use std::cell::RefCell;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 /// Longest Trace2 thread name, in bytes.
 pub const MAX_THREAD_NAME: usize = 24;
 
 static NEXT_THREAD_ID: AtomicU32 = AtomicU32::new(1);
 
-/// One open region on a thread's stack.
+/// One open region on a lane's stack.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Frame {
-    /// The span behind the region (0 for regions not tied to a span).
+    /// The span behind the region (or a marker for regions not tied to a span).
     pub span: u64,
     /// When it was entered (`t_abs`, µs).
     pub start_us: u64,
-    /// Extra enters of the same span on this thread, each cancelled by one exit.
+    /// Extra enters of the same span on this thread, each cancelled by one exit
+    /// (region-per-entry mode).
     pub repeats: u32,
 }
 
-/// What the core layer keeps for each thread.
-#[derive(Debug)]
+/// A lane, shared by the OS threads that write on it.
+pub(crate) type Lane = Arc<Mutex<ThreadState>>;
+
+/// Locks a lane; a panic elsewhere while it was locked leaves its state usable.
+pub(crate) fn lock(lane: &Lane) -> MutexGuard<'_, ThreadState> {
+    lane.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Who writes the end of an OS thread's lane when the thread-local destructor runs: the
+/// layer that last wrote on it.
+pub(crate) trait LaneOwner: Send + Sync {
+    /// The OS thread behind `lane` ended: write its totals and `thread_exit`.
+    fn end_os_thread(self: Arc<Self>, lane: &mut ThreadState);
+}
+
+/// What the core layer keeps for each lane.
 pub(crate) struct ThreadState {
     pub name: String,
     pub is_main: bool,
     pub start_us: u64,
     pub stack: Vec<Frame>,
+    /// `thread_start` was written (always true for `main`, which git never announces).
+    pub announced: bool,
+    /// A lane of its own for an async task tree (ends when its stack empties).
+    pub task: bool,
+    /// The OS thread of this base lane has ended; its `thread_exit` follows the last
+    /// region still open on it.
+    pub os_gone: bool,
+    /// The layer that last wrote on this lane.
+    pub owner: Option<Weak<dyn LaneOwner>>,
     /// Created under the name `thread_start` gave, by that same call.
     fresh: bool,
+}
+
+impl std::fmt::Debug for ThreadState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadState")
+            .field("name", &self.name)
+            .field("stack", &self.stack)
+            .field("announced", &self.announced)
+            .field("task", &self.task)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ThreadState {
@@ -53,8 +103,27 @@ impl ThreadState {
             is_main,
             start_us: if is_main { 0 } else { start_us },
             stack: Vec::with_capacity(16),
+            announced: is_main,
+            task: false,
+            os_gone: false,
+            owner: None,
             fresh: base.is_some(),
         }
+    }
+
+    /// A task lane named after its first span.
+    pub fn task(span_name: &str, start_us: u64) -> Lane {
+        Arc::new(Mutex::new(ThreadState {
+            name: numbered_name(span_name),
+            is_main: false,
+            start_us,
+            stack: Vec::with_capacity(8),
+            announced: false,
+            task: true,
+            os_gone: false,
+            owner: None,
+            fresh: false,
+        }))
     }
 
     /// Renames this thread as `thread_start` asks: a new number and the given base
@@ -67,15 +136,34 @@ impl ThreadState {
         self.stack.clear();
     }
 
-    /// `t_rel` for a datum: time since the innermost open region, or since the thread began.
-    pub fn since_innermost(&self, now_us: u64) -> u64 {
-        let from = self.stack.last().map_or(self.start_us, |f| f.start_us);
+    /// `t_rel` for a datum: time since the region at `depth` (1-based) began, or since
+    /// the thread began when `depth` is 0.
+    pub fn since_region(&self, depth: u32, now_us: u64) -> u64 {
+        let from = match depth {
+            0 => self.start_us,
+            d => self
+                .stack
+                .get(d as usize - 1)
+                .map_or(self.start_us, |f| f.start_us),
+        };
         now_us.saturating_sub(from)
     }
 
     /// Number of open regions.
     pub fn depth(&self) -> u32 {
         self.stack.len() as u32
+    }
+
+    /// Remembers `owner` as the layer that writes this lane's end.
+    pub fn set_owner(&mut self, owner: &Arc<impl LaneOwner + 'static>) {
+        let same = self
+            .owner
+            .as_ref()
+            .is_some_and(|w| std::ptr::addr_eq(w.as_ptr(), Arc::as_ptr(owner)));
+        if !same {
+            let arc: Arc<dyn LaneOwner> = owner.clone();
+            self.owner = Some(Arc::downgrade(&arc));
+        }
     }
 }
 
@@ -88,39 +176,95 @@ fn numbered_name(base: &str) -> String {
     String::from_utf8_lossy(&name).into_owned()
 }
 
+/// What an OS thread keeps: its base lane and the lanes of the spans it has entered.
+struct OsThread {
+    base: Option<Lane>,
+    /// Spans entered on this thread (innermost last), each with the lane of its region.
+    entered: Vec<(u64, Lane)>,
+}
+
+impl Drop for OsThread {
+    fn drop(&mut self) {
+        self.entered.clear();
+        let Some(base) = self.base.take() else { return };
+        let mut state = lock(&base);
+        state.os_gone = true;
+        if state.announced && !state.is_main && state.stack.is_empty() {
+            end_lane_now(&mut state);
+        }
+        // Otherwise a task's region is still open on this lane: the layer writes
+        // `thread_exit` after its leave.
+    }
+}
+
+/// Hands a lane whose OS thread ended to the layer that wrote on it.
+pub(crate) fn end_lane_now(state: &mut ThreadState) {
+    if let Some(owner) = state.owner.take().and_then(|w| w.upgrade()) {
+        owner.end_os_thread(state);
+    }
+}
+
 thread_local! {
-    static STATE: RefCell<Option<ThreadState>> = const { RefCell::new(None) };
+    static OS: RefCell<OsThread> = const {
+        RefCell::new(OsThread { base: None, entered: Vec::new() })
+    };
 }
 
-/// Runs `f` on this thread's state, creating it (with `now_us` as its start) on first
-/// use. Returns `None` when the state is already borrowed (a re-entrant call) or the
-/// thread is being torn down.
-pub(crate) fn with_state<R>(now_us: u64, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    with_state_as(None, now_us, f)
+/// This OS thread's base lane, created (with `now_us` as its start, named `base` when
+/// given) on first use. `None` while the thread is being torn down.
+pub(crate) fn base_lane(base: Option<&str>, now_us: u64) -> Option<Lane> {
+    OS.try_with(|os| {
+        let mut os = os.try_borrow_mut().ok()?;
+        Some(
+            os.base
+                .get_or_insert_with(|| Arc::new(Mutex::new(ThreadState::new(base, now_us))))
+                .clone(),
+        )
+    })
+    .ok()
+    .flatten()
 }
 
-/// [`with_state`] for a thread that names itself: a state created now takes `base` as
-/// its name right away, so no thread number is spent on a provisional name.
-pub(crate) fn with_state_as<R>(
-    base: Option<&str>,
-    now_us: u64,
-    f: impl FnOnce(&mut ThreadState) -> R,
-) -> Option<R> {
-    STATE
-        .try_with(|cell| {
-            let mut slot = cell.try_borrow_mut().ok()?;
-            let state = slot.get_or_insert_with(|| ThreadState::new(base, now_us));
-            Some(f(state))
+/// The lane this OS thread writes on now: that of its innermost entered span (with the
+/// span), else its base lane (with no span).
+pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
+    let top = OS
+        .try_with(|os| {
+            let os = os.try_borrow().ok()?;
+            os.entered
+                .last()
+                .map(|(span, lane)| (lane.clone(), Some(*span)))
         })
         .ok()
-        .flatten()
+        .flatten();
+    top.or_else(|| base_lane(None, now_us).map(|lane| (lane, None)))
 }
 
-/// Forgets this thread's state (after `thread_exit`): a later event starts a new one.
+/// Notes that `span`, whose region is on `lane`, is entered on this OS thread.
+pub(crate) fn push_entered(span: u64, lane: Lane) {
+    let _ = OS.try_with(|os| {
+        if let Ok(mut os) = os.try_borrow_mut() {
+            os.entered.push((span, lane));
+        }
+    });
+}
+
+/// Notes that `span` is exited on this OS thread (the innermost entry of it).
+pub(crate) fn pop_entered(span: u64) {
+    let _ = OS.try_with(|os| {
+        if let Ok(mut os) = os.try_borrow_mut()
+            && let Some(pos) = os.entered.iter().rposition(|(s, _)| *s == span)
+        {
+            os.entered.remove(pos);
+        }
+    });
+}
+
+/// Forgets this OS thread's base lane (after `thread_exit`): a later line starts a new one.
 pub(crate) fn reset() {
-    let _ = STATE.try_with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut() {
-            *slot = None;
+    let _ = OS.try_with(|os| {
+        if let Ok(mut os) = os.try_borrow_mut() {
+            os.base = None;
         }
     });
 }
@@ -144,19 +288,33 @@ mod tests {
     #[test]
     fn unnamed_threads_are_unknown() {
         let name = std::thread::Builder::new()
-            .spawn(|| with_state(5, |s| (s.name.clone(), s.start_us)).unwrap())
+            .spawn(|| {
+                let lane = base_lane(None, 5).unwrap();
+                let state = lock(&lane);
+                (state.name.clone(), state.start_us, state.announced)
+            })
             .unwrap()
             .join()
             .unwrap();
         assert!(name.0.ends_with(":unknown"), "{}", name.0);
         assert_eq!(name.1, 5);
+        assert!(!name.2);
     }
 
     #[test]
-    fn reentrant_borrow_is_refused() {
-        let inner = std::thread::spawn(|| with_state(0, |_| with_state(0, |_| ()).is_none()))
-            .join()
-            .unwrap();
-        assert_eq!(inner, Some(true));
+    fn the_innermost_entered_span_names_the_lane() {
+        std::thread::spawn(|| {
+            let base = base_lane(None, 0).unwrap();
+            let task = ThreadState::task("fetch", 0);
+            assert!(Arc::ptr_eq(&current_lane(0).unwrap().0, &base));
+            push_entered(7, task.clone());
+            let (lane, span) = current_lane(0).unwrap();
+            assert!(Arc::ptr_eq(&lane, &task));
+            assert_eq!(span, Some(7));
+            pop_entered(7);
+            assert!(Arc::ptr_eq(&current_lane(0).unwrap().0, &base));
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -430,39 +430,86 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// The thread helpers call this right before `thread_exit`; the process lifecycle
 /// calls it for the main thread right before [`emit_process_totals`].
 pub fn emit_thread_totals() {
+    for line in take_thread_totals() {
+        match line {
+            ThreadTotal::Timer(t) => api::timer(
+                true,
+                t.category,
+                t.name,
+                t.intervals,
+                t.total_ns,
+                t.min_ns,
+                t.max_ns,
+            ),
+            ThreadTotal::Counter(c) => api::counter(true, c.category, c.name, c.value),
+        }
+    }
+}
+
+/// One `th_timer` or `th_counter` line of a thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ThreadTotal {
+    Timer(ThreadTimer),
+    Counter(ThreadCounter),
+}
+
+/// A per-thread timer's values on one thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ThreadTimer {
+    pub category: &'static str,
+    pub name: &'static str,
+    pub intervals: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+/// A per-thread counter's value on one thread.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ThreadCounter {
+    pub category: &'static str,
+    pub name: &'static str,
+    pub value: u64,
+}
+
+/// The calling thread's `th_timer` then `th_counter` lines (see
+/// [`emit_thread_totals`]); its values are added to the process totals and cleared.
+/// Empty when the thread's values are gone (its thread-locals are being destroyed).
+pub(crate) fn take_thread_totals() -> Vec<ThreadTotal> {
     let mut taken = None;
     with_local(|local| taken = Some(local.take()));
     let Some((timers, counters)) = taken else {
-        return;
+        return Vec::new();
     };
     if timers.iter().all(|t| t.intervals == 0) && counters.iter().all(|&c| c == 0) {
-        return;
+        return Vec::new();
     }
-    // Names are copied out so that no lock is held while the lines are written.
-    let (timer_meta, counter_meta): (Vec<Meta>, Vec<Meta>) = {
-        let registry = registry();
-        (
-            registry.timers.iter().map(|(m, _)| *m).collect(),
-            registry.counters.iter().map(|(m, _)| *m).collect(),
-        )
-    };
-    for (data, meta) in timers.iter().zip(&timer_meta) {
-        if meta.per_thread && data.intervals > 0 {
-            data.emit(meta, true);
-        }
-    }
-    for (&value, meta) in counters.iter().zip(&counter_meta) {
-        if meta.per_thread && value != 0 {
-            api::counter(true, meta.category, meta.name, value);
-        }
-    }
+    let mut lines = Vec::new();
     let mut registry = registry();
-    for ((_, total), data) in registry.timers.iter_mut().zip(&timers) {
+    for ((meta, total), data) in registry.timers.iter_mut().zip(&timers) {
+        if meta.per_thread && data.intervals > 0 {
+            lines.push(ThreadTotal::Timer(ThreadTimer {
+                category: meta.category,
+                name: meta.name,
+                intervals: data.intervals,
+                total_ns: data.total_ns,
+                min_ns: data.min_ns,
+                max_ns: data.max_ns,
+            }));
+        }
         total.merge(data);
     }
-    for ((_, total), &value) in registry.counters.iter_mut().zip(&counters) {
+    for ((meta, total), &value) in registry.counters.iter_mut().zip(&counters) {
+        if meta.per_thread && value != 0 {
+            lines.push(ThreadTotal::Counter(ThreadCounter {
+                category: meta.category,
+                name: meta.name,
+                value,
+            }));
+        }
         *total = total.wrapping_add(value);
     }
+    lines
 }
 
 /// Writes the process totals: `timer` for every timer with at least one interval, then

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use tracing::{Level, error, info, info_span, warn};
 use tracing_subscriber::prelude::*;
-use tracing_trace2_core::{Event, Format, MemorySink, Record, Sink, Target, Trace2Layer, api};
+use tracing_trace2_core::{
+    Event, Format, MemorySink, Record, RegionMode, Sink, Target, Trace2Layer, api,
+};
 
 /// Prints each record as `name key=value ...` with the fields a test needs.
 struct Describe;
@@ -14,6 +16,11 @@ struct Describe;
 impl Format for Describe {
     fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
         use std::fmt::Write;
+        // Test threads are not `main`: each announces itself before its first line, which
+        // these tests do not look at (tests/lanes.rs does).
+        if matches!(r.event, Event::ThreadStart | Event::ThreadExit { .. }) {
+            return;
+        }
         let mut s = String::new();
         let _ = write!(s, "{} open={}", r.event.name(), r.open_regions);
         match r.event {
@@ -61,9 +68,12 @@ impl Format for Describe {
     }
 }
 
+/// Runs `f` under a layer in git's region-per-entry mode, every level shown.
 fn run(f: impl FnOnce()) -> Vec<String> {
     let sink = MemorySink::new();
     let layer = Trace2Layer::builder()
+        .with_region_mode(RegionMode::Entry)
+        .with_max_level(tracing::level_filters::LevelFilter::TRACE)
         .with_exe_version("9.9")
         .with_target(Target::new("GIT_TRACE2_EVENT", Describe, sink.clone()))
         .build();
@@ -354,4 +364,179 @@ fn nothing_is_written_after_atexit() {
             .any(|l| l.contains("after") || l.contains("late")),
         "{lines:?}"
     );
+}
+
+/// Prints `<thread> <event> [label] [nesting]`, thread lines included.
+struct Lanes;
+
+impl Format for Lanes {
+    fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
+        let mut s = format!("{} {}", r.thread, r.event.name());
+        match r.event {
+            Event::RegionEnter { region, nesting }
+            | Event::RegionLeave {
+                region, nesting, ..
+            } => {
+                s.push_str(&format!(" {} {nesting}", region.label.unwrap_or("")));
+            }
+            Event::Data {
+                category, nesting, ..
+            } => s.push_str(&format!(" {category} {nesting}")),
+            _ => {}
+        }
+        s.push('\n');
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// Runs `f` under a layer built by `build` (region-per-span mode unless it says
+/// otherwise) and returns its lines without `version`.
+fn run_with(
+    build: impl FnOnce(
+        tracing_trace2_core::Trace2LayerBuilder,
+    ) -> tracing_trace2_core::Trace2LayerBuilder,
+    f: impl FnOnce(),
+) -> Vec<String> {
+    let sink = MemorySink::new();
+    let layer = build(Trace2Layer::builder().with_target(Target::new(
+        "GIT_TRACE2_EVENT",
+        Lanes,
+        sink.clone(),
+    )))
+    .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), f);
+    sink.to_string_lossy()
+        .lines()
+        .filter(|l| !l.ends_with(" version"))
+        .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_owned())
+        .collect()
+}
+
+#[test]
+fn a_span_entered_many_times_is_one_region_for_its_lifetime() {
+    let lines = run_with(
+        |b| b,
+        || {
+            let span = info_span!("kept");
+            for _ in 0..3 {
+                span.in_scope(|| info!(key = "k", value = 1));
+            }
+            drop(span);
+        },
+    );
+    assert_eq!(
+        lines,
+        [
+            "thread_start",
+            "region_enter kept 1",
+            "data layer 2",
+            "data layer 2",
+            "data layer 2",
+            "region_leave kept 1",
+        ]
+    );
+    // Git's mode: one pair per entry.
+    let entry = run_with(
+        |b| b.with_region_mode(RegionMode::Entry),
+        || {
+            let span = info_span!("kept");
+            for _ in 0..3 {
+                span.in_scope(|| {});
+            }
+        },
+    );
+    assert_eq!(
+        entry
+            .iter()
+            .filter(|l| l.starts_with("region_enter"))
+            .count(),
+        3
+    );
+}
+
+/// A sibling entered while a kept span's region is still open cannot go on top of it
+/// (that region may close first): it gets a lane of its own, announced and ended.
+#[test]
+fn a_region_that_would_break_the_stack_gets_its_own_lane() {
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(Target::new("GIT_TRACE2_EVENT", Lanes, sink.clone()))
+        .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        let kept = info_span!("kept");
+        kept.in_scope(|| {});
+        info_span!("sibling").in_scope(|| info!(key = "k", value = 1));
+        drop(kept);
+    });
+    let text = sink.to_string_lossy();
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    let thread = |i: usize| lines[i].split(' ').next().unwrap();
+    assert_eq!(lines.len(), 8, "{lines:?}");
+    assert!(lines[1].ends_with("region_enter kept 1"), "{lines:?}");
+    // The sibling's lane: thread_start, its region at nesting 1, its datum, its end.
+    assert!(lines[2].ends_with(":sibling thread_start"), "{lines:?}");
+    assert!(lines[3].ends_with("region_enter sibling 1"), "{lines:?}");
+    assert!(lines[4].ends_with("data layer 2"), "{lines:?}");
+    assert!(lines[5].ends_with("region_leave sibling 1"), "{lines:?}");
+    assert!(lines[6].ends_with("thread_exit"), "{lines:?}");
+    assert!((2..7).all(|i| thread(i) == thread(2)) && thread(2) != thread(1));
+    assert!(lines[7].ends_with("region_leave kept 1") && thread(7) == thread(1));
+}
+
+#[test]
+fn data_takes_the_category_of_the_enclosing_span() {
+    let lines = run_with(
+        |b| b,
+        || {
+            info_span!("s", category = "index").in_scope(|| {
+                info!(key = "inherited", value = 1);
+                info!(category = "own", key = "named", value = 1);
+            });
+            info!(key = "outside", value = 1);
+        },
+    );
+    assert!(lines.contains(&"data index 2".to_owned()), "{lines:?}");
+    assert!(lines.contains(&"data own 2".to_owned()), "{lines:?}");
+    assert!(lines.contains(&"data layer 1".to_owned()), "{lines:?}");
+}
+
+/// By default DEBUG and TRACE spans and events are left out; `with_max_level` and the
+/// standard per-layer filter choose otherwise; API calls pass either way.
+#[test]
+fn default_level_and_per_layer_filters() {
+    let program = || {
+        tracing::debug_span!("quiet").in_scope(|| {
+            tracing::debug!(key = "debug", value = 1);
+            info!(key = "info", value = 1);
+        });
+        api::data("api", "call", "v", None);
+    };
+    let default = run_with(|b| b, program);
+    assert_eq!(default, ["thread_start", "data layer 1", "data api 1"]);
+    let verbose = run_with(
+        |b| b.with_max_level(tracing::level_filters::LevelFilter::DEBUG),
+        program,
+    );
+    // (This thread was announced by the first run: thread state is per thread.)
+    assert_eq!(
+        verbose,
+        [
+            "region_enter quiet 1",
+            "data layer 2",
+            "data layer 2",
+            "region_leave quiet 1",
+            "data api 1"
+        ]
+    );
+
+    // A per-layer filter narrows further: the API call still arrives.
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(Target::new("GIT_TRACE2_EVENT", Lanes, sink.clone()))
+        .build()
+        .with_filter(tracing::level_filters::LevelFilter::WARN);
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), program);
+    let text = sink.to_string_lossy();
+    assert!(!text.contains("data layer"), "{text}");
+    assert!(text.contains("data api 1"), "{text}");
 }

@@ -3,8 +3,9 @@
 //! optionally through the deferred background writer, and arranges the `def_param` listing that
 //! follows the first `cmd_name`.
 
+use tracing_core::LevelFilter;
 use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
-use tracing_trace2_core::{Session, Target, Trace2Layer, api, clock, redact};
+use tracing_trace2_core::{RegionMode, Session, Target, Trace2Layer, api, clock, redact};
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
@@ -32,6 +33,9 @@ pub struct Trace2 {
     exe_version: String,
     background: Option<BackgroundOptions>,
     binary: Option<String>,
+    region_mode: RegionMode,
+    max_level: LevelFilter,
+    announce_threads: bool,
 }
 
 impl Trace2 {
@@ -50,6 +54,9 @@ impl Trace2 {
             exe_version: "0.0.0".to_owned(),
             background: None,
             binary: None,
+            region_mode: RegionMode::default(),
+            max_level: LevelFilter::INFO,
+            announce_threads: true,
         }
     }
 
@@ -57,6 +64,32 @@ impl Trace2 {
     /// (pass `env!("CARGO_PKG_VERSION")`).
     pub fn with_exe_version(mut self, version: impl Into<String>) -> Trace2 {
         self.exe_version = version.into();
+        self
+    }
+
+    /// How spans become regions: [`RegionMode::Span`] (the default) writes one region
+    /// per span lifetime, right for `async fn`s; [`RegionMode::Entry`] is git's one
+    /// region per entry (see [`tracing_trace2_core::RegionMode`]).
+    pub fn with_region_mode(mut self, mode: RegionMode) -> Trace2 {
+        self.region_mode = mode;
+        self
+    }
+
+    /// The most verbose level of the program's spans and events (and its
+    /// dependencies') that become Trace2 output; default INFO. Lifecycle lines and the
+    /// [`api`] calls do not depend on it. For finer choices (per target, per module)
+    /// add a per-layer filter: `trace2.layer().with_filter(EnvFilter::new(..))`.
+    pub fn with_max_level(mut self, level: impl Into<LevelFilter>) -> Trace2 {
+        self.max_level = level.into();
+        self
+    }
+
+    /// Whether every thread that writes is announced with `thread_start` and ended with
+    /// `thread_exit` (default: yes, which the OpenTelemetry trace2receiver needs);
+    /// `false` is git's behaviour, where only threads started through [`crate::thread`]
+    /// are announced.
+    pub fn with_thread_announcement(mut self, announce: bool) -> Trace2 {
+        self.announce_threads = announce;
         self
     }
 
@@ -180,7 +213,11 @@ impl Trace2 {
                 Opened::Disabled => None,
             }
         };
-        let mut builder = Trace2Layer::builder().with_exe_version(&self.exe_version);
+        let mut builder = Trace2Layer::builder()
+            .with_exe_version(&self.exe_version)
+            .with_region_mode(self.region_mode)
+            .with_max_level(self.max_level)
+            .with_thread_announcement(self.announce_threads);
         let mut any = false;
         if let Some((sink, _)) = open(targets::NORMAL_ENV, &s.normal_target) {
             let format = NormalFormat::new()

@@ -38,12 +38,15 @@
 //!
 //! | tracing | Trace2 |
 //! |---|---|
-//! | entering / leaving a span | `region_enter` / `region_leave`; label = span name, category = `category` field or the target, message = `msg` field then the other fields, repo = `repo` field |
-//! | `info!(key = "k", value = v)`, `info!(k = v)` | `data` (one per field), category = `category` field or the target |
+//! | a span's first entry / its close | `region_enter` / `region_leave` (one region per span lifetime, [`RegionMode`]); label = span name, category = `category` field or the target, message = `msg` field then the other fields, repo = `repo` field |
+//! | `info!(key = "k", value = v)`, `info!(k = v)` | `data` (one per field), category = `category` field, else the enclosing span's, else the target |
 //! | `info!(key = "k", json = "{…}")` | `data_json` |
 //! | `info!("text")` (message only) | `printf` |
 //! | `error!`, `warn!` | `error` (`msg` = message and fields, `fmt` = message) |
-//! | [`api`] functions | every other Trace2 event (`cmd_name`, `child_start`, `exit`, …) |
+//! | [`api`] functions | every other Trace2 event (`cmd_name`, `child_start`, `exit`, …), straight to the Trace2 layer: no filter drops them, no other layer sees them |
+//!
+//! User spans and events from INFO up become output ([`Trace2::with_max_level`]); every
+//! thread that writes is announced with `thread_start` and ended with `thread_exit`.
 //!
 //! A whole program, with git's process lifecycle (`version`, `start`, `cmd_ancestry`,
 //! `exit`, `atexit`, also on `std::process::exit` and panics), traced children and
@@ -85,7 +88,7 @@ pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};
 pub use tracing_trace2_core as core;
 pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};
-pub use tracing_trace2_core::{Trace2Layer, api};
+pub use tracing_trace2_core::{RegionMode, Trace2Layer, api};
 pub use tracing_trace2_event as event;
 pub use tracing_trace2_normal as normal;
 pub use tracing_trace2_perf as perf;

@@ -87,6 +87,7 @@
 //! started through [`crate::command::Trace2CommandExt`] get both variables set on their
 //! own command in any case.
 
+use std::panic::Location;
 use std::process::{ExitCode, Termination};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,6 +139,19 @@ impl Trace2 {
     ///
     /// When another global subscriber is already installed, it stays, and the lifecycle
     /// lines go to it.
+    ///
+    /// Keep the guard for the whole of `main`: a bare `init();` would end the trace at
+    /// once, so it warns (`unused_must_use`; denied here to show it):
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// tracing_trace2::Trace2::from_env().init();
+    /// ```
+    ///
+    /// ```no_run
+    /// #![deny(unused_must_use)]
+    /// let _trace2 = tracing_trace2::Trace2::from_env().init();
+    /// ```
     #[must_use = "dropping the guard writes the exit lines at once"]
     #[track_caller]
     pub fn init(&self) -> Trace2Guard {
@@ -192,11 +206,13 @@ impl Lifecycle {
         let Some(layer) = self.layer else {
             return Trace2Guard { _private: () };
         };
+        let started_at = Location::caller();
         let mut first = false;
         SHARED.get_or_init(|| {
             first = true;
             Shared {
                 layer,
+                started_at,
                 done: AtomicBool::new(false),
                 pid: std::process::id(),
             }
@@ -268,13 +284,39 @@ impl Trace2Guard {
         finish_process(exit_code_value(code));
         code
     }
+
+    /// The end of a `main` that returns a `Result`: writes `exit` with code 1 for an
+    /// `Err` (the code Rust exits with once it has printed `Error: …`) or 0 for `Ok`,
+    /// then `atexit`, and hands the result back for `main` to return.
+    ///
+    /// Dropping the guard instead (`let _trace2 = …init(); run()?; Ok(())`) cannot know
+    /// that `main` is about to return an error: it writes code 0. End such a `main`
+    /// with this:
+    ///
+    /// ```no_run
+    /// fn run() -> Result<(), String> { Err("no repository".into()) }
+    ///
+    /// fn main() -> Result<(), String> {
+    ///     let trace2 = tracing_trace2::Trace2::from_env().init();
+    ///     trace2.finish_result(run()) // exit code 1 in the trace, as the process
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn finish_result<T, E>(self, result: Result<T, E>) -> Result<T, E> {
+        std::mem::forget(self);
+        finish_process(if result.is_ok() { 0 } else { 1 });
+        result
+    }
 }
 
 impl Drop for Trace2Guard {
     fn drop(&mut self) {
         // The value Rust's runtime exits with when `main` panics.
         let code = if std::thread::panicking() { 101 } else { 0 };
-        finish_process(code);
+        // A destructor has no caller location: the lines name where the lifecycle
+        // started (the top of `main`), not this crate.
+        let at = SHARED.get().map(|s| s.started_at);
+        finish_process_at(code, at);
     }
 }
 
@@ -303,6 +345,9 @@ pub(crate) fn flush() {
 /// The process-wide lifecycle state, shared with the exit, panic and signal hooks.
 struct Shared {
     layer: Trace2Layer,
+    /// Where the program started the lifecycle: the location of the lines written
+    /// where no caller is known (a dropped guard, the exit handler).
+    started_at: &'static Location<'static>,
     /// Set once the last lines (`atexit`, or `signal`) are written: nothing follows them.
     done: AtomicBool,
     /// The process that started the lifecycle. A child made by `fork` without `exec`
@@ -323,18 +368,25 @@ fn claim_end() -> Option<&'static Shared> {
     (!shared.done.swap(true, Ordering::AcqRel)).then_some(shared)
 }
 
-/// `exit`, the totals, `atexit`, then a flush; once per process.
+/// `exit`, the totals, `atexit`, then a flush; once per process. The lines name the
+/// caller's location.
 #[track_caller]
 fn finish_process(code: i32) {
-    let Some(shared) = claim_end() else { return };
-    api::exit(code);
-    write_atexit(shared);
+    finish_process_at(code, Some(Location::caller()));
 }
 
-fn write_atexit(shared: &Shared) {
+/// [`finish_process`] at `at` (else at the lifecycle's start).
+fn finish_process_at(code: i32, at: Option<&'static Location<'static>>) {
+    let Some(shared) = claim_end() else { return };
+    let at = at.unwrap_or(shared.started_at);
+    api::exit_at(at, code);
+    write_atexit(shared, at);
+}
+
+fn write_atexit(shared: &Shared, at: &'static Location<'static>) {
     timers::emit_thread_totals();
     timers::emit_process_totals();
-    api::atexit();
+    api::atexit_at(at);
     shared.layer.flush();
 }
 
@@ -442,9 +494,9 @@ mod hooks {
     fn write_exit_lines(shared: &'static Shared, status: c_int) {
         // A program that wrote `exit` itself before calling `std::process::exit` gets one.
         if !api::exit_written() {
-            api::exit(status);
+            api::exit_at(shared.started_at, status);
         }
-        write_atexit(shared);
+        write_atexit(shared, shared.started_at);
     }
 
     pub(super) fn install_sigpipe(mode: Sigpipe) {

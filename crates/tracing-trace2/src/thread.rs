@@ -33,6 +33,7 @@
 
 use std::io;
 use std::marker::PhantomData;
+use std::panic::Location;
 use std::thread::{JoinHandle, Scope, ScopedJoinHandle};
 
 use tracing_trace2_core::{api, timers};
@@ -48,6 +49,7 @@ use tracing_trace2_core::{api, timers};
 /// assert_eq!(worker.join().ok(), Some(42));
 /// # Ok::<(), std::io::Error>(())
 /// ```
+#[track_caller]
 pub fn spawn<F, T>(name: &str, f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -87,7 +89,9 @@ impl Builder {
         }
     }
 
-    /// Spawns the thread (see [`spawn`]).
+    /// Spawns the thread (see [`spawn`]). Its `thread_start` and `thread_exit` lines
+    /// name the caller's location.
+    #[track_caller]
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -95,7 +99,8 @@ impl Builder {
     {
         let builder = self.std_builder();
         let name = self.name;
-        builder.spawn(move || run(&name, f))
+        let at = Location::caller();
+        builder.spawn(move || run(&name, at, f))
     }
 
     /// Spawns a scoped thread (see `std::thread::scope`), which may borrow from the
@@ -110,6 +115,7 @@ impl Builder {
     /// assert_eq!(sum, 6);
     /// # Ok::<(), std::io::Error>(())
     /// ```
+    #[track_caller]
     pub fn spawn_scoped<'scope, 'env, F, T>(
         self,
         scope: &'scope Scope<'scope, 'env>,
@@ -121,14 +127,15 @@ impl Builder {
     {
         let builder = self.std_builder();
         let name = self.name;
-        builder.spawn_scoped(scope, move || run(&name, f))
+        let at = Location::caller();
+        builder.spawn_scoped(scope, move || run(&name, at, f))
     }
 }
 
 /// The body of every helper-spawned thread: the guard's drop also runs while a panic
 /// unwinds, so the lines are written before the panic reaches the `JoinHandle`.
-fn run<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let _trace2 = ThreadGuard::start(name);
+fn run<T>(name: &str, at: &'static Location<'static>, f: impl FnOnce() -> T) -> T {
+    let _trace2 = ThreadGuard::start_at(name, at);
     f()
 }
 
@@ -151,6 +158,8 @@ fn run<T>(name: &str, f: impl FnOnce() -> T) -> T {
 #[derive(Debug)]
 #[must_use = "the thread ends for Trace2 when the guard is dropped"]
 pub struct ThreadGuard {
+    /// Where the guard was made: the location of both lines.
+    at: &'static Location<'static>,
     _thread_bound: PhantomData<*const ()>,
 }
 
@@ -158,8 +167,13 @@ impl ThreadGuard {
     /// Writes `thread_start` for the calling thread, which Trace2 names `thNN:name`.
     #[track_caller]
     pub fn start(name: &str) -> ThreadGuard {
-        api::thread_start(name);
+        ThreadGuard::start_at(name, Location::caller())
+    }
+
+    fn start_at(name: &str, at: &'static Location<'static>) -> ThreadGuard {
+        api::thread_start_at(at, name);
         ThreadGuard {
+            at,
             _thread_bound: PhantomData,
         }
     }
@@ -167,7 +181,7 @@ impl ThreadGuard {
 
 impl Drop for ThreadGuard {
     fn drop(&mut self) {
-        finish();
+        finish_at(self.at);
     }
 }
 
@@ -184,23 +198,32 @@ pub fn announce(name: &str) {
 /// the process exit.
 #[track_caller]
 pub fn finish() {
+    finish_at(Location::caller());
+}
+
+fn finish_at(at: &'static Location<'static>) {
     if !is_main_thread() {
         timers::emit_thread_totals();
     }
-    api::thread_exit();
+    api::thread_exit_at(at);
 }
 
 /// A hook for a pool's worker start (such as rayon's `ThreadPoolBuilder::start_handler`):
-/// each worker announces itself as `thNN:name`. The worker index is not used.
+/// each worker announces itself as `thNN:name`, at the location where the hook was
+/// made. The worker index is not used.
+#[track_caller]
 pub fn start_handler(name: impl Into<String>) -> impl Fn(usize) + Send + Sync + 'static {
     let name = name.into();
-    move |_index| announce(&name)
+    let at = Location::caller();
+    move |_index| api::thread_start_at(at, &name)
 }
 
 /// A hook for a pool's worker exit (such as rayon's `ThreadPoolBuilder::exit_handler`):
 /// each worker writes its totals and `thread_exit` (see [`finish`]).
+#[track_caller]
 pub fn exit_handler() -> impl Fn(usize) + Send + Sync + 'static {
-    |_index| finish()
+    let at = Location::caller();
+    move |_index| finish_at(at)
 }
 
 /// The same test the core layer uses to call a thread `main`.
@@ -276,12 +299,15 @@ mod tests {
             );
         });
         // thread_start ran before the closure set the dispatcher, so it went nowhere;
-        // the other lines carry the name it gave.
+        // the thread is announced before its first line all the same, under the name
+        // the helper gave.
         let lines = named(&lines);
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        assert_eq!(lines[0].1, "th_counter 3");
-        assert_eq!(lines[1].1, "thread_exit");
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[0].1, "thread_start");
+        assert_eq!(lines[1].1, "th_counter 3");
+        assert_eq!(lines[2].1, "thread_exit");
         assert_eq!(lines[0].0, lines[1].0);
+        assert_eq!(lines[1].0, lines[2].0);
         assert_eq!(lines[0].0.len(), 24, "cut to 24 bytes: {}", lines[0].0);
         assert!(lines[0].0.starts_with("th"));
         assert!(lines[0].0.contains(":worker-with-a"));
@@ -294,7 +320,7 @@ mod tests {
             let d = d.clone();
             let result = std::thread::spawn(move || {
                 tracing::dispatcher::with_default(&d, || {
-                    run("doomed", || {
+                    run("doomed", Location::caller(), || {
                         WORK.add(1);
                         panic!("worker failed");
                     })
@@ -368,7 +394,9 @@ mod tests {
             });
         });
         assert_eq!(*seen.lock().unwrap(), [Some("scoped".to_owned())]);
+        // The helper's thread_start went nowhere (no dispatcher yet) and the thread wrote
+        // nothing else: a thread that was never seen is not ended either.
         let events: Vec<String> = named(&lines).into_iter().map(|(_, e)| e).collect();
-        assert_eq!(events, ["thread_exit"]);
+        assert!(events.is_empty(), "{events:?}");
     }
 }
