@@ -28,7 +28,7 @@ fn stream(owned: &[Owned], sid: &str) -> Vec<u8> {
     let recs: Vec<Record<'_>> = owned
         .iter()
         .zip(&lists)
-        .map(|(o, l)| o.record(l, sid, 1))
+        .map(|(o, l)| o.record_in(l, sid, 1))
         .collect();
     write_all(builder().with_batch_size(MIN_BATCH_SIZE), &recs)
 }
@@ -49,7 +49,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>, bool)> {
                     let owned = records(10 + n, 5);
                     for o in &owned {
                         let list = o.list_refs();
-                        writer.record(&o.record(&list, SID, 1));
+                        writer.record(&o.record_in(&list, SID, 1));
                     }
                 });
             }

@@ -50,7 +50,7 @@ fn written_by_threads(owned: &[Owned], batch: usize) -> Vec<u8> {
             scope.spawn(move || {
                 for o in owned.iter().filter(|o| o.thread == name) {
                     let list = o.list_refs();
-                    writer.record(&o.record(&list, SID, 0));
+                    writer.record(&o.record_in(&list, SID, 0));
                 }
             });
         }
@@ -195,8 +195,8 @@ fn two_processes_appending_to_one_file_decode_apart() {
     let sid_b = "20260101T000000.000000Z-H0123abcd-P00009999";
     for (x, y) in a.iter().zip(&b) {
         let (lx, ly) = (x.list_refs(), y.list_refs());
-        wa.record(&x.record(&lx, SID, 0));
-        wb.record(&y.record(&ly, sid_b, 0));
+        wa.record(&x.record_in(&lx, SID, 0));
+        wb.record(&y.record_in(&ly, sid_b, 0));
     }
     wa.finish();
     wb.finish();
@@ -210,7 +210,7 @@ fn two_processes_appending_to_one_file_decode_apart() {
         let got: Vec<&String> = decoded.iter().filter(|d| d.0 == s).map(|d| &d.1).collect();
         let want: Vec<String> = owned
             .iter()
-            .map(|o| format!("{:?}", o.record(&o.list_refs(), sid, 0)))
+            .map(|o| format!("{:?}", o.record_in(&o.list_refs(), sid, 0)))
             .collect();
         assert_eq!(got.len(), want.len());
         assert!(got.iter().zip(&want).all(|(g, w)| *g == w));
@@ -272,7 +272,7 @@ fn random_bytes_never_panic() {
     let valid = written_by_threads(&owned, MIN_BATCH_SIZE);
     for _ in 0..200 {
         let len = rng.below(4000) as usize;
-        let mut bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let mut bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         // Sometimes splice in pieces of a valid stream, with markers and headers.
         if rng.bool() && !valid.is_empty() {
             let at = rng.below(valid.len() as u64) as usize;
@@ -299,7 +299,7 @@ fn a_writer_cut_off_mid_stream_loses_only_its_unwritten_batch() {
     let records: Vec<Record<'_>> = owned
         .iter()
         .zip(&lists)
-        .map(|(o, l)| o.record(l, SID, 0))
+        .map(|(o, l)| o.record_in(l, SID, 0))
         .collect();
     let sink = MemorySink::new();
     let writer: BinaryWriter = builder()

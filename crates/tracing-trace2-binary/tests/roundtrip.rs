@@ -36,7 +36,7 @@ fn every_kind_round_trips_field_for_field() {
     let records: Vec<Record<'_>> = owned
         .iter()
         .zip(&lists)
-        .map(|(o, l)| o.record(l, SID, 1))
+        .map(|(o, l)| o.record_in(l, SID, 1))
         .collect();
     // Small batches: many frames, with definitions repeated in each.
     for size in [MIN_BATCH_SIZE, 1 << 20] {
@@ -127,7 +127,7 @@ fn decoded_records_render_like_the_originals_in_every_format() {
     let records: Vec<Record<'_>> = owned
         .iter()
         .zip(&lists)
-        .map(|(o, l)| o.record(l, SID, 1))
+        .map(|(o, l)| o.record_in(l, SID, 1))
         .collect();
     let bytes = write_all(builder(), &records);
     let formats = formats();
@@ -175,7 +175,7 @@ fn text_decode_defaults_to_the_writers_settings() {
     let records: Vec<Record<'_>> = owned
         .iter()
         .zip(&lists)
-        .map(|(o, l)| o.record(l, SID, 1))
+        .map(|(o, l)| o.record_in(l, SID, 1))
         .collect();
     let defaults = TextDefaults {
         normal_brief: true,
@@ -249,7 +249,7 @@ fn a_change_of_session_starts_a_new_stream() {
         .iter()
         .zip(&lists)
         .enumerate()
-        .map(|(i, (o, l))| o.record(l, sids[i * 3 / owned.len()], (i * 3 / owned.len()) as u32))
+        .map(|(i, (o, l))| o.record_in(l, sids[i * 3 / owned.len()], (i * 3 / owned.len()) as u32))
         .collect();
     let bytes = write_all(builder(), &records);
     let (decoded, report) = decode_all(&bytes);

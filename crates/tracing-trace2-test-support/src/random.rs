@@ -77,6 +77,7 @@ impl Rng {
 
 /// The owned inputs of one random record; [`Owned::record`] borrows from it. Its
 /// `list` is the argument list: borrow it as `&[&str]` and pass that in.
+#[derive(Clone, Debug)]
 pub struct Owned {
     pub s: Vec<String>,
     pub o: Vec<Option<String>>,
@@ -90,6 +91,9 @@ pub struct Owned {
     pub depth: u32,
     pub open: u32,
     pub line: u32,
+    /// A thread name: `main` three times in four, else arbitrary text (for
+    /// [`Owned::record_in`]).
+    pub thread: String,
 }
 
 /// How many kinds `event` knows: one per `Event` variant, plus the per-thread forms of
@@ -112,6 +116,11 @@ impl Owned {
             depth: rng.small(),
             open: rng.small(),
             line: rng.next_u64() as u32,
+            thread: if rng.below(4) == 0 {
+                rng.string()
+            } else {
+                "main".to_owned()
+            },
         }
     }
 
@@ -239,6 +248,22 @@ impl Owned {
                 signo: self.i[3] as i32,
             },
             other => panic!("no event kind {other}"),
+        }
+    }
+
+    /// The argument list, to borrow for [`Owned::record`] and [`Owned::record_in`].
+    pub fn list_refs(&self) -> Vec<&str> {
+        self.list.iter().map(String::as_str).collect()
+    }
+
+    /// The record in the session `sid` at `depth`, on [`Owned::thread`] (for streams that
+    /// keep one session, as a process does).
+    pub fn record_in<'a>(&'a self, list: &'a [&'a str], sid: &'a str, depth: u32) -> Record<'a> {
+        Record {
+            sid,
+            depth,
+            thread: &self.thread,
+            ..self.record(list)
         }
     }
 
