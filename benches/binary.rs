@@ -24,12 +24,15 @@
 //! iterations), the ratio `binary / (registry+noop + floor-64k)` (median of per-round
 //! ratios) and the size ratio Event / binary.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::BTreeMap;
-use std::fs::OpenOptions;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
+use support::{append, criterion_filter_matches, data, empty, median, mixed, regions};
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use tracing::dispatcher::{self, Dispatch};
@@ -99,49 +102,6 @@ impl Workload {
             Workload::Printf => (0..iters).for_each(printf),
         }
     }
-}
-
-#[inline(never)]
-fn regions() {
-    let outer = info_span!(
-        "outer",
-        category = "index",
-        label = "do_read_index",
-        msg = ".git/index"
-    );
-    let _outer = outer.enter();
-    let middle = info_span!(
-        "middle",
-        category = "index",
-        label = "read_cache",
-        msg = "entries"
-    );
-    let _middle = middle.enter();
-    let inner = info_span!(
-        "inner",
-        category = "index",
-        label = "lookup",
-        msg = "ce_mem"
-    );
-    let _inner = inner.enter();
-}
-
-#[inline(never)]
-fn data(i: u64) {
-    info!(category = "index", key = "cache_nr", value = i);
-}
-
-#[inline(never)]
-fn mixed(i: u64) {
-    let span = info_span!(
-        "mixed",
-        category = "status",
-        label = "worktrees",
-        msg = "untracked"
-    );
-    let _entered = span.enter();
-    info!(category = "status", key = "count/changed", value = i);
-    info!(category = "status", key = "count/untracked", value = "12");
 }
 
 #[inline(never)]
@@ -326,20 +286,6 @@ fn sample_records() -> [Record<'static>; 4] {
     ]
 }
 
-fn append(path: &Path) -> std::fs::File {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn empty(path: &Path) {
-    if path != Path::new("/dev/null") {
-        let _ = append(path).set_len(0);
-    }
-}
-
 /// The Event target into `path`, opened as the facade opens it.
 fn event_sink(path: &Path) -> Box<dyn Sink> {
     let settings = OpenSettings {
@@ -504,21 +450,6 @@ fn event_layer(path: &Path) -> Trace2Layer {
 struct Results {
     rounds: BTreeMap<(Workload, String), Vec<f64>>,
     bytes: BTreeMap<(Workload, String), f64>,
-}
-
-fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
-}
-
-fn criterion_filter_matches(id: &str) -> bool {
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with("--"));
-    filter.is_none_or(|f| f.split('|').any(|alt| id.contains(alt)))
 }
 
 fn main() {

@@ -1,0 +1,100 @@
+//! What the benches share: the traced workloads (the same call sites in every bench, so
+//! their figures compare), appending to and emptying the destination files, criterion's
+//! command-line filter, and the median.
+
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+
+use tracing::{info, info_span};
+
+#[inline(never)]
+pub fn regions() {
+    let outer = info_span!(
+        "outer",
+        category = "index",
+        label = "do_read_index",
+        msg = ".git/index"
+    );
+    let _outer = outer.enter();
+    let middle = info_span!(
+        "middle",
+        category = "index",
+        label = "read_cache",
+        msg = "entries"
+    );
+    let _middle = middle.enter();
+    let inner = info_span!(
+        "inner",
+        category = "index",
+        label = "lookup",
+        msg = "ce_mem"
+    );
+    let _inner = inner.enter();
+}
+
+#[inline(never)]
+pub fn data(i: u64) {
+    info!(category = "index", key = "cache_nr", value = i);
+}
+
+#[inline(never)]
+pub fn mixed(i: u64) {
+    let span = info_span!(
+        "mixed",
+        category = "status",
+        label = "worktrees",
+        msg = "untracked"
+    );
+    let _entered = span.enter();
+    info!(category = "status", key = "count/changed", value = i);
+    info!(category = "status", key = "count/untracked", value = "12");
+}
+
+pub fn append(path: &Path) -> File {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Empties a file the benchmark appends to (a no-op for `/dev/null`).
+pub fn empty(path: &Path) {
+    if path != Path::new("/dev/null") {
+        let _ = append(path).set_len(0);
+    }
+}
+
+/// Whether the command line's filter (criterion's first free argument, a regular
+/// expression for criterion) selects `id`; plain text and `a|b` alternatives are
+/// understood here.
+pub fn criterion_filter_matches(id: &str) -> bool {
+    let mut args = std::env::args().skip(1);
+    let mut filter = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bench" | "--exact" | "--nocapture" | "--quiet" | "--noplot" | "--list" => {}
+            a if a.starts_with("--") => {
+                // Options with a value (`--measurement-time 2`) skip it.
+                if !a.contains('=') && !matches!(a, "--verbose" | "--discard-baseline") {
+                    args.next();
+                }
+            }
+            a => filter = Some(a.to_owned()),
+        }
+    }
+    filter.is_none_or(|f| f.split('|').any(|alt| id.contains(alt)))
+}
+
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
