@@ -63,7 +63,7 @@ fn async_program() -> std::io::Result<()> {
     // destructor would run after it, possibly after `atexit`).
     let multi = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .on_thread_stop(tracing_trace2::thread::finish)
+        .on_thread_stop(tracing_trace2::thread::stop_handler())
         .enable_time()
         .build()?;
     run_tasks("multi-thread", &multi, 4);
@@ -143,7 +143,7 @@ async fn git_no_such_ref() -> std::io::Result<Option<i32>> {
 fn tokio_children_program() -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .on_thread_stop(tracing_trace2::thread::finish)
+        .on_thread_stop(tracing_trace2::thread::stop_handler())
         .enable_all()
         .build()?;
     let (version, code) = rt.block_on(async {

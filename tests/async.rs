@@ -170,12 +170,31 @@ fn one_region_pair_per_async_call() -> Result<(), String> {
     })?;
 
     // Call sites: never absolute; the panic inside the standard library names its file
-    // relative to the library; exit and atexit name the example, not this crate.
+    // relative to the library; exit and atexit name the example, not this crate. Every
+    // thread_exit has one: the workers' stop hook in the example; for the threads that
+    // end in a thread-local destructor, the call site of their thread_start.
+    let mut start_sites = HashMap::new();
     for v in &events {
         if let Some(file) = v["file"].as_str() {
             ensure(!file.starts_with('/'), || {
                 format!("absolute call site: {v}")
             })?;
+        }
+        let site = (v["file"].clone(), v["line"].clone());
+        match name(v) {
+            "thread_start" => {
+                start_sites.insert(v["thread"].clone(), site);
+            }
+            "thread_exit" => {
+                let file = v["file"].as_str().unwrap_or("");
+                let from_start = start_sites.get(&v["thread"]) == Some(&site);
+                ensure(
+                    v["line"].as_u64().is_some_and(|l| l > 0)
+                        && (file.ends_with("examples/async.rs") || from_start),
+                    || format!("thread_exit at {file:?}: {v}"),
+                )?;
+            }
+            _ => {}
         }
     }
     let error = events
