@@ -402,4 +402,61 @@ mod tests {
             .ready(Ready::Ready);
         assert!(released.wait().unwrap().success());
     }
+
+    /// `child_start`/`child_exit` lines as `<event> <child id> <code> <line>`.
+    struct ChildLines;
+    impl tracing_trace2_core::Format for ChildLines {
+        fn format(&self, record: &tracing_trace2_core::Record<'_>, out: &mut Vec<u8>) {
+            use tracing_trace2_core::Event;
+            let what = match &record.event {
+                Event::ChildStart(child) => format!("child_start {} -", child.child_id),
+                Event::ChildExit { child_id, code, .. } => format!("child_exit {child_id} {code}"),
+                _ => return,
+            };
+            out.extend_from_slice(format!("{what} {}\n", record.callsite.line).as_bytes());
+        }
+    }
+
+    /// A wait's `child_exit` names the wait; a drop's names the spawn.
+    #[cfg(unix)]
+    #[test]
+    fn child_exit_names_the_wait_or_else_the_spawn() {
+        use tracing_subscriber::prelude::*;
+        let sink = tracing_trace2_core::MemorySink::new();
+        let layer = tracing_trace2_core::Trace2Layer::builder()
+            .with_target(tracing_trace2_core::Target::new(
+                "GIT_TRACE2_EVENT",
+                ChildLines,
+                sink.clone(),
+            ))
+            .build();
+        let subscriber = tracing_subscriber::registry().with(layer);
+        let (waited_at, spawned_at) = tracing::subscriber::with_default(subscriber, || {
+            let mut waited = Command::new("true").trace2_spawn().unwrap();
+            let (_, waited_at) = (waited.wait().unwrap(), line!());
+            let mut cmd = Command::new("true");
+            let (dropped, spawned_at) = (cmd.trace2_spawn().unwrap(), line!());
+            // Let the child end without reaping it (a zombie), so that the drop sees it.
+            let pid = dropped.id();
+            while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            }) {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            drop(dropped);
+            (waited_at, spawned_at)
+        });
+        let text = sink.to_string_lossy();
+        let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[1][0], "child_exit");
+        assert_eq!(lines[1][3], waited_at.to_string(), "{text}");
+        assert_eq!(lines[3][0], "child_exit");
+        assert_eq!(lines[3][1], lines[2][1]);
+        assert_eq!(lines[3][3], spawned_at.to_string(), "{text}");
+    }
 }
