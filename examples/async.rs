@@ -20,13 +20,14 @@
 //! | (none) | the async program above |
 //! | `filters` | a global `EnvFilter::new("warn")` and a `fmt` layer on stderr beside Trace2: the lifecycle lines are written, fmt prints none of them |
 //! | `result-err` | `main` returns `Err` through [`Trace2Guard::finish_result`]: the trace says `exit` code 1 |
+//! | `tokio-children` | two `#[instrument] async fn` tasks on a multi-thread runtime run `git version` and a failing `git rev-parse --verify` through the traced `tokio::process::Command` at the same time |
 
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use tracing::{info, instrument, warn};
 use tracing_subscriber::prelude::*;
-use tracing_trace2::{Trace2, Trace2CommandExt, Trace2Guard, api};
+use tracing_trace2::{Trace2, Trace2CommandExt, Trace2Guard, Trace2TokioCommandExt, api};
 
 /// How long each `fetch` sleeps in all: the tests check that its region lasts as long.
 pub const FETCH_SLEEP_MS: u64 = 6;
@@ -62,7 +63,7 @@ fn async_program() -> std::io::Result<()> {
     // destructor would run after it, possibly after `atexit`).
     let multi = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
-        .on_thread_stop(tracing_trace2::thread::finish)
+        .on_thread_stop(tracing_trace2::thread::stop_handler())
         .enable_time()
         .build()?;
     run_tasks("multi-thread", &multi, 4);
@@ -116,6 +117,48 @@ fn result_err_program() -> Result<(), String> {
     trace2.finish_result(Err("no repository here".to_owned()))
 }
 
+/// `git version`, its output collected.
+#[instrument(fields(category = "children"))]
+async fn git_version() -> std::io::Result<String> {
+    let out = tokio::process::Command::new("git")
+        .arg("version")
+        .trace2_output()
+        .await?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A git command that fails (exit code 128), spawned and waited for.
+#[instrument(fields(category = "children"))]
+async fn git_no_such_ref() -> std::io::Result<Option<i32>> {
+    let mut child = tokio::process::Command::new("git")
+        .args(["rev-parse", "--verify", "nosuchref"])
+        .stderr(std::process::Stdio::null())
+        .trace2_class("lookup")
+        .spawn()?;
+    let status = child.wait().await?;
+    Ok(status.code())
+}
+
+/// Git children of async tasks, traced with the tokio form of the command.
+fn tokio_children_program() -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .on_thread_stop(tracing_trace2::thread::stop_handler())
+        .enable_all()
+        .build()?;
+    let (version, code) = rt.block_on(async {
+        let version = tokio::spawn(git_version());
+        let code = tokio::spawn(git_no_such_ref());
+        (version.await, code.await)
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    let version = version.map_err(std::io::Error::other)??;
+    let code = code.map_err(std::io::Error::other)??;
+    println!("{}", version.trim_end());
+    println!("rev-parse code {code:?}");
+    Ok(())
+}
+
 /// The program; `tests/async.rs` also runs it inside its own binary.
 pub fn main() -> ExitCode {
     match std::env::args().nth(1).as_deref() {
@@ -127,6 +170,13 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some("tokio-children") => {
+            let trace2 = Trace2::from_env()
+                .with_exe_version(env!("CARGO_PKG_VERSION"))
+                .init();
+            api::cmd_name("tokio-children");
+            trace2.finish(tokio_children_program())
+        }
         _ => {
             let trace2 = Trace2::from_env()
                 .with_exe_version(env!("CARGO_PKG_VERSION"))

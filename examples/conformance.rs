@@ -139,11 +139,7 @@ pub(crate) fn main() -> ExitCode {
             }
             let argv: Vec<&str> = rest.iter().map(String::as_str).collect();
             // Only the start is announced, as in git's helper: nothing is run.
-            api::child_start(&api::ChildStart {
-                class: "?",
-                argv: &argv,
-                ..Default::default()
-            });
+            api::child_start(&api::ChildStart::new("?", &argv));
             0
         }
         "302redact_exec" => {

@@ -3,7 +3,8 @@
 //! per `#[instrument] async fn` call, `t_rel` at least the time the call slept, children
 //! nested in their parents, a strict stack per `thread`, every thread announced; and the
 //! example's other modes: lifecycle lines under a global `EnvFilter("warn")` beside a
-//! `fmt` layer, a `main` that returns `Err`, call sites as relative paths.
+//! `fmt` layer, a `main` that returns `Err`, call sites as relative paths, git children
+//! of async tasks started through the traced `tokio::process::Command`.
 
 mod support;
 
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
             lifecycle_under_a_warn_filter,
         ),
         ("main_returning_err", main_returning_err),
+        ("git_children_of_tokio_tasks", git_children_of_tokio_tasks),
     ];
     run_checks("async", checks)
 }
@@ -168,12 +170,31 @@ fn one_region_pair_per_async_call() -> Result<(), String> {
     })?;
 
     // Call sites: never absolute; the panic inside the standard library names its file
-    // relative to the library; exit and atexit name the example, not this crate.
+    // relative to the library; exit and atexit name the example, not this crate. Every
+    // thread_exit has one: the workers' stop hook in the example; for the threads that
+    // end in a thread-local destructor, the call site of their thread_start.
+    let mut start_sites = HashMap::new();
     for v in &events {
         if let Some(file) = v["file"].as_str() {
             ensure(!file.starts_with('/'), || {
                 format!("absolute call site: {v}")
             })?;
+        }
+        let site = (v["file"].clone(), v["line"].clone());
+        match name(v) {
+            "thread_start" => {
+                start_sites.insert(v["thread"].clone(), site);
+            }
+            "thread_exit" => {
+                let file = v["file"].as_str().unwrap_or("");
+                let from_start = start_sites.get(&v["thread"]) == Some(&site);
+                ensure(
+                    v["line"].as_u64().is_some_and(|l| l > 0)
+                        && (file.ends_with("examples/async.rs") || from_start),
+                    || format!("thread_exit at {file:?}: {v}"),
+                )?;
+            }
+            _ => {}
         }
     }
     let error = events
@@ -248,5 +269,125 @@ fn main_returning_err() -> Result<(), String> {
     };
     ensure(code("exit") == Some(1.into()), || format!("{events:?}"))?;
     ensure(code("atexit") == Some(1.into()), || format!("{events:?}"))?;
+    Ok(())
+}
+
+/// Two tasks run `git version` and `git rev-parse --verify nosuchref` (code 128) through
+/// the traced tokio command at the same time: a child_start/child_exit pair for each,
+/// with its argv and code, on the Trace2 thread of the task that ran it; each git's own
+/// lines nested under our session; every stream accepted by the receiver.
+fn git_children_of_tokio_tasks() -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (out, events, bytes) = run_example(Some("tokio-children"), dir.path());
+    ensure(out.status.success(), || format!("{out:?}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure(
+        stdout.contains("git version ") && stdout.contains("rev-parse code Some(128)"),
+        || format!("{out:?}"),
+    )?;
+    receiver::check_connection(&bytes).map_err(|p| p.join("\n"))?;
+
+    // Each task's region, and the thread it is on.
+    let region_thread = |label: &str| {
+        events
+            .iter()
+            .find(|v| name(v) == "region_enter" && v["label"] == label)
+            .map(|v| v["thread"].clone())
+            .ok_or_else(|| format!("no region {label}"))
+    };
+    let version_thread = region_thread("git_version")?;
+    let lookup_thread = region_thread("git_no_such_ref")?;
+    let child = |event: &str, id: &Value| {
+        events
+            .iter()
+            .find(|v| name(v) == event && v["child_id"] == *id)
+            .ok_or_else(|| format!("no {event} for child {id}"))
+    };
+    let starts: Vec<&Value> = events.iter().filter(|v| name(v) == "child_start").collect();
+    ensure(starts.len() == 2, || {
+        format!("child_start lines: {starts:?}")
+    })?;
+    let mut ids = Vec::new();
+    for start in starts {
+        let id = &start["child_id"];
+        let exit = child("child_exit", id)?;
+        let (argv, class, code, thread) = match start["argv"][1].as_str() {
+            Some("version") => (vec!["git", "version"], "?", 0, &version_thread),
+            Some("rev-parse") => (
+                vec!["git", "rev-parse", "--verify", "nosuchref"],
+                "lookup",
+                128,
+                &lookup_thread,
+            ),
+            _ => return Err(format!("unexpected child: {start}")),
+        };
+        ensure(start["argv"] == serde_json::json!(argv), || {
+            format!("{start}")
+        })?;
+        ensure(start["child_class"] == class, || format!("{start}"))?;
+        ensure(exit["code"] == code, || format!("{exit}"))?;
+        ensure(exit["pid"].as_i64().is_some_and(|pid| pid > 0), || {
+            format!("{exit}")
+        })?;
+        ensure(exit["t_rel"].as_f64().is_some_and(|t| t > 0.0), || {
+            format!("{exit}")
+        })?;
+        // Written by the task that ran the child, on its span's Trace2 thread.
+        ensure(
+            start["thread"] == *thread && exit["thread"] == *thread,
+            || format!("child lines on another thread than {thread}: {start} {exit}"),
+        )?;
+        // Both lines name the example's own code.
+        for v in [start, exit] {
+            let file = v["file"].as_str().unwrap_or("");
+            ensure(file.ends_with("examples/async.rs"), || format!("{v}"))?;
+        }
+        ids.push(id.clone());
+    }
+    ensure(ids[0] != ids[1], || format!("child ids {ids:?}"))?;
+
+    // Each git wrote its own lines into the same file, under a session nested in ours,
+    // and its stream is accepted too.
+    let text =
+        std::fs::read_to_string(dir.path().join("trace.event")).map_err(|e| e.to_string())?;
+    let all = support::json_lines(text.lines());
+    let ours = events[0]["sid"].as_str().unwrap_or("").to_owned();
+    let mut children: HashMap<String, Vec<u8>> = HashMap::new();
+    for v in &all {
+        let sid = v["sid"].as_str().unwrap_or("");
+        if sid == ours {
+            continue;
+        }
+        ensure(sid.starts_with(&format!("{ours}/")), || {
+            format!("a line of another session: {v}")
+        })?;
+        let lines = children.entry(sid.to_owned()).or_default();
+        lines.extend_from_slice(v.to_string().as_bytes());
+        lines.push(b'\n');
+    }
+    ensure(children.len() == 2, || {
+        format!("git sessions: {:?}", children.keys().collect::<Vec<_>>())
+    })?;
+    let mut git_codes = Vec::new();
+    for (sid, lines) in &children {
+        receiver::check_connection(lines).map_err(|p| format!("{sid}: {}", p.join("\n")))?;
+        let git_events = support::json_lines(String::from_utf8_lossy(lines).lines());
+        let exit = git_events
+            .iter()
+            .find(|v| name(v) == "exit")
+            .ok_or_else(|| format!("{sid}: no exit"))?;
+        git_codes.push(exit["code"].as_i64().unwrap_or(-1));
+        // The git child's command hierarchy continues ours.
+        if let Some(cmd) = git_events.iter().find(|v| name(v) == "cmd_name") {
+            let hierarchy = cmd["hierarchy"].as_str().unwrap_or("");
+            ensure(hierarchy.starts_with("tokio-children/"), || {
+                format!("{cmd}")
+            })?;
+        }
+    }
+    git_codes.sort_unstable();
+    ensure(git_codes == [0, 128], || {
+        format!("git exit codes {git_codes:?}")
+    })?;
     Ok(())
 }

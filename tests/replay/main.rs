@@ -518,14 +518,14 @@ impl Replayer {
                     argv.remove(0);
                 }
                 let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-                let token = api::child_start(&api::ChildStart {
-                    class: text("child_class"),
-                    hook_name: s("hook_name"),
-                    cd: s("cd"),
-                    use_shell: v["use_shell"].as_bool().unwrap_or_default(),
-                    is_git,
-                    argv: &argv,
-                });
+                let mut child = api::ChildStart::new(text("child_class"), &argv)
+                    .with_cd(s("cd"))
+                    .with_shell(v["use_shell"].as_bool().unwrap_or_default())
+                    .with_git(is_git);
+                if let Some(hook_name) = s("hook_name") {
+                    child = child.with_hook_name(hook_name);
+                }
+                let token = api::child_start(&child);
                 self.children.insert(int("child_id") as u64, token);
             }
             "child_exit" | "child_ready" => {
@@ -643,26 +643,15 @@ fn tt_spec() {
         .expect("thread");
     api::thread_start("main-misuse");
     api::thread_exit();
-    let shell = api::child_start(&api::ChildStart {
-        class: "spec-class",
-        cd: Some("/tmp"),
-        use_shell: true,
-        argv: &["echo child with 'quote'; exit 3"],
-        ..Default::default()
-    });
+    let shell = api::child_start(
+        &api::ChildStart::new("spec-class", &["echo child with 'quote'; exit 3"])
+            .with_cd(Some("/tmp"))
+            .with_shell(true),
+    );
     api::child_exit(&shell, 15835, 3);
-    let git = api::child_start(&api::ChildStart {
-        class: "?",
-        is_git: true,
-        argv: &["version"],
-        ..Default::default()
-    });
+    let git = api::child_start(&api::ChildStart::new("?", &["version"]).with_git(true));
     api::child_exit(&git, 15836, 0);
-    let bg = api::child_start(&api::ChildStart {
-        class: "bg",
-        argv: &["sleep", "1"],
-        ..Default::default()
-    });
+    let bg = api::child_start(&api::ChildStart::new("bg", &["sleep", "1"]));
     api::child_ready(&bg, 15837, "ready");
     let outer = tracing::info_span!("outer-open", category = "spec").entered();
     let inner = tracing::info_span!("inner-open", category = "spec").entered();

@@ -224,8 +224,17 @@ pub fn data_json(category: &str, key: &str, value: &serde_json::Value, repo: Opt
     .send(caller());
 }
 
-/// What a `child_start` says about a child process.
+/// What a `child_start` says about a child process: made with [`ChildStart::new`] and
+/// the `with_*` methods (the type may gain fields, so it has no public literal).
+///
+/// ```
+/// use tracing_trace2_core::api::{self, ChildStart};
+///
+/// let child = api::child_start(&ChildStart::new("?", &["version"]).with_git(true));
+/// api::child_exit(&child, 4242, 0);
+/// ```
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ChildStart<'a> {
     /// Class (`?` when unclassified).
     pub class: &'a str,
@@ -239,6 +248,43 @@ pub struct ChildStart<'a> {
     pub is_git: bool,
     /// The child's arguments (redacted when written).
     pub argv: &'a [&'a str],
+}
+
+impl<'a> ChildStart<'a> {
+    /// A child of class `class` (`?` when unclassified) run with `argv`; no hook, no
+    /// directory of its own, no shell, not a git sub-command.
+    pub fn new(class: &'a str, argv: &'a [&'a str]) -> Self {
+        ChildStart {
+            class,
+            argv,
+            ..ChildStart::default()
+        }
+    }
+
+    /// The hook's name (for class `hook`).
+    pub fn with_hook_name(mut self, hook_name: &'a str) -> Self {
+        self.hook_name = Some(hook_name);
+        self
+    }
+
+    /// The child's working directory (`cd`), or `None` for this process's.
+    pub fn with_cd(mut self, cd: Option<&'a str>) -> Self {
+        self.cd = cd;
+        self
+    }
+
+    /// Whether the child runs through a shell (`use_shell`).
+    pub fn with_shell(mut self, use_shell: bool) -> Self {
+        self.use_shell = use_shell;
+        self
+    }
+
+    /// Whether the child is a git sub-command: its argv then leaves out the leading
+    /// `git`, which the line adds back.
+    pub fn with_git(mut self, is_git: bool) -> Self {
+        self.is_git = is_git;
+        self
+    }
 }
 
 /// A started child, to be closed with [`child_exit`] or [`child_ready`].
@@ -290,6 +336,18 @@ pub fn child_exit(child: &ChildToken, pid: i64, code: i64) {
         elapsed_us: child.elapsed_us(),
     }
     .send(caller());
+}
+
+/// [`child_exit`] reported at `at` (a location captured earlier: an `async` wait, whose
+/// line is written when the future completes, or a destructor).
+pub fn child_exit_at(at: &'static Location<'static>, child: &ChildToken, pid: i64, code: i64) {
+    ApiCall::ChildExit {
+        child_id: child.id,
+        pid,
+        code,
+        elapsed_us: child.elapsed_us(),
+    }
+    .send(Origin::Caller(at));
 }
 
 /// `child_ready`: a background child was released (`ready`, `timeout` or `error`).

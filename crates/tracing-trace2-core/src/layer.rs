@@ -357,6 +357,7 @@ impl Trace2Layer {
     ) {
         if !t.announced && (self.inner.announce || t.task) {
             t.announced = true;
+            t.set_start_site(callsite.file, callsite.line);
             let start = self.record(t, Event::ThreadStart, now, callsite, 0);
             self.format_all(&start, lines);
         }
@@ -488,14 +489,20 @@ impl Trace2Layer {
     }
 
     /// The end of an OS thread whose lane was announced (its thread-local destructor):
-    /// the thread's `th_timer`/`th_counter` lines, then `thread_exit`.
+    /// the thread's `th_timer`/`th_counter` lines, then `thread_exit`. Nothing in the
+    /// program called for them: they name the call site of the thread's `thread_start`
+    /// (where the thread first traced, or announced itself).
     fn end_os_thread(&self, t: &mut ThreadState) {
         if !self.inner.announce {
             return;
         }
         let Some(_busy) = self.busy() else { return };
         let now = clock::now();
-        let callsite = Callsite::default();
+        let start_site = t.take_start_site();
+        let callsite = Callsite {
+            file: start_site.as_ref().map(|(file, _)| &**file),
+            line: start_site.as_ref().map_or(0, |&(_, line)| line),
+        };
         with_pending(|lines| {
             for total in timers::take_thread_totals() {
                 let event = thread_total_event(&total);
@@ -869,6 +876,7 @@ impl Trace2Layer {
                 }
                 t.register(name, now.t_abs_us);
                 t.announced = true;
+                t.set_start_site(callsite.file, callsite.line);
                 let record = self.record(t, Event::ThreadStart, now, callsite, 0);
                 self.format_all(&record, lines);
                 if self.inner.announce {

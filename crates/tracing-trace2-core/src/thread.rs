@@ -74,6 +74,9 @@ pub(crate) struct ThreadState {
     pub os_gone: bool,
     /// The layer that last wrote on this lane.
     pub owner: Option<Weak<dyn LaneOwner>>,
+    /// The file:line of this OS thread's `thread_start`, kept for the `thread_exit` its
+    /// thread-local destructor writes, which has no caller of its own.
+    start_site: Option<(Box<str>, u32)>,
     /// Created under the name `thread_start` gave, by that same call.
     fresh: bool,
 }
@@ -107,6 +110,7 @@ impl ThreadState {
             task: false,
             os_gone: false,
             owner: None,
+            start_site: None,
             fresh: base.is_some(),
         }
     }
@@ -122,6 +126,7 @@ impl ThreadState {
             task: true,
             os_gone: false,
             owner: None,
+            start_site: None,
             fresh: false,
         }))
     }
@@ -152,6 +157,19 @@ impl ThreadState {
     /// Number of open regions.
     pub fn depth(&self) -> u32 {
         self.stack.len() as u32
+    }
+
+    /// Remembers where the `thread_start` of an OS thread's lane was written (a task
+    /// lane ends at its last region's close, which has a call site of its own).
+    pub fn set_start_site(&mut self, file: Option<&str>, line: u32) {
+        if !self.task {
+            self.start_site = file.map(|file| (Box::from(file), line));
+        }
+    }
+
+    /// Takes the file:line of the lane's `thread_start` (see [`Self::set_start_site`]).
+    pub fn take_start_site(&mut self) -> Option<(Box<str>, u32)> {
+        self.start_site.take()
     }
 
     /// Remembers `owner` as the layer that writes this lane's end.

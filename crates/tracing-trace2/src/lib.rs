@@ -71,6 +71,9 @@
 //! lines are written), [`core`] (the layer, the typed [`api`], background writers); this
 //! facade reads git's settings ([`Settings`]), builds the layer ([`Trace2`], [`targets`])
 //! and drives the process lifecycle ([`Lifecycle`], [`Trace2CommandExt`], [`thread`]).
+//!
+//! Cargo features: `tokio` adds `command::tokio`, the traced form of
+//! `tokio::process::Command` (`Trace2TokioCommandExt`), with `async` waits.
 
 mod ancestry;
 mod builder;
@@ -82,6 +85,8 @@ pub mod targets;
 pub mod thread;
 
 pub use builder::Trace2;
+#[cfg(feature = "tokio")]
+pub use command::tokio::Trace2TokioCommandExt;
 pub use command::{Trace2CommandExt, TracedChild};
 pub use config::Settings;
 pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};

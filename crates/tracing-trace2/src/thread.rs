@@ -10,8 +10,9 @@
 //!   the `JoinHandle` as usual).
 //! * [`ThreadGuard`]: for threads the program creates itself; `thread_start` now,
 //!   totals and `thread_exit` when the guard drops.
-//! * [`start_handler`] / [`exit_handler`] (or [`announce`] / [`finish`]): for thread
-//!   pools that call hooks on their worker threads, such as rayon:
+//! * [`start_handler`] / [`exit_handler`] / [`stop_handler`] (or [`announce`] /
+//!   [`finish`]): for thread pools that call hooks on their worker threads, such as
+//!   rayon (below) or tokio (`on_thread_stop(tracing_trace2::thread::stop_handler())`):
 //!
 //! ```
 //! let pool = rayon::ThreadPoolBuilder::new()
@@ -25,7 +26,9 @@
 //!
 //! A thread that writes Trace2 lines without any of these is named `thNN:unknown` (or
 //! after its Rust name) when it first writes, and its timers and counters are never
-//! added to the process totals, as in Git.
+//! added to the process totals, as in Git. Its `thread_exit` comes from a thread-local
+//! destructor when it ends, and names the call site of its `thread_start` (the line
+//! that first traced on it), as nothing in the program called for it.
 //!
 //! On the main thread Git turns `thread_start`/`thread_exit` into a region
 //! (`thread-proc on main`) and leaves the main thread's totals to the process exit;
@@ -226,6 +229,16 @@ pub fn exit_handler() -> impl Fn(usize) + Send + Sync + 'static {
     move |_index| finish_at(at)
 }
 
+/// A hook for a pool's worker stop that takes no argument (tokio's
+/// `runtime::Builder::on_thread_stop`): each worker writes its totals and `thread_exit`
+/// (see [`finish`]), at the location where the hook was made. Passing [`finish`] itself
+/// works too, but its lines then name the standard library's code that calls the hook.
+#[track_caller]
+pub fn stop_handler() -> impl Fn() + Send + Sync + 'static {
+    let at = Location::caller();
+    move || finish_at(at)
+}
+
 /// The same test the core layer uses to call a thread `main`.
 fn is_main_thread() -> bool {
     std::thread::current().name() == Some("main")
@@ -398,5 +411,93 @@ mod tests {
         // nothing else: a thread that was never seen is not ended either.
         let events: Vec<String> = named(&lines).into_iter().map(|(_, e)| e).collect();
         assert!(events.is_empty(), "{events:?}");
+    }
+
+    /// Runs `f` on a new thread under a layer writing the Perf stream, keeping the layer
+    /// alive after the thread ended (its thread-local destructor writes through it);
+    /// returns what `f` returned and the `(file:line, event)` columns of each line.
+    fn perf_thread<T: Send + 'static>(
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> (T, Vec<(String, String)>) {
+        let sink = MemorySink::new();
+        let layer = Trace2Layer::builder()
+            .with_target(crate::targets::perf(
+                tracing_trace2_perf::PerfFormat::new(),
+                sink.clone(),
+            ))
+            .build();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        let on_thread = dispatch.clone();
+        let out = std::thread::spawn(move || tracing::dispatcher::with_default(&on_thread, f))
+            .join()
+            .unwrap();
+        drop(dispatch);
+        let columns = sink
+            .to_string_lossy()
+            .lines()
+            .map(|l| {
+                let cols: Vec<&str> = l.split('|').map(str::trim).collect();
+                let file_line = cols[0].split_once(' ').map_or("", |(_, f)| f);
+                (file_line.to_owned(), cols[3].to_owned())
+            })
+            .collect();
+        (out, columns)
+    }
+
+    /// A thread the program started itself, ended by the thread-local destructor: its
+    /// `thread_exit` names where the thread first traced (its `thread_start`'s call
+    /// site), in the Perf stream's file:line column.
+    #[test]
+    fn an_unannounced_thread_ends_at_its_first_call_site() {
+        let (first, columns) = perf_thread(|| {
+            let first = line!() + 1;
+            tracing::info!(category = "t", key = "first", value = 1);
+            tracing::info!(category = "t", key = "second", value = 2);
+            first
+        });
+        let events: Vec<&str> = columns.iter().map(|(_, e)| e.as_str()).collect();
+        assert_eq!(
+            events,
+            ["version", "thread_start", "data", "data", "thread_exit"],
+            "{columns:?}"
+        );
+        let site = format!("thread.rs:{first}");
+        for i in [1, 2, 4] {
+            assert!(columns[i].0.ends_with(&site), "{site} in {columns:?}");
+        }
+    }
+
+    /// A thread that announced itself and ended without `finish`: its `thread_exit`
+    /// names the announcement.
+    #[test]
+    fn an_announced_thread_ends_at_its_announcement() {
+        let (at, columns) = perf_thread(|| {
+            let (_, at) = (announce("named"), line!());
+            tracing::info!(category = "t", key = "k", value = 1);
+            at
+        });
+        let events: Vec<&str> = columns.iter().map(|(_, e)| e.as_str()).collect();
+        assert_eq!(events, ["version", "thread_start", "data", "thread_exit"]);
+        assert!(
+            columns[3].0.ends_with(&format!("thread.rs:{at}")),
+            "{columns:?}"
+        );
+    }
+
+    /// `stop_handler`'s lines name where the hook was made (`finish` passed as a function
+    /// would name the standard library's caller).
+    #[test]
+    fn a_stop_handler_names_where_it_was_made() {
+        let (stop, made) = (stop_handler(), line!());
+        let ((), columns) = perf_thread(move || {
+            tracing::info!(category = "t", key = "k", value = 1);
+            stop();
+        });
+        let events: Vec<&str> = columns.iter().map(|(_, e)| e.as_str()).collect();
+        assert_eq!(events, ["version", "thread_start", "data", "thread_exit"]);
+        assert!(
+            columns[3].0.ends_with(&format!("thread.rs:{made}")),
+            "{columns:?}"
+        );
     }
 }

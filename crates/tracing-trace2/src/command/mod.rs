@@ -36,21 +36,30 @@
 //!
 //! `child_exit` is written when the child is reaped: by [`TracedChild::wait`],
 //! [`TracedChild::try_wait`] once it reports an exit, [`TracedChild::wait_with_output`],
-//! or when a [`TracedChild`] is dropped after its process ended. The code is the exit
-//! status, or 128 + the signal number for a child killed by a signal; a command that
-//! cannot be started gets `child_exit` with pid -1 and code -1, as in git. A child
-//! dropped while still running gets no `child_exit` (nobody saw it end); one released
-//! with [`TracedChild::ready`] gets `child_ready` instead.
+//! or when a [`TracedChild`] is dropped after its process ended (that line names the
+//! place where the child was started). The code is the exit status, or 128 + the signal
+//! number for a child killed by a signal; a command that cannot be started gets
+//! `child_exit` with pid -1 and code -1, as in git. A child dropped while still running
+//! gets no `child_exit` (nobody saw it end); one released with [`TracedChild::ready`]
+//! gets `child_ready` instead.
+//!
+//! With the `tokio` feature, `command::tokio` gives `tokio::process::Command` the same
+//! traced form, with `async` waits.
 
-use std::ffi::OsStr;
+mod child;
+#[cfg(feature = "tokio")]
+pub mod tokio;
+
 use std::io::{self, Read};
-use std::path::Path;
+use std::panic::Location;
 use std::process::{
     Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Output, Stdio,
 };
 
-use tracing_trace2_core::Session;
-use tracing_trace2_core::api::{self, ChildStart, ChildToken};
+use tracing_trace2_core::api;
+
+pub use child::exit_code;
+use child::{ChildRecord, ChildSpec, full_argv, set_child_env};
 
 /// Trace2 for `std::process::Command`: the `trace2*` methods start the command and
 /// write `child_start`, then `child_exit` when it is reaped.
@@ -77,14 +86,7 @@ pub trait Trace2CommandExt {
 
 impl Trace2CommandExt for Command {
     fn trace2(&mut self) -> Traced<'_> {
-        Traced {
-            cmd: self,
-            class: "?".to_owned(),
-            hook_name: None,
-            git: None,
-            use_shell: false,
-            argv: None,
-        }
+        Traced::new(self)
     }
 
     fn trace2_class(&mut self, class: &str) -> Traced<'_> {
@@ -112,43 +114,48 @@ impl Trace2CommandExt for Command {
 }
 
 /// A command with what its `child_start` line says about it; made by
-/// [`Trace2CommandExt`], started by [`Traced::spawn`], [`Traced::status`],
-/// [`Traced::output`] or [`Traced::exec`].
+/// [`Trace2CommandExt`] (or, for `tokio::process::Command`, by
+/// `tokio::Trace2TokioCommandExt`), started by [`Traced::spawn`], [`Traced::status`],
+/// [`Traced::output`] or [`Traced::exec`] (their tokio forms are `async`).
 #[derive(Debug)]
 #[must_use = "a Traced command does nothing until it is started"]
-pub struct Traced<'a> {
-    cmd: &'a mut Command,
-    class: String,
-    hook_name: Option<String>,
-    git: Option<bool>,
-    use_shell: bool,
-    argv: Option<Vec<String>>,
+pub struct Traced<'a, C = Command> {
+    cmd: &'a mut C,
+    spec: ChildSpec,
 }
 
-impl Traced<'_> {
+impl<'a, C> Traced<'a, C> {
+    /// An unclassified child (class `?`).
+    fn new(cmd: &'a mut C) -> Self {
+        Traced {
+            cmd,
+            spec: ChildSpec::default(),
+        }
+    }
+
     /// The child class (`?` unless set).
     pub fn trace2_class(mut self, class: &str) -> Self {
-        class.clone_into(&mut self.class);
+        class.clone_into(&mut self.spec.class);
         self
     }
 
     /// Marks the child as the hook `hook_name`: class `hook` and a hook name.
     pub fn trace2_hook(mut self, hook_name: &str) -> Self {
-        "hook".clone_into(&mut self.class);
-        self.hook_name = Some(hook_name.to_owned());
+        "hook".clone_into(&mut self.spec.class);
+        self.spec.hook_name = Some(hook_name.to_owned());
         self
     }
 
     /// Whether the child is a git sub-command (default: when the program's file name is
     /// `git`). A git child's argv is written as `git <arguments>`.
     pub fn trace2_git(mut self, git: bool) -> Self {
-        self.git = Some(git);
+        self.spec.git = Some(git);
         self
     }
 
     /// Whether the child runs through a shell (`use_shell`; default no).
     pub fn trace2_shell(mut self, use_shell: bool) -> Self {
-        self.use_shell = use_shell;
+        self.spec.use_shell = use_shell;
         self
     }
 
@@ -159,23 +166,24 @@ impl Traced<'_> {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.argv = Some(argv.into_iter().map(Into::into).collect());
+        self.spec.argv = Some(argv.into_iter().map(Into::into).collect());
         self
     }
+}
 
+impl Traced<'_> {
     /// Starts the command ([`Command::spawn`]) after `child_start`; a failure to start is
     /// traced as `child_exit` with pid and code -1.
     #[track_caller]
-    pub fn spawn(mut self) -> io::Result<TracedChild> {
-        let token = self.start();
+    pub fn spawn(self) -> io::Result<TracedChild> {
+        let mut record = self.spec.start(self.cmd);
         match self.cmd.spawn() {
-            Ok(child) => Ok(TracedChild {
-                child,
-                token,
-                open: true,
-            }),
+            Ok(child) => {
+                record.running(child.id());
+                Ok(TracedChild { child, record })
+            }
             Err(err) => {
-                api::child_exit(&token, -1, -1);
+                record.failed();
                 Err(err)
             }
         }
@@ -212,8 +220,8 @@ impl Traced<'_> {
     pub fn exec(self) -> io::Error {
         use std::os::unix::process::CommandExt;
 
-        let exe = lossy(self.cmd.get_program());
-        let argv = match &self.argv {
+        let exe = self.cmd.get_program().to_string_lossy().into_owned();
+        let argv = match &self.spec.argv {
             Some(argv) => argv.clone(),
             None => full_argv(self.cmd),
         };
@@ -223,33 +231,6 @@ impl Traced<'_> {
         let err = self.cmd.exec();
         api::exec_result(exec_id, err.raw_os_error().map_or(-1, i64::from));
         err
-    }
-
-    /// Writes `child_start` and sets the session variables on the command.
-    #[track_caller]
-    fn start(&mut self) -> ChildToken {
-        let is_git = self
-            .git
-            .unwrap_or_else(|| is_git_program(self.cmd.get_program()));
-        let argv = match &self.argv {
-            Some(argv) => argv.clone(),
-            None if is_git => self.cmd.get_args().map(lossy).collect(),
-            None => full_argv(self.cmd),
-        };
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let cd = self
-            .cmd
-            .get_current_dir()
-            .map(|d| d.to_string_lossy().into_owned());
-        set_child_env(self.cmd);
-        api::child_start(&ChildStart {
-            class: &self.class,
-            hook_name: self.hook_name.as_deref(),
-            cd: cd.as_deref(),
-            use_shell: self.use_shell,
-            is_git,
-            argv: &argv,
-        })
     }
 }
 
@@ -279,9 +260,7 @@ impl Ready {
 #[derive(Debug)]
 pub struct TracedChild {
     child: Child,
-    token: ChildToken,
-    /// No `child_exit` or `child_ready` written yet.
-    open: bool,
+    record: ChildRecord,
 }
 
 impl TracedChild {
@@ -292,7 +271,7 @@ impl TracedChild {
 
     /// The child's Trace2 id (0, 1, 2, … in this process).
     pub fn child_id(&self) -> u64 {
-        self.token.id()
+        self.record.child_id()
     }
 
     /// The child's stdin, when it was piped ([`Child::stdin`]).
@@ -319,7 +298,7 @@ impl TracedChild {
     #[track_caller]
     pub fn wait(&mut self) -> io::Result<ExitStatus> {
         let status = self.child.wait()?;
-        self.exited(status);
+        self.record.exited(status, Location::caller());
         Ok(status)
     }
 
@@ -329,7 +308,7 @@ impl TracedChild {
     pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         let status = self.child.try_wait()?;
         if let Some(status) = status {
-            self.exited(status);
+            self.record.exited(status, Location::caller());
         }
         Ok(status)
     }
@@ -371,102 +350,27 @@ impl TracedChild {
     /// which is not traced any further (no `child_exit`, as in git).
     #[track_caller]
     pub fn ready(mut self, ready: Ready) -> Child {
-        self.open = false;
-        api::child_ready(&self.token, i64::from(self.child.id()), ready.as_str());
+        self.record.ready(ready.as_str());
         // The child moves out of a type with a destructor: the rest needs no dropping.
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `this` is never used or dropped again; the child is read out once.
         unsafe { std::ptr::read(&this.child) }
     }
-
-    #[track_caller]
-    fn exited(&mut self, status: ExitStatus) {
-        if std::mem::take(&mut self.open) {
-            api::child_exit(
-                &self.token,
-                i64::from(self.child.id()),
-                i64::from(exit_code(status)),
-            );
-        }
-    }
 }
 
 impl Drop for TracedChild {
     fn drop(&mut self) {
-        if self.open
+        if self.record.is_open()
             && let Ok(Some(status)) = self.child.try_wait()
         {
-            self.exited(status);
+            self.record.exited_on_drop(status);
         }
     }
-}
-
-/// The code git reports for a child: its exit status, or 128 + the signal that killed it.
-pub fn exit_code(status: ExitStatus) -> i32 {
-    if let Some(code) = status.code() {
-        return code;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return 128 + signal;
-        }
-    }
-    -1
-}
-
-/// Sets the session variables on a command, unless tracing is off or the program set
-/// them on the command itself.
-fn set_child_env(cmd: &mut Command) {
-    if !crate::lifecycle::is_active() {
-        return;
-    }
-    for (key, value) in Session::global().child_env() {
-        let set_by_program = cmd.get_envs().any(|(k, _)| k == OsStr::new(key));
-        if !set_by_program {
-            cmd.env(key, value);
-        }
-    }
-}
-
-fn is_git_program(program: &OsStr) -> bool {
-    Path::new(program)
-        .file_name()
-        .is_some_and(|name| name == "git" || name == "git.exe")
-}
-
-fn full_argv(cmd: &Command) -> Vec<String> {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(lossy)
-        .collect()
-}
-
-fn lossy(s: &OsStr) -> String {
-    s.to_string_lossy().into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn git_children_are_detected_by_program_name() {
-        assert!(is_git_program(OsStr::new("git")));
-        assert!(is_git_program(OsStr::new("/usr/local/bin/git")));
-        assert!(!is_git_program(OsStr::new("git-lfs")));
-        assert!(!is_git_program(OsStr::new("/usr/bin/digit")));
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn exit_codes_follow_git() {
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
-        // Killed by SIGTERM (15): 128 + 15.
-        assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
-    }
 
     #[test]
     fn a_command_that_cannot_start_reports_the_error() {
@@ -499,10 +403,60 @@ mod tests {
         assert!(released.wait().unwrap().success());
     }
 
+    /// `child_start`/`child_exit` lines as `<event> <child id> <code> <line>`.
+    struct ChildLines;
+    impl tracing_trace2_core::Format for ChildLines {
+        fn format(&self, record: &tracing_trace2_core::Record<'_>, out: &mut Vec<u8>) {
+            use tracing_trace2_core::Event;
+            let what = match &record.event {
+                Event::ChildStart(child) => format!("child_start {} -", child.child_id),
+                Event::ChildExit { child_id, code, .. } => format!("child_exit {child_id} {code}"),
+                _ => return,
+            };
+            out.extend_from_slice(format!("{what} {}\n", record.callsite.line).as_bytes());
+        }
+    }
+
+    /// A wait's `child_exit` names the wait; a drop's names the spawn.
+    #[cfg(unix)]
     #[test]
-    fn session_variables_are_left_alone_while_tracing_is_off() {
-        let mut cmd = Command::new("true");
-        set_child_env(&mut cmd);
-        assert_eq!(cmd.get_envs().count(), 0);
+    fn child_exit_names_the_wait_or_else_the_spawn() {
+        use tracing_subscriber::prelude::*;
+        let sink = tracing_trace2_core::MemorySink::new();
+        let layer = tracing_trace2_core::Trace2Layer::builder()
+            .with_target(tracing_trace2_core::Target::new(
+                "GIT_TRACE2_EVENT",
+                ChildLines,
+                sink.clone(),
+            ))
+            .build();
+        let subscriber = tracing_subscriber::registry().with(layer);
+        let (waited_at, spawned_at) = tracing::subscriber::with_default(subscriber, || {
+            let mut waited = Command::new("true").trace2_spawn().unwrap();
+            let (_, waited_at) = (waited.wait().unwrap(), line!());
+            let mut cmd = Command::new("true");
+            let (dropped, spawned_at) = (cmd.trace2_spawn().unwrap(), line!());
+            // Let the child end without reaping it (a zombie), so that the drop sees it.
+            let pid = dropped.id();
+            while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            }) {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            drop(dropped);
+            (waited_at, spawned_at)
+        });
+        let text = sink.to_string_lossy();
+        let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(' ').collect()).collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines[1][0], "child_exit");
+        assert_eq!(lines[1][3], waited_at.to_string(), "{text}");
+        assert_eq!(lines[3][0], "child_exit");
+        assert_eq!(lines[3][1], lines[2][1]);
+        assert_eq!(lines[3][3], spawned_at.to_string(), "{text}");
     }
 }
