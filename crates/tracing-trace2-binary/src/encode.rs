@@ -474,8 +474,20 @@ impl Enc<'_> {
     }
 
     /// [`Self::string`], and where the batch holds the string's bytes.
-    #[inline]
+    #[inline(always)]
     fn string_at(&mut self, text: &str) -> (u64, u32) {
+        // The usual repeat, found where its address hashes to, costs no call.
+        if self.budget == usize::MAX
+            && let Some((id, offset)) = self.strings.find_at_home(text, &self.out[..self.pos])
+        {
+            return (u64::from(id), offset);
+        }
+        self.string_at_elsewhere(text)
+    }
+
+    /// [`Self::string_at`] past its quick look: the full lookup, or a definition.
+    #[inline(never)]
+    fn string_at_elsewhere(&mut self, text: &str) -> (u64, u32) {
         let text = self.cut(text);
         if let Some((id, offset)) = self.strings.find(text, &self.out[..self.pos]) {
             return (u64::from(id), offset);
@@ -500,12 +512,26 @@ impl Enc<'_> {
     }
 
     /// The id of the record's callsite (0: none), defining it first if it is new.
-    #[inline]
+    #[inline(always)]
     fn callsite(&mut self, record: &Record<'_>) -> u64 {
         let site = record.callsite;
         if site.file.is_none() && site.line == 0 {
             return 0;
         }
+        if self.budget == usize::MAX
+            && let Some(id) =
+                self.callsites
+                    .find_at_home(site.file, site.line, &self.out[..self.pos])
+        {
+            return u64::from(id);
+        }
+        self.callsite_elsewhere(record)
+    }
+
+    /// [`Self::callsite`] past its quick look: the full lookup, or a definition.
+    #[inline(never)]
+    fn callsite_elsewhere(&mut self, record: &Record<'_>) -> u64 {
+        let site = record.callsite;
         let file = site.file.map(|f| self.cut(f));
         if let Some(id) = self.callsites.find(file, site.line, &self.out[..self.pos]) {
             return u64::from(id);
