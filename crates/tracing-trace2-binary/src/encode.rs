@@ -150,10 +150,19 @@ impl BatchEncoder {
 
     /// Encodes `record`, handing every frame that must be written first (the full
     /// batch, a jumbo frame) to `write`.
-    pub fn encode(&mut self, record: &Record<'_>, mut write: impl FnMut(&[u8])) -> Encoded {
+    #[inline(always)]
+    pub fn encode(&mut self, record: &Record<'_>, write: impl FnMut(&[u8])) -> Encoded {
         if self.try_encode(record, false) {
             return Encoded::Added;
         }
+        self.encode_in_next(record, write)
+    }
+
+    /// [`Self::encode`] when the record did not fit the room left: the batch is written
+    /// and the record goes into the next one, or alone into a larger frame.
+    #[cold]
+    #[inline(never)]
+    fn encode_in_next(&mut self, record: &Record<'_>, mut write: impl FnMut(&[u8])) -> Encoded {
         if !self.is_empty() {
             write(self.seal());
             self.next_batch();
@@ -341,12 +350,19 @@ impl Enc<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn u(&mut self, value: u64) {
+        // Most values (ids, small deltas, lengths) take one byte: no call for them.
         if value < 0x80 {
             self.byte(value as u8);
             return;
         }
+        self.u_long(value);
+    }
+
+    /// [`Self::u`] of a value of two bytes or more.
+    #[inline(never)]
+    fn u_long(&mut self, value: u64) {
         // Straight into the batch when ten bytes of room are left (nearly always).
         match self
             .out
@@ -574,7 +590,7 @@ impl Enc<'_> {
 
     /// The event: its strings' definitions, then its head and arguments, in the order
     /// of its signature in [`spec::EVENT_KINDS`].
-    #[inline]
+    #[inline(always)]
     fn event(&mut self, record: &Record<'_>, event_kind: u8, dt: u64, cs: u64, ticks: u64) {
         match record.event {
             Event::Version { exe } => {

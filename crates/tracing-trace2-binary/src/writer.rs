@@ -262,7 +262,10 @@ impl BinaryWriter {
             return;
         }
         shared.check_fork();
-        with_own_slot(shared, |shared, guard| shared.record_in(guard, record));
+        match own_slot(shared) {
+            Some(mut guard) => shared.record_in(&mut guard, record),
+            None => with_new_slot(shared, |shared, guard| shared.record_in(guard, record)),
+        }
     }
 
     /// Writes every thread's batch out (a thread that is inside an event at that moment
@@ -335,24 +338,23 @@ thread_local! {
 /// Numbers the claims of slots, so a stale one is told from the current one.
 static NEXT_CLAIM: AtomicU64 = AtomicU64::new(1);
 
-/// Runs `f` with the calling thread's slot of `shared`, taking one if needed.
-#[inline]
-fn with_own_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
+/// The calling thread's slot of `shared`, held, if the thread has one that is still
+/// its own; otherwise [`with_new_slot`] must run. One thread-local read, one
+/// compare-and-swap.
+#[inline(always)]
+fn own_slot(shared: &Arc<Shared>) -> Option<Guard<'_>> {
     let current = CURRENT.with(Cell::get);
     if std::ptr::eq(current.shared, Arc::as_ptr(shared))
         && let Some(slot) = shared.slots.get(current.slot)
-        && let Some(mut guard) = slot.acquire()
+        && let Some(guard) = slot.acquire()
+        && guard.claim == current.claim
     {
-        if guard.claim == current.claim {
-            f(shared, &mut guard);
-            return;
-        }
-        drop(guard);
+        return Some(guard);
     }
-    with_new_slot(shared, f);
+    None
 }
 
-/// The slow path of [`with_own_slot`]: the thread's first record for this writer, a
+/// Runs `f` with the calling thread's slot of `shared` where [`own_slot`] has none: the thread's first record for this writer, a
 /// switch between writers, a claim gone stale, or a thread being torn down.
 #[cold]
 fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
@@ -545,7 +547,7 @@ impl Shared {
     }
 
     /// Encodes `record` into the thread's batch and applies the flush triggers.
-    #[inline]
+    #[inline(always)]
     fn record_in(&self, guard: &mut Guard<'_>, record: &Record<'_>) {
         let data: &mut SlotData = guard;
         if data.enc.epoch != self.epoch.load(Ordering::Relaxed)
