@@ -15,8 +15,8 @@
 //! still sealed, CRC included). Divide the collected instructions by the records made
 //! (printed on exit).
 
+// The benches' workloads, so that the counts compare with their figures.
 #[path = "../../../benches/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use tracing::dispatcher::{self, Dispatch};

@@ -354,8 +354,9 @@ fn own_slot(shared: &Arc<Shared>) -> Option<Guard<'_>> {
     None
 }
 
-/// Runs `f` with the calling thread's slot of `shared` where [`own_slot`] has none: the thread's first record for this writer, a
-/// switch between writers, a claim gone stale, or a thread being torn down.
+/// Runs `f` with the calling thread's slot of `shared` where [`own_slot`] has none:
+/// the thread's first record for this writer, a switch between writers, a claim gone
+/// stale, or a thread being torn down.
 #[cold]
 fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
     // A thread's first record for this writer (in this process): from now on a batch
@@ -732,6 +733,8 @@ impl Shared {
         });
         guard.claim = claim;
         guard.sid = (0, 0);
+        // What the idle flusher saw was the previous owner's batch.
+        guard.flusher_seen = None;
         guard.enc.forget_thread();
         let mut stream = self.stream.lock();
         let index = stream.next_thread;
