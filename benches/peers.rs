@@ -18,7 +18,10 @@
 //! and our Event, Perf and Normal targets into an append-mode file and `/dev/null`,
 //! opened with `dst::open` as the facade opens them: written directly, through a
 //! `BackgroundSink` (`-bg`), or through the deferred writer (`-df`, formatting on the
-//! worker), the last two also in bursts that fit the queue (`-burst`).
+//! worker), the last two also in bursts that fit the queue (`-burst`); and our binary
+//! target (t2b) into an append-mode file (`binary/file`), whose goal is measured
+//! against `registry+noop` plus `floor-64k` (what any layer costs, plus writing the
+//! lines in 64 KiB blocks).
 //!
 //! Run with `cargo bench --bench peers` (three to four minutes on two cores); a filter
 //! argument runs a subset (`cargo bench --bench peers -- regions/`, or alternatives:
@@ -301,7 +304,8 @@ impl Bench {
             }
             std::fs::read(file).ok()?
         };
-        if self.layer.is_some() {
+        let binary = self.file.as_deref().and_then(Path::extension) == Some("t2b".as_ref());
+        if self.layer.is_some() && !binary {
             // Every line must be there, the background writer's included: the workload's
             // lines, plus `version` and the `data` workload's enclosing region pair.
             let lines = text.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -597,6 +601,34 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
             }),
         ));
     }
+    let binary = dir.join("binary.t2b");
+    list.push((
+        "binary/file".into(),
+        Box::new(move || {
+            empty(&binary);
+            let settings = tracing_trace2_binary::DestSettings {
+                dst_debug: true,
+                max_files: 0,
+                sid: "bench".to_owned(),
+            };
+            let value = binary.to_str().expect("UTF-8 path");
+            let dest = tracing_trace2_binary::dest::open(value, &settings).expect("t2b file");
+            let writer = tracing_trace2_binary::BinaryWriter::builder()
+                .with_exit_handler(false)
+                .build(dest.sink);
+            let layer = Trace2Layer::builder()
+                .with_target(writer.target(false))
+                .build();
+            let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
+            Bench {
+                runner: Runner::Traced(Some(dispatch)),
+                layer: Some(layer),
+                file: Some(binary),
+                chrome: None,
+                normal: false,
+            }
+        }),
+    ));
     for ours in Ours::ALL {
         for (dst, path) in [("file", dir.join(ours.name())), ("null", null.clone())] {
             for mode in Mode::ALL {
@@ -802,6 +834,34 @@ fn print_table(results: &Results) {
                 );
             }
         }
+    }
+    println!("\n## Binary target: binary/file / (registry+noop + floor-64k/file), per round\n");
+    println!("| workload | ratio | binary/file ns | registry+noop ns | floor-64k ns |");
+    println!("|---|---:|---:|---:|---:|");
+    for &w in &workloads {
+        let get = |n: &str| results.rounds.get(&(w, n.to_owned()));
+        let (Some(ours), Some(noop), Some(floor)) = (
+            get("binary/file"),
+            get("registry+noop"),
+            get("floor-64k/file"),
+        ) else {
+            continue;
+        };
+        let per_round: Vec<f64> = ours
+            .iter()
+            .zip(noop)
+            .zip(floor)
+            .map(|((o, n), f)| o / (n + f))
+            .collect();
+        let fmt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            w.name(),
+            fmt(median(&per_round), 2),
+            fmt(results.median_ns(w, "binary/file"), 1),
+            fmt(results.median_ns(w, "registry+noop"), 1),
+            fmt(results.median_ns(w, "floor-64k/file"), 1),
+        );
     }
     println!("\n## No target enabled\n");
     println!("| workload | ours-off / registry+noop | ours-off ns | registry+noop ns |");

@@ -150,10 +150,19 @@ impl BatchEncoder {
 
     /// Encodes `record`, handing every frame that must be written first (the full
     /// batch, a jumbo frame) to `write`.
-    pub fn encode(&mut self, record: &Record<'_>, mut write: impl FnMut(&[u8])) -> Encoded {
+    #[inline(always)]
+    pub fn encode(&mut self, record: &Record<'_>, write: impl FnMut(&[u8])) -> Encoded {
         if self.try_encode(record, false) {
             return Encoded::Added;
         }
+        self.encode_in_next(record, write)
+    }
+
+    /// [`Self::encode`] when the record did not fit the room left: the batch is written
+    /// and the record goes into the next one, or alone into a larger frame.
+    #[cold]
+    #[inline(never)]
+    fn encode_in_next(&mut self, record: &Record<'_>, mut write: impl FnMut(&[u8])) -> Encoded {
         if !self.is_empty() {
             write(self.seal());
             self.next_batch();
@@ -341,12 +350,19 @@ impl Enc<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn u(&mut self, value: u64) {
+        // Most values (ids, small deltas, lengths) take one byte: no call for them.
         if value < 0x80 {
             self.byte(value as u8);
             return;
         }
+        self.u_long(value);
+    }
+
+    /// [`Self::u`] of a value of two bytes or more.
+    #[inline(never)]
+    fn u_long(&mut self, value: u64) {
         // Straight into the batch when ten bytes of room are left (nearly always).
         match self
             .out
@@ -474,8 +490,20 @@ impl Enc<'_> {
     }
 
     /// [`Self::string`], and where the batch holds the string's bytes.
-    #[inline]
+    #[inline(always)]
     fn string_at(&mut self, text: &str) -> (u64, u32) {
+        // The usual repeat, found where its address hashes to, costs no call.
+        if self.budget == usize::MAX
+            && let Some((id, offset)) = self.strings.find_at_home(text, &self.out[..self.pos])
+        {
+            return (u64::from(id), offset);
+        }
+        self.string_at_elsewhere(text)
+    }
+
+    /// [`Self::string_at`] past its quick look: the full lookup, or a definition.
+    #[inline(never)]
+    fn string_at_elsewhere(&mut self, text: &str) -> (u64, u32) {
         let text = self.cut(text);
         if let Some((id, offset)) = self.strings.find(text, &self.out[..self.pos]) {
             return (u64::from(id), offset);
@@ -500,12 +528,26 @@ impl Enc<'_> {
     }
 
     /// The id of the record's callsite (0: none), defining it first if it is new.
-    #[inline]
+    #[inline(always)]
     fn callsite(&mut self, record: &Record<'_>) -> u64 {
         let site = record.callsite;
         if site.file.is_none() && site.line == 0 {
             return 0;
         }
+        if self.budget == usize::MAX
+            && let Some(id) =
+                self.callsites
+                    .find_at_home(site.file, site.line, &self.out[..self.pos])
+        {
+            return u64::from(id);
+        }
+        self.callsite_elsewhere(record)
+    }
+
+    /// [`Self::callsite`] past its quick look: the full lookup, or a definition.
+    #[inline(never)]
+    fn callsite_elsewhere(&mut self, record: &Record<'_>) -> u64 {
+        let site = record.callsite;
         let file = site.file.map(|f| self.cut(f));
         if let Some(id) = self.callsites.find(file, site.line, &self.out[..self.pos]) {
             return u64::from(id);
@@ -548,7 +590,7 @@ impl Enc<'_> {
 
     /// The event: its strings' definitions, then its head and arguments, in the order
     /// of its signature in [`spec::EVENT_KINDS`].
-    #[inline]
+    #[inline(always)]
     fn event(&mut self, record: &Record<'_>, event_kind: u8, dt: u64, cs: u64, ticks: u64) {
         match record.event {
             Event::Version { exe } => {

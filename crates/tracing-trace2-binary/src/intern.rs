@@ -142,6 +142,28 @@ impl Strings {
         }
     }
 
+    /// [`Self::find`] for the usual repeat, whose entry sits where its address hashes
+    /// to: a few loads and compares. `None` says nothing: ask `find`.
+    #[inline(always)]
+    pub fn find_at_home(&self, text: &str, batch: &[u8]) -> Option<(u32, u32)> {
+        let bytes = text.as_bytes();
+        let addr = bytes.as_ptr() as usize;
+        let e = self
+            .by_address
+            .get(slot(address_hash(addr, bytes.len()), self.mask))?;
+        if e.generation != self.generation || e.addr != addr || e.len as usize != bytes.len() {
+            return None;
+        }
+        if e.fixed {
+            return Some((e.id, e.offset));
+        }
+        let start = e.offset as usize;
+        batch
+            .get(start..start + bytes.len())
+            .is_some_and(|copy| same_bytes(copy, bytes))
+            .then_some((e.id, e.offset))
+    }
+
     /// The id of `text` in this batch, whose bytes so far are `batch`, and where the
     /// batch holds its bytes.
     #[inline]
@@ -291,6 +313,7 @@ pub(crate) struct Callsites {
 }
 
 /// The key parts of a callsite's file name: address and length (`u32::MAX` for none).
+#[inline(always)]
 fn site_key(file: Option<&str>) -> (usize, u32) {
     match file {
         Some(f) => (
@@ -301,6 +324,7 @@ fn site_key(file: Option<&str>) -> (usize, u32) {
     }
 }
 
+#[inline(always)]
 fn site_hash(addr: usize, len: u32, line: u32) -> u64 {
     ((addr as u64) ^ u64::from(len).rotate_left(32) ^ u64::from(line).rotate_left(17))
         .wrapping_mul(MIX)
@@ -327,6 +351,30 @@ impl Callsites {
         if self.generation == 0 {
             self.table.fill(Site::default());
             self.generation = 1;
+        }
+    }
+
+    /// [`Self::find`] for the usual repeat, whose entry sits where its key hashes to.
+    /// `None` says nothing: ask `find`.
+    #[inline(always)]
+    pub fn find_at_home(&self, file: Option<&str>, line: u32, batch: &[u8]) -> Option<u32> {
+        let (addr, len) = site_key(file);
+        let e = self
+            .table
+            .get(slot(site_hash(addr, len, line), self.mask))?;
+        if e.generation != self.generation || e.addr != addr || e.len != len || e.line != line {
+            return None;
+        }
+        match file {
+            None => Some(e.id),
+            Some(_) if e.fixed => Some(e.id),
+            Some(f) => {
+                let start = e.offset as usize;
+                batch
+                    .get(start..start + f.len())
+                    .is_some_and(|copy| same_bytes(copy, f.as_bytes()))
+                    .then_some(e.id)
+            }
         }
     }
 

@@ -42,6 +42,9 @@ pub(crate) struct SlotData {
     pub sid: (usize, usize),
     /// See `sid`.
     pub depth: u32,
+    /// The batch (stream generation, batch number) the idle flusher found unwritten at
+    /// its last visit: still there at the next visit, it is old enough to write.
+    pub flusher_seen: Option<(u64, u64)>,
 }
 
 /// One thread's batch and its state word.
@@ -366,6 +369,7 @@ mod tests {
             claim: 0,
             sid: (0, 0),
             depth: 0,
+            flusher_seen: None,
         }
     }
 

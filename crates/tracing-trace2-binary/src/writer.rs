@@ -8,6 +8,10 @@
 //! * when it is full ([`BinaryWriterBuilder::with_batch_size`], 64 KiB by default);
 //! * when a record arrives and the batch's first record is older than the flush
 //!   interval ([`BinaryWriterBuilder::with_flush_interval`], 250 ms by default);
+//! * by the writer's idle flusher, a thread started with the first slot claimed, that
+//!   wakes every half interval and writes each batch it already found unwritten at its
+//!   previous visit, so that no batch of a thread that stopped recording stays unwritten
+//!   longer than the interval (a SIGKILL loses at most that much);
 //! * after `error`, `exit`, `signal`, `child_start` and `exec` records, together with
 //!   every other thread's batch (whichever is not in use at that moment), so that
 //!   nothing the parent recorded is behind a child's lines or lost to `exec`;
@@ -18,13 +22,21 @@
 //!   handle is dropped, and on [`BinaryWriter::flush_all`] / [`BinaryWriter::finish`].
 //!
 //! A `fork`ed child starts a stream of its own (a new stream id and pid) and drops the
-//! copy of its parent's unwritten batches, which the parent writes itself.
+//! copy of its parent's unwritten batches, which the parent writes itself; it starts an
+//! idle flusher of its own when it records (its parent's is not copied into it).
+//!
+//! The idle flusher takes a slot only between two of its owner's records, with the
+//! same compare-and-swap as every other flusher, and writes the whole batch: it adds
+//! nothing to the event path, and each thread's batches still go out whole, once, in
+//! order. It holds the writer weakly and ends when the writer is dropped or turned
+//! off; nothing waits for it at exit.
 
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
-use std::time::Duration;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
 
 use crate::dest::Sink;
 use crate::encode::{BatchEncoder, DEFAULT_BATCH_SIZE, Encoded};
@@ -42,6 +54,9 @@ const HEADER_EVERY: u64 = 16;
 
 /// How long an exit-time flusher waits for a thread that is inside an event.
 const EXIT_WAIT: Duration = Duration::from_millis(50);
+
+/// The idle flusher wakes at most this often, whatever the interval.
+const MIN_FLUSHER_PERIOD: Duration = Duration::from_millis(1);
 
 /// Builds a [`BinaryWriter`].
 #[derive(Clone, Debug)]
@@ -80,9 +95,11 @@ impl BinaryWriterBuilder {
         self
     }
 
-    /// How old a batch may get before the next record writes it out; 250 ms by default.
-    /// Checked when a record arrives (no timer thread): a thread that stops recording
-    /// keeps its batch until it records again, ends, or the process exits.
+    /// How old a batch may get before it is written out; 250 ms by default. A record
+    /// that finds its batch older writes it; a thread that stops recording has its
+    /// batch written by the writer's idle flusher thread, which wakes every half
+    /// interval (and is not started at all for a zero interval, where every record
+    /// writes its batch).
     pub fn with_flush_interval(mut self, interval: Duration) -> Self {
         self.flush_interval = interval;
         self
@@ -140,6 +157,11 @@ impl BinaryWriterBuilder {
             sink: Box::new(sink),
             batch_size: self.batch_size,
             flush_interval_ticks: interval_us,
+            flusher_period: (!self.flush_interval.is_zero())
+                .then(|| (self.flush_interval / 2).max(MIN_FLUSHER_PERIOD)),
+            flusher: AtomicU64::new(0),
+            flusher_thread: SpinLock::new(None),
+            closed: AtomicBool::new(false),
             anchor_wall_us: self.anchor_wall_us.unwrap_or_else(|| start.wall_us()),
             utc_offset_s: self
                 .utc_offset_s
@@ -218,6 +240,10 @@ impl Drop for Handle {
     fn drop(&mut self) {
         self.shared.finish(None);
         self.shared.release_all();
+        self.shared.closed.store(true, Ordering::Release);
+        if let Some(flusher) = self.shared.flusher_thread.lock().take() {
+            flusher.unpark();
+        }
     }
 }
 
@@ -236,7 +262,10 @@ impl BinaryWriter {
             return;
         }
         shared.check_fork();
-        with_own_slot(shared, |shared, guard| shared.record_in(guard, record));
+        match own_slot(shared) {
+            Some(mut guard) => shared.record_in(&mut guard, record),
+            None => with_new_slot(shared, |shared, guard| shared.record_in(guard, record)),
+        }
     }
 
     /// Writes every thread's batch out (a thread that is inside an event at that moment
@@ -309,27 +338,30 @@ thread_local! {
 /// Numbers the claims of slots, so a stale one is told from the current one.
 static NEXT_CLAIM: AtomicU64 = AtomicU64::new(1);
 
-/// Runs `f` with the calling thread's slot of `shared`, taking one if needed.
-#[inline]
-fn with_own_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
+/// The calling thread's slot of `shared`, held, if the thread has one that is still
+/// its own; otherwise [`with_new_slot`] must run. One thread-local read, one
+/// compare-and-swap.
+#[inline(always)]
+fn own_slot(shared: &Arc<Shared>) -> Option<Guard<'_>> {
     let current = CURRENT.with(Cell::get);
     if std::ptr::eq(current.shared, Arc::as_ptr(shared))
         && let Some(slot) = shared.slots.get(current.slot)
-        && let Some(mut guard) = slot.acquire()
+        && let Some(guard) = slot.acquire()
+        && guard.claim == current.claim
     {
-        if guard.claim == current.claim {
-            f(shared, &mut guard);
-            return;
-        }
-        drop(guard);
+        return Some(guard);
     }
-    with_new_slot(shared, f);
+    None
 }
 
-/// The slow path of [`with_own_slot`]: the thread's first record for this writer, a
-/// switch between writers, a claim gone stale, or a thread being torn down.
+/// Runs `f` with the calling thread's slot of `shared` where [`own_slot`] has none:
+/// the thread's first record for this writer, a switch between writers, a claim gone
+/// stale, or a thread being torn down.
 #[cold]
 fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
+    // A thread's first record for this writer (in this process): from now on a batch
+    // may be left behind by a thread that stops recording.
+    shared.ensure_flusher();
     let owned = CLAIMS.try_with(|claims| {
         let mut claims = claims.try_borrow_mut().ok()?;
         // Claims whose slot was taken away (fork, writer dropped) are forgotten.
@@ -470,6 +502,14 @@ struct Shared {
     sink: Box<dyn Sink>,
     batch_size: usize,
     flush_interval_ticks: u64,
+    /// How often the idle flusher wakes (half the flush interval); `None`: no flusher.
+    flusher_period: Option<Duration>,
+    /// `FORK_GEN + 1` of the process whose idle flusher runs; 0 before it is started.
+    flusher: AtomicU64,
+    /// The idle flusher, to wake it when the writer is dropped.
+    flusher_thread: SpinLock<Option<Thread>>,
+    /// The last handle is gone: no record can come any more.
+    closed: AtomicBool,
     anchor_wall_us: i64,
     utc_offset_s: i32,
     defaults: TextDefaults,
@@ -508,7 +548,7 @@ impl Shared {
     }
 
     /// Encodes `record` into the thread's batch and applies the flush triggers.
-    #[inline]
+    #[inline(always)]
     fn record_in(&self, guard: &mut Guard<'_>, record: &Record<'_>) {
         let data: &mut SlotData = guard;
         if data.enc.epoch != self.epoch.load(Ordering::Relaxed)
@@ -689,9 +729,12 @@ impl Shared {
             claim,
             sid: (0, 0),
             depth: 0,
+            flusher_seen: None,
         });
         guard.claim = claim;
         guard.sid = (0, 0);
+        // What the idle flusher saw was the previous owner's batch.
+        guard.flusher_seen = None;
         guard.enc.forget_thread();
         let mut stream = self.stream.lock();
         let index = stream.next_thread;
@@ -805,6 +848,55 @@ impl Shared {
         }
     }
 
+    /// Starts this process's idle flusher for the writer, unless it runs already (or
+    /// the writer has none). A forked child, where the parent's flusher thread does not
+    /// exist, starts its own.
+    fn ensure_flusher(self: &Arc<Self>) {
+        let Some(period) = self.flusher_period else {
+            return;
+        };
+        let process = FORK_GEN.load(Ordering::Acquire) + 1;
+        let running = self.flusher.load(Ordering::Acquire);
+        if running == process
+            || self
+                .flusher
+                .compare_exchange(running, process, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            return;
+        }
+        let shared = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("t2b-flusher".into())
+            .spawn(move || run_flusher(&shared, period));
+        // Without a thread (the system refuses one), batches are still written by their
+        // next record, their thread's end and the exit paths.
+        if let Ok(handle) = spawned {
+            *self.flusher_thread.lock() = Some(handle.thread().clone());
+        }
+    }
+
+    /// One visit of the idle flusher: writes every batch that was already there, not
+    /// written, at the previous visit (so it is at least half an interval old, and no
+    /// batch gets older than the interval unwritten). A slot whose owner is recording
+    /// right now is left to its owner.
+    fn flush_idle(&self) {
+        for slot in self.slots.iter() {
+            let Some(mut guard) = slot.acquire_for_flush(Duration::ZERO) else {
+                continue;
+            };
+            let batch = (guard.enc.epoch, guard.enc.seq);
+            if guard.enc.is_empty() {
+                guard.flusher_seen = None;
+            } else if guard.flusher_seen == Some(batch) {
+                self.flush_guard(&mut guard);
+                guard.flusher_seen = None;
+            } else {
+                guard.flusher_seen = Some(batch);
+            }
+        }
+    }
+
     /// Notices a `fork` (this is the child) and starts the child's own stream.
     #[inline]
     fn check_fork(&self) {
@@ -831,6 +923,7 @@ impl Shared {
         // child started waits above until `fork_gen` is set below.
         unsafe {
             self.stream.unlock_after_fork();
+            self.flusher_thread.unlock_after_fork();
             self.slots.reset_after_fork(|data| {
                 data.enc.discard();
                 data.claim = 0;
@@ -864,6 +957,118 @@ fn cut_header_text(text: &str) -> String {
     text[..keep].to_owned()
 }
 
+/// The idle flusher's thread: a visit every `period` until the writer is dropped or
+/// turned off. It holds the writer only during a visit, so it keeps nothing alive.
+fn run_flusher(shared: &Weak<Shared>, period: Duration) {
+    let open = |shared: &Weak<Shared>| {
+        let shared = shared.upgrade()?;
+        (!shared.closed.load(Ordering::Acquire) && shared.enabled.load(Ordering::Relaxed))
+            .then_some(shared)
+    };
+    loop {
+        let wake = Instant::now() + period;
+        loop {
+            let left = wake.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::park_timeout(left);
+            if open(shared).is_none() {
+                return;
+            }
+        }
+        let Some(shared) = open(shared) else {
+            return;
+        };
+        shared.flush_idle();
+    }
+}
+
 fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
     guard.enc.age(record.time.t_abs_us)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Callsite, Event, Timestamp};
+    use tracing_trace2_core::MemorySink;
+
+    fn printf(writer: &BinaryWriter, msg: &str) {
+        writer.record(&Record {
+            event: Event::Printf { msg: Some(msg) },
+            time: Timestamp::default(),
+            sid: "sid",
+            depth: 0,
+            thread: "main",
+            callsite: Callsite::default(),
+            open_regions: 0,
+        });
+    }
+
+    fn wait_for(what: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !what() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
+    }
+
+    #[test]
+    fn the_flusher_starts_with_the_first_record_and_ends_with_the_writer() {
+        let sink = MemorySink::new();
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            .with_flush_interval(Duration::from_millis(20))
+            .build(sink.clone());
+        let shared = Arc::clone(&writer.handle.shared);
+        assert_eq!(shared.flusher.load(Ordering::Acquire), 0);
+        assert_eq!(Arc::weak_count(&shared), 0);
+        printf(&writer, "one");
+        assert_ne!(shared.flusher.load(Ordering::Acquire), 0);
+        // The flusher writes the batch this thread left, without another record.
+        assert!(wait_for(|| !sink.contents().is_empty()));
+        drop(writer);
+        // Its weak reference goes when the thread ends.
+        assert!(wait_for(|| Arc::weak_count(&shared) == 0));
+    }
+
+    #[test]
+    fn a_zero_interval_needs_no_flusher() {
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            .with_flush_interval(Duration::ZERO)
+            .build(MemorySink::new());
+        printf(&writer, "one");
+        assert_eq!(writer.handle.shared.flusher.load(Ordering::Acquire), 0);
+        assert_eq!(writer.stats().frames, 2, "header and the one batch");
+    }
+
+    #[test]
+    fn the_flusher_writes_a_batch_only_at_its_second_visit() {
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            // The flusher thread sleeps for half an hour: the visits are made by hand.
+            .with_flush_interval(Duration::from_secs(3600))
+            .build(MemorySink::new());
+        let shared = &writer.handle.shared;
+        let frames = || shared.stats().frames;
+        shared.flush_idle();
+        printf(&writer, "kept");
+        assert_eq!(frames(), 0);
+        shared.flush_idle();
+        assert_eq!(frames(), 0, "first visit: seen, not written");
+        shared.flush_idle();
+        assert_eq!(frames(), 2, "second visit: header and batch");
+        printf(&writer, "next");
+        shared.flush_idle();
+        shared.flush_idle();
+        assert_eq!(frames(), 3, "the next batch, once");
+        shared.flush_idle();
+        shared.flush_idle();
+        assert_eq!(frames(), 3, "an empty batch is not written");
+    }
 }

@@ -1,8 +1,10 @@
 //! Real processes writing a binary trace file, ended every way a program ends: nothing
 //! is lost on `std::process::exit` or a panic out of `main` (the C `atexit` handler
 //! writes every thread's batch and the END frame), a thread's end writes its batch, a
-//! SIGKILL loses at most each thread's unwritten batch, and a `fork`ed child writes a
-//! stream of its own without repeating its parent's records.
+//! SIGKILL loses at most each thread's unwritten batch, threads that went idle have their
+//! batches written within the flush interval (so a SIGKILL then loses nothing they
+//! recorded), and a `fork`ed child writes a stream of its own without repeating its
+//! parent's records (and flushes its idle threads itself).
 //!
 //! This binary is its own child: with `T2B_SCENARIO` set it plays that scenario in its
 //! main thread (so that exits and panics are the program's own, not a test harness's);
@@ -15,19 +17,26 @@ use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Barrier};
 
+use std::time::{Duration, Instant};
 use support::decode_all;
-use tracing_trace2_binary::{BinaryWriter, DestSettings, MIN_BATCH_SIZE, dest};
+
+use tracing_trace2_binary::{BinaryWriter, DEFAULT_BATCH_SIZE, DestSettings, MIN_BATCH_SIZE, dest};
 use tracing_trace2_core::{Callsite, Event, Record, clock};
 
 const SCENARIO: &str = "T2B_SCENARIO";
 const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
+/// The flush interval of the idle scenarios.
+const IDLE_INTERVAL: Duration = Duration::from_millis(200);
+/// How long the idle scenarios wait for the idle threads' batches before giving up:
+/// far beyond the interval, for a loaded machine; without a flusher they never come.
+const IDLE_PATIENCE: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     if let Ok(scenario) = std::env::var(SCENARIO) {
         play(&scenario);
         return ExitCode::SUCCESS;
     }
-    let tests: [(&str, fn()); 6] = [
+    let tests: [(&str, fn()); 8] = [
         (
             "process_exit_writes_everything",
             process_exit_writes_everything,
@@ -51,6 +60,14 @@ fn main() -> ExitCode {
         (
             "a_forked_child_writes_its_own_stream",
             a_forked_child_writes_its_own_stream,
+        ),
+        (
+            "idle_threads_batches_are_written_within_the_interval",
+            idle_threads_batches_are_written_within_the_interval,
+        ),
+        (
+            "a_forked_child_flushes_its_idle_threads",
+            a_forked_child_flushes_its_idle_threads,
         ),
     ];
     let filters: Vec<String> = std::env::args()
@@ -81,6 +98,14 @@ fn main() -> ExitCode {
 // ---- the child's side ----
 
 fn writer(batch: usize, exit_handler: bool) -> BinaryWriter {
+    writer_with_interval(
+        batch,
+        exit_handler,
+        tracing_trace2_binary::DEFAULT_FLUSH_INTERVAL,
+    )
+}
+
+fn writer_with_interval(batch: usize, exit_handler: bool, interval: Duration) -> BinaryWriter {
     let settings = DestSettings {
         dst_debug: true,
         max_files: 0,
@@ -90,6 +115,7 @@ fn writer(batch: usize, exit_handler: bool) -> BinaryWriter {
     BinaryWriter::builder()
         .with_batch_size(batch)
         .with_exit_handler(exit_handler)
+        .with_flush_interval(interval)
         .build(dest.sink)
 }
 
@@ -201,6 +227,44 @@ fn play(scenario: &str) {
             // SAFETY: waits for the child just forked.
             unsafe { libc::waitpid(pid, &mut status, 0) };
             (0..5).for_each(|i| say(&w, "main", &format!("parent after {i}")));
+            std::process::exit(0);
+        }
+        "idle-kill" => {
+            // Batches far from full: only the flush interval can write them.
+            let w = writer_with_interval(DEFAULT_BATCH_SIZE, true, IDLE_INTERVAL);
+            (0..5).for_each(|i| say(&w, "main", &format!("main {i}")));
+            idle_threads(&w, 10);
+            println!("ready");
+            loop {
+                std::thread::park();
+            }
+        }
+        "fork-idle" => {
+            let file = std::env::var_os(dest::ENV_NAME).expect("a file");
+            let w = writer_with_interval(DEFAULT_BATCH_SIZE, true, IDLE_INTERVAL);
+            // The parent's flusher runs before the fork; the child must start its own.
+            (0..3).for_each(|i| say(&w, "main", &format!("parent {i}")));
+            // SAFETY: the child only records and waits to be killed.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                (0..5).for_each(|i| say(&w, "main", &format!("child {i}")));
+                loop {
+                    std::thread::park();
+                }
+            }
+            let started = Instant::now();
+            while started.elapsed() < IDLE_PATIENCE {
+                std::thread::sleep(IDLE_INTERVAL);
+                let (msgs, _) = messages(&std::fs::read(&file).unwrap_or_default());
+                if msgs.iter().any(|m| m.1 == "child 4") {
+                    break;
+                }
+            }
+            // SAFETY: kills and reaps the child just forked.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
             std::process::exit(0);
         }
         other => panic!("no scenario {other}"),
@@ -369,4 +433,77 @@ fn a_forked_child_writes_its_own_stream() {
     assert_eq!(parent, want);
     // Not one of the parent's records is repeated in the child's stream.
     assert_eq!(child, names("child", 5));
+}
+
+/// Threads that record a few events and then idle (their batches far from full): the
+/// flusher writes the batches within the flush interval, so a SIGKILL after the idle
+/// loses none of their events.
+fn idle_threads_batches_are_written_within_the_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("idle.t2b");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, "idle-kill")
+        .env(dest::ENV_NAME, &file)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    let _ = BufReader::new(stdout).read_line(&mut line);
+    assert_eq!(line, "ready\n");
+    let mut want = names("main", 5);
+    want.extend(names("th01:idle", 10));
+    want.extend(names("th02:idle", 10));
+    let want = sorted(want);
+    // Idle beyond the interval, then as long as a loaded machine may need.
+    std::thread::sleep(IDLE_INTERVAL * 2);
+    let started = Instant::now();
+    while started.elapsed() < IDLE_PATIENCE {
+        let (msgs, _) = messages(&std::fs::read(&file).unwrap_or_default());
+        if sorted(msgs.into_iter().map(|m| m.1).collect()) == want {
+            break;
+        }
+        std::thread::sleep(IDLE_INTERVAL / 2);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (msgs, report) = messages(&std::fs::read(&file).unwrap());
+    // Every event recorded before the idle, each thread's in order, none twice.
+    assert_eq!(
+        sorted(msgs.iter().map(|m| m.1.clone()).collect()),
+        want,
+        "{report}"
+    );
+    assert_eq!(report.skipped_bytes, 0, "{report}");
+    assert!(!report.streams[0].ended, "{report}");
+    for name in ["main", "th01:idle", "th02:idle"] {
+        let of: Vec<String> = msgs
+            .iter()
+            .filter(|m| m.1.starts_with(&format!("{name} ")))
+            .map(|m| m.1.clone())
+            .collect();
+        assert_eq!(of, names(name, if name == "main" { 5 } else { 10 }));
+    }
+    for thread in &report.streams[0].threads {
+        assert_eq!(thread.lost_batches, 0, "{report}");
+    }
+}
+
+/// A `fork`ed child's idle batches are written by a flusher of its own (the parent's
+/// flusher thread does not exist in the child).
+fn a_forked_child_flushes_its_idle_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fork-idle.t2b");
+    let out = run("fork-idle", &file);
+    assert!(out.status.success(), "{out:?}");
+    let (msgs, report) = messages(&std::fs::read(&file).unwrap());
+    assert_eq!(report.streams.len(), 2, "{report}");
+    let of = |prefix: &str| -> Vec<String> {
+        msgs.iter()
+            .filter(|m| m.1.starts_with(prefix))
+            .map(|m| m.1.clone())
+            .collect()
+    };
+    assert_eq!(of("parent "), names("parent", 3));
+    assert_eq!(of("child "), names("child", 5), "{report}");
 }

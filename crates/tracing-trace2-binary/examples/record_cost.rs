@@ -1,0 +1,150 @@
+//! A fixed workload for counting the binary target's instructions per record with
+//! `valgrind --tool=callgrind`, which is steady where wall-clock benches are not:
+//!
+//! ```text
+//! cargo build --release -p tracing-trace2-binary --example record_cost
+//! valgrind --tool=callgrind --toggle-collect='*record_cost*measured*' \
+//!     target/release/examples/record_cost records 100000
+//! ```
+//!
+//! Modes: `records` hands the records of a region around a datum and a message straight
+//! to the writer (the binary crate alone); `binary-<workload>` and `nothing-<workload>`
+//! run the benches' `regions`, `data` or `mixed` workload through the core layer with
+//! the binary target, or with a target that formats nothing: their difference is the
+//! binary target's share. The writer writes to a sink that drops the bytes (frames are
+//! still sealed, CRC included). Divide the collected instructions by the records made
+//! (printed on exit).
+
+// The benches' workloads, so that the counts compare with their figures.
+#[path = "../../../benches/support/mod.rs"]
+mod support;
+
+use tracing::dispatcher::{self, Dispatch};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_trace2_binary::BinaryWriter;
+use tracing_trace2_binary::dest::NullSink;
+use tracing_trace2_core::{
+    Callsite, Event, Format, Record, RegionInfo, Target, Timestamp, Trace2Layer,
+};
+
+/// A format that writes nothing: the layer's own cost.
+struct Nothing;
+
+impl Format for Nothing {
+    fn format(&self, _record: &Record<'_>, _out: &mut Vec<u8>) {}
+}
+
+fn sample_records() -> [Record<'static>; 4] {
+    let region = RegionInfo {
+        repo: None,
+        category: Some("index"),
+        label: Some("do_read_index"),
+        msg: Some(".git/index"),
+    };
+    let record = |event, open| Record {
+        event,
+        time: Timestamp::default(),
+        sid: "20261121T232137.816920Z-H1c4a9a2f-P00002b68",
+        depth: 0,
+        thread: "main",
+        callsite: Callsite {
+            file: Some("src/index.rs"),
+            line: 120,
+        },
+        open_regions: open,
+    };
+    [
+        record(Event::RegionEnter { region, nesting: 1 }, 0),
+        record(
+            Event::Data {
+                repo: None,
+                category: "index",
+                key: "cache_nr",
+                value: "1234",
+                nesting: 2,
+                t_rel_us: 3,
+            },
+            1,
+        ),
+        record(
+            Event::Printf {
+                msg: Some("refreshed 1234 index entries"),
+            },
+            1,
+        ),
+        record(
+            Event::RegionLeave {
+                region,
+                nesting: 1,
+                t_rel_us: 9,
+            },
+            0,
+        ),
+    ]
+}
+
+#[inline(never)]
+fn measured_records(writer: &BinaryWriter, records: &[Record<'_>], n: u64) {
+    for i in 0..n {
+        let mut r = records[(i % records.len() as u64) as usize];
+        r.time = Timestamp {
+            wall_us: 1_700_000_000_000_000 + i as i64,
+            t_abs_us: i,
+        };
+        writer.record(std::hint::black_box(&r));
+    }
+}
+
+#[inline(never)]
+fn measured_workload(workload: &str, n: u64) {
+    run_workload(workload, n);
+}
+
+#[inline(never)]
+fn run_workload(workload: &str, n: u64) {
+    match workload {
+        "regions" => (0..n).for_each(|_| support::regions()),
+        "data" => {
+            let span = tracing::info_span!("data", category = "bench", msg = "data events");
+            let _entered = span.enter();
+            (0..n).for_each(support::data);
+        }
+        "mixed" => (0..n).for_each(support::mixed),
+        other => panic!("no workload {other}"),
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "records".into());
+    let n: u64 = args.next().map_or(100_000, |a| a.parse().expect("a count"));
+    let writer = BinaryWriter::builder()
+        .with_exit_handler(false)
+        .build(NullSink);
+    if mode == "records" {
+        let records = sample_records();
+        // Warm: the thread's slot and batch exist before the measured part.
+        writer.record(&records[2]);
+        measured_records(&writer, &records, n);
+        println!("{n} records");
+        return;
+    }
+    let (target, workload) = mode.split_once('-').expect("binary-<workload>");
+    let target = match target {
+        "binary" => writer.target(false),
+        "nothing" => Target::new("NOTHING", Nothing, NullSink),
+        other => panic!("no target {other}"),
+    };
+    let layer = Trace2Layer::builder().with_target(target).build();
+    let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
+    dispatcher::with_default(&dispatch, || {
+        run_workload(workload, 1000);
+        measured_workload(workload, n);
+    });
+    let per_iter = match workload {
+        "regions" => 6,
+        "mixed" => 4,
+        _ => 1,
+    };
+    println!("{} records", n * per_iter);
+}
