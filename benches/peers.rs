@@ -644,8 +644,9 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                         // Sustained: every message (one per `tracing` call, one per line
                         // here) of at least SUSTAINED_QUEUES full queues per sample.
                         let min_iters = match mode {
-                            Mode::Background | Mode::Deferred => (SUSTAINED_QUEUES * capacity)
-                                .div_ceil(workload.lines()),
+                            Mode::Background | Mode::Deferred => {
+                                (SUSTAINED_QUEUES * capacity).div_ceil(workload.lines())
+                            }
                             _ => 0,
                         };
                         Bench {

@@ -67,6 +67,7 @@ pub use socket::SOCKET_TIMEOUT;
 pub use target_value::{SocketKind, TargetValue, parse_target};
 pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
 
+pub use fd::FILE_BATCH_LIMIT;
 pub use sink::{MemorySink, NullSink, Sink};
 use warn::Reporter;
 
