@@ -52,11 +52,16 @@ impl Replay {
         } = scratch;
         // The bytes were encoded by this process's layer: an error would be a bug in the
         // codec, and there is no better place to report it than the trace it broke.
-        let _ = decoder.replay(batch, |record| {
-            lines.clear();
-            self.targets.format(record, lines);
-            self.targets.write_batched(lines, record, batches);
-        });
+        // SAFETY: a message of the deferred writer's queue is `Output::write`'s copy of
+        // the records `codec::encode` wrote, unchanged, and framed by the queue's own
+        // length prefix, so it is whole encoded records back to back.
+        let _ = unsafe {
+            decoder.replay_encoded(batch, |record| {
+                lines.clear();
+                self.targets.format(record, lines);
+                self.targets.write_batched(lines, record, batches);
+            })
+        };
     }
 
     fn scratch(&self) -> std::sync::MutexGuard<'_, Scratch> {
