@@ -34,9 +34,10 @@ pub trait Sink: Send + Sync + 'static {
 
     /// Writes `lines`, whole lines back to back: with one `write` when the sink has a
     /// [`batch_limit`](Sink::batch_limit) and they fit in it (a caller keeps batches
-    /// within it; a single longer line goes alone). A short write is followed by the
-    /// rest, so nothing is lost; an error is returned at once and the caller disables
-    /// the target. The default writes each line with [`write_line`](Sink::write_line).
+    /// within it; a single longer line goes alone). A sink that batches follows a short
+    /// write with the rest, so nothing is lost; an error is returned at once and the
+    /// caller disables the target. The default writes each line with
+    /// [`write_line`](Sink::write_line).
     fn write_lines(&self, lines: &[u8]) -> io::Result<()> {
         for line in lines.split_inclusive(|&b| b == b'\n') {
             self.write_line(line)?;
