@@ -458,7 +458,7 @@ mod tests {
     /// a go-ahead, the call numbered `fail_at` fails.
     struct Batching {
         limit: usize,
-        calls: Arc<Mutex<Vec<Vec<u8>>>>,
+        calls: Calls,
         started: Mutex<mpsc::Sender<()>>,
         go: Mutex<mpsc::Receiver<()>>,
         fail_at: Option<usize>,
@@ -485,15 +485,12 @@ mod tests {
         }
     }
 
+    type Calls = Arc<Mutex<Vec<Vec<u8>>>>;
+
     fn batching(
         limit: usize,
         fail_at: Option<usize>,
-    ) -> (
-        BackgroundSink,
-        Arc<Mutex<Vec<Vec<u8>>>>,
-        mpsc::Receiver<()>,
-        mpsc::Sender<()>,
-    ) {
+    ) -> (BackgroundSink, Calls, mpsc::Receiver<()>, mpsc::Sender<()>) {
         let (started_tx, started) = mpsc::channel();
         let (go, go_rx) = mpsc::channel();
         let calls = Arc::new(Mutex::new(Vec::new()));
