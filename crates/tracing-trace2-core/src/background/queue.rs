@@ -4,7 +4,9 @@
 //!
 //! What a message means is up to its [`Drain`]: a formatted line for
 //! [`BackgroundSink`](super::BackgroundSink), the encoded records of one `tracing` call
-//! for the deferred writer (`crate::background::replay`).
+//! for the deferred writer (`crate::background::replay`). After the messages of each batch
+//! the worker calls [`Drain::end_batch`], where a drain writes the lines it gathered for a
+//! file: nothing waits for more messages once the queue has been drained.
 //!
 //! # Why one buffer under a lock
 //!
