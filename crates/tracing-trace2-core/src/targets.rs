@@ -197,9 +197,10 @@ impl Targets {
     }
 
     /// Like [`write`](Self::write) for the worker: lines of batching targets join their
-    /// target's batch, which is written first when the line would take it past the
-    /// sink's limit; other lines are written at once (after the batches, so that an
-    /// `error` line about them follows every line before it).
+    /// target's batch, and every batch is written first when a line would take its own
+    /// past the sink's limit; other lines are written at once. Before a failure is
+    /// reported the batches are written, so that the `error` line follows every line
+    /// traced before it.
     pub fn write_batched(&self, lines: &Lines, record: &Record<'_>, batches: &mut Batches) {
         if batches.lines.len() < self.list.len() {
             batches.lines.resize_with(self.list.len(), Vec::new);
