@@ -57,6 +57,10 @@ use tracing_trace2_perf::PerfFormat;
 const SAMPLES: usize = 10;
 /// Lines per burst through the background writer: half its default queue.
 const BURST_LINES: u64 = 2048;
+/// A sustained background sample queues at least this many times the queue's
+/// capacity, so that it measures the writer's steady pace rather than the queue
+/// filling up.
+const SUSTAINED_QUEUES: u64 = 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Workload {
@@ -156,6 +160,10 @@ struct Bench {
     chrome: Option<Mutex<Chrome>>,
     /// Our Normal target, which writes none of the workloads' lines.
     normal: bool,
+    /// The fewest iterations a sample runs (a sustained background writer: at least
+    /// [`SUSTAINED_QUEUES`] queues full); a shorter sample is stretched to this and its
+    /// time scaled back to the iterations asked for.
+    min_iters: u64,
 }
 
 impl Bench {
@@ -166,6 +174,7 @@ impl Bench {
             file: file.map(Path::to_path_buf),
             chrome: None,
             normal: false,
+            min_iters: 0,
         }
     }
 
@@ -178,7 +187,8 @@ impl Bench {
         if let Some(file) = &self.file {
             empty(file);
         }
-        let took = self.timed(workload, iters);
+        let ran = iters.max(self.min_iters);
+        let took = self.timed(workload, ran).mul_f64(iters as f64 / ran as f64);
         // tracing-chrome's writer thread works through its queue after the traced
         // thread is done: let it finish (untimed), or it would run during the next
         // measurement and slow down whatever is measured then.
@@ -288,6 +298,8 @@ impl Bench {
     /// Bytes written per Trace2 line, measured on a fresh file.
     fn bytes_per_line(&self, workload: Workload) -> Option<f64> {
         const ITERS: u64 = 1000;
+        // What a sample of ITERS iterations really runs.
+        let iters = ITERS.max(self.min_iters);
         let text = if self.chrome.is_some() {
             // The file the writer is on now holds exactly this run's events once drained.
             self.drain_chrome();
@@ -309,12 +321,12 @@ impl Bench {
             // Every line must be there, the background writer's included: the workload's
             // lines, plus `version` and the `data` workload's enclosing region pair.
             let lines = text.iter().filter(|&&b| b == b'\n').count() as u64;
-            let written_per_iter = lines as f64 / ITERS as f64;
+            let written_per_iter = lines as f64 / iters as f64;
             if written_per_iter < (workload.lines() as f64) * self.line_share() {
-                println!("LOST LINES: {lines} lines for {ITERS} iterations");
+                println!("LOST LINES: {lines} lines for {iters} iterations");
             }
         }
-        Some(text.len() as f64 / (ITERS * workload.lines()) as f64)
+        Some(text.len() as f64 / (iters * workload.lines()) as f64)
     }
 
     /// The share of the workload's lines this configuration writes (Normal writes none
@@ -533,6 +545,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                 file: Some(path),
                 chrome: None,
                 normal: false,
+                min_iters: 0,
             }),
         ));
     }
@@ -597,6 +610,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                     file: Some(path),
                     chrome: None,
                     normal: false,
+                    min_iters: 0,
                 }
             }),
         ));
@@ -639,6 +653,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                         empty(&path);
                         let sink = open_sink(&path);
                         let options = BackgroundOptions::new().with_flush_on_panic(false);
+                        let capacity = options.capacity() as u64;
                         let layer = match mode {
                             Mode::Direct => ours.layer(sink),
                             Mode::Background | Mode::Burst => {
@@ -658,12 +673,21 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                             },
                             _ => Runner::Traced(Some(dispatch)),
                         };
+                        // Sustained: every message (one per `tracing` call, one per line
+                        // here) of at least SUSTAINED_QUEUES full queues per sample.
+                        let min_iters = match mode {
+                            Mode::Background | Mode::Deferred => {
+                                (SUSTAINED_QUEUES * capacity).div_ceil(workload.lines())
+                            }
+                            _ => 0,
+                        };
                         Bench {
                             runner,
                             layer: Some(layer),
                             file: Some(path),
                             chrome: None,
                             normal: matches!(ours, Ours::Normal),
+                            min_iters,
                         }
                     }),
                 ));

@@ -28,6 +28,10 @@ fn main() -> ExitCode {
         ("two_threads_1e5_in_order", two_threads_1e5_in_order),
         ("lossy_reports_its_drops", lossy_reports_its_drops),
         ("direct_writer_for_reference", direct_writer_for_reference),
+        (
+            "processes_append_batches_without_tearing",
+            processes_append_batches_without_tearing,
+        ),
     ])
 }
 
@@ -272,4 +276,53 @@ fn lossy_reports_its_drops() {
             next[t] = i + 1;
         }
     }
+}
+
+/// Four processes append to the same Event and Perf files at once, each through its
+/// background writer, which writes many lines per `write` (up to 64 KiB): every line
+/// arrives whole, none is lost, each thread's lines keep their order.
+fn processes_append_batches_without_tearing() {
+    const PROCESSES: usize = 4;
+    let (threads, lines) = (2u64, 30_000u64);
+    let dir = tempfile::tempdir().unwrap();
+    let event = dir.path().join("shared.event");
+    let perf = dir.path().join("shared.perf");
+    let (t, n) = (threads.to_string(), lines.to_string());
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            emit(
+                &["--threads", &t, "--lines", &n, "--background", "lossless"],
+                &[
+                    ("GIT_TRACE2_EVENT", event.to_str().unwrap()),
+                    ("GIT_TRACE2_PERF", perf.to_str().unwrap()),
+                ],
+            )
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().unwrap().success());
+    }
+    let events = event_lines(&event);
+    let mut per_process: HashMap<String, Vec<serde_json::Value>> = HashMap::new();
+    for e in events {
+        let sid = e["sid"].as_str().unwrap().to_owned();
+        per_process.entry(sid).or_default().push(e);
+    }
+    assert_eq!(per_process.len(), PROCESSES);
+    for events in per_process.values() {
+        let kinds = check_printf(events, threads, lines);
+        assert_eq!(kinds.get("atexit"), Some(&1), "{kinds:?}");
+        assert_eq!(events.last().unwrap()["event"], "atexit");
+    }
+    let perf = std::fs::read_to_string(&perf).unwrap();
+    assert!(perf.ends_with('\n'));
+    let mut printf = 0;
+    for line in perf.lines() {
+        assert_eq!(line.matches(" | ").count(), 8, "torn perf line {line:?}");
+        printf += u64::from(line.contains("| printf "));
+    }
+    assert_eq!(printf, PROCESSES as u64 * threads * lines);
 }

@@ -5,6 +5,13 @@
 //! The layer runs this on the traced thread (direct writing) or hands encoded records to
 //! the deferred writer, whose worker runs the very same code after decoding them
 //! (`background/replay.rs`), so both paths write the same bytes and fail the same way.
+//!
+//! The worker gathers the lines of targets whose sink takes batches (files, see
+//! [`Sink::batch_limit`]) into [`Batches`] and writes each target's lines with one
+//! `write` per batch: when a batch would outgrow the sink's limit, and when the worker has
+//! handled what it took from the queue. Targets that take one line per call (sockets,
+//! pipes) are written line by line as they come. A failed batch disables its target as a
+//! failed line does; its `error` line names the thread of the batch's first record.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,12 +30,15 @@ pub struct Target {
     enabled: AtomicBool,
     dst_debug: bool,
     too_many_files: bool,
+    /// The sink's [`Sink::batch_limit`], read once.
+    batch_limit: usize,
 }
 
 impl Target {
     /// A target named `name` (the environment variable that enables it, e.g.
     /// `GIT_TRACE2_EVENT`, used in messages) writing `format`'s lines to `sink`.
     pub fn new(name: &'static str, format: impl Format, sink: impl Sink) -> Target {
+        let batch_limit = sink.batch_limit();
         Target {
             name,
             format: Box::new(format),
@@ -36,6 +46,7 @@ impl Target {
             enabled: AtomicBool::new(true),
             dst_debug: false,
             too_many_files: false,
+            batch_limit,
         }
     }
 
@@ -84,6 +95,50 @@ impl Lines {
     pub fn clear(&mut self) {
         self.buf.clear();
         self.ends.clear();
+    }
+}
+
+/// Lines waiting to be written in batches, per target (the deferred writer's worker).
+#[derive(Default)]
+pub(crate) struct Batches {
+    /// Indexed like the targets; empty for targets that are not batched.
+    lines: Vec<Vec<u8>>,
+    /// Whether any batch holds a line.
+    pending: bool,
+    /// The record of the first line waiting: the context of an `error` line about a
+    /// failed batch.
+    first: BatchContext,
+}
+
+/// What an `error` line takes from the record it follows, owned.
+#[derive(Default)]
+struct BatchContext {
+    sid: String,
+    depth: u32,
+    thread: String,
+    open_regions: u32,
+}
+
+impl BatchContext {
+    fn set(&mut self, record: &Record<'_>) {
+        self.sid.clear();
+        self.sid.push_str(record.sid);
+        self.thread.clear();
+        self.thread.push_str(record.thread);
+        self.depth = record.depth;
+        self.open_regions = record.open_regions;
+    }
+
+    fn record(&self) -> Record<'_> {
+        Record {
+            event: Event::ThreadStart,
+            time: Default::default(),
+            sid: &self.sid,
+            depth: self.depth,
+            thread: &self.thread,
+            callsite: Callsite::default(),
+            open_regions: self.open_regions,
+        }
     }
 }
 
@@ -138,6 +193,69 @@ impl Targets {
                 self.disable(index, &err, context);
             }
             start = end;
+        }
+    }
+
+    /// Like [`write`](Self::write) for the worker: lines of batching targets join their
+    /// target's batch, and every batch is written first when a line would take its own
+    /// past the sink's limit; other lines are written at once. Before a failure is
+    /// reported the batches are written, so that the `error` line follows every line
+    /// traced before it.
+    pub fn write_batched(&self, lines: &Lines, record: &Record<'_>, batches: &mut Batches) {
+        if batches.lines.len() < self.list.len() {
+            batches.lines.resize_with(self.list.len(), Vec::new);
+        }
+        let mut start = 0;
+        for &(index, end) in &lines.ends {
+            let line = &lines.buf[start..end];
+            start = end;
+            let target = &self.list[index];
+            if !target.is_enabled() {
+                continue;
+            }
+            let limit = target.batch_limit;
+            if limit == 0 {
+                if let Err(err) = target.sink.write_line(line) {
+                    self.write_batches(batches);
+                    self.disable(index, &err, Some(record));
+                }
+                continue;
+            }
+            if batches.lines[index].len() + line.len() > limit && !batches.lines[index].is_empty() {
+                self.write_batches(batches);
+            }
+            if !batches.pending {
+                batches.first.set(record);
+                batches.pending = true;
+            }
+            // A line longer than the limit goes alone, whole.
+            batches.lines[index].extend_from_slice(line);
+        }
+    }
+
+    /// Writes every waiting batch, one `write_lines` call per target, in the targets'
+    /// order; then disables the targets whose batch failed.
+    pub fn write_batches(&self, batches: &mut Batches) {
+        if !std::mem::take(&mut batches.pending) {
+            return;
+        }
+        // Allocates only when a batch fails.
+        let mut failed = Vec::new();
+        for (index, batch) in batches.lines.iter_mut().enumerate() {
+            if batch.is_empty() {
+                continue;
+            }
+            let target = &self.list[index];
+            if target.is_enabled()
+                && let Err(err) = target.sink.write_lines(batch)
+            {
+                failed.push((index, err));
+            }
+            batch.clear();
+        }
+        // Reported once every batch is out, so that an `error` line follows them.
+        for (index, err) in failed {
+            self.disable(index, &err, Some(&batches.first.record()));
         }
     }
 

@@ -10,6 +10,13 @@
 //! takes a line only if all of it fits below the limit: the kernel would write the part
 //! that fits and leave a torn last line. A line that does not fit fails with `EFBIG`,
 //! and the caller disables the target, as after any failed write.
+//!
+//! A regular file also takes batches of whole lines ([`Sink::write_lines`], at most
+//! [`FILE_BATCH_LIMIT`] bytes per `write`, for background writers): with `O_APPEND` one
+//! `write` lands whole at the end of the file whatever other processes append, so whole
+//! lines stay whole. A short write (a signal, a full disk) is followed by a write of the
+//! rest: a line is never dropped, though one cut by the kernel arrives in two parts. Under
+//! a file size limit a batch writes the lines that fit, then fails with `EFBIG`.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -136,15 +143,44 @@ fn file_size_limit(fd: RawFd) -> Option<u64> {
 
 /// Fails with `EFBIG` when `line` would take the file at `fd` past `limit`.
 fn check_fits(fd: RawFd, line: &[u8], limit: u64) -> io::Result<()> {
-    // SAFETY: fstat only fills the buffer we pass.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if st.st_size as u64 + line.len() as u64 > limit {
+    if file_size(fd)? + line.len() as u64 > limit {
         return Err(io::Error::from_raw_os_error(libc::EFBIG));
     }
     Ok(())
+}
+
+/// The most bytes of whole lines one `write` of a batch carries to a regular file.
+pub const FILE_BATCH_LIMIT: usize = 64 * 1024;
+
+/// Whether `fd` is a regular file.
+fn is_regular_file(fd: RawFd) -> bool {
+    // SAFETY: fstat only fills the buffer we pass; a bad fd just returns -1.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG }
+}
+
+/// Writes all of `bytes` with `write_once` (one system call each): after a short write
+/// the rest goes next, so nothing is lost; the first error ends it.
+fn write_all_with(
+    mut bytes: &[u8],
+    mut write_once: impl FnMut(&[u8]) -> io::Result<usize>,
+) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match write_once(bytes)? {
+            0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            n => bytes = &bytes[n.min(bytes.len())..],
+        }
+    }
+    Ok(())
+}
+
+/// The whole lines at the start of `lines` that fit in `room` bytes.
+fn whole_lines_within(lines: &[u8], room: usize) -> &[u8] {
+    let head = &lines[..room.min(lines.len())];
+    match head.iter().rposition(|&b| b == b'\n') {
+        Some(last) => &head[..=last],
+        None => &[],
+    }
 }
 
 /// The lowest number a pinned descriptor gets: above the numbers hosts use and reuse.
@@ -157,6 +193,8 @@ pub(crate) struct FdSink {
     mode: WriteMode,
     /// The file size limit, for a regular file under one.
     size_limit: Option<u64>,
+    /// [`FILE_BATCH_LIMIT`] for a regular file written with plain `write`s, else 0.
+    batch_limit: usize,
     /// Keeps an opened file or socket alive (and closes it on drop); `None` for the
     /// host's own descriptors (2..9), which are never closed.
     _owner: Option<OwnedFd>,
@@ -165,10 +203,12 @@ pub(crate) struct FdSink {
 impl FdSink {
     /// Writes to one of the host's descriptors, leaving it open forever.
     pub(crate) fn borrowed(fd: RawFd) -> Self {
+        let mode = WriteMode::for_fd(fd);
         Self {
             fd,
-            mode: WriteMode::for_fd(fd),
+            mode,
             size_limit: file_size_limit(fd),
+            batch_limit: batch_limit_for(fd, mode),
             _owner: None,
         }
     }
@@ -201,8 +241,19 @@ impl FdSink {
             fd: fd.as_raw_fd(),
             mode,
             size_limit: file_size_limit(fd.as_raw_fd()),
+            batch_limit: batch_limit_for(fd.as_raw_fd(), mode),
             _owner: Some(fd),
         }
+    }
+}
+
+/// Batches only for regular files: a pipe keeps writes whole only up to `PIPE_BUF`, a
+/// socket is one datagram or stream message per line, a terminal is read by people.
+fn batch_limit_for(fd: RawFd, mode: WriteMode) -> usize {
+    if mode == WriteMode::Plain && is_regular_file(fd) {
+        FILE_BATCH_LIMIT
+    } else {
+        0
     }
 }
 
@@ -213,6 +264,40 @@ impl Sink for FdSink {
         }
         write_fd(self.fd, line, self.mode).map(|_| ())
     }
+
+    fn batch_limit(&self) -> usize {
+        self.batch_limit
+    }
+
+    fn write_lines(&self, lines: &[u8]) -> io::Result<()> {
+        if self.batch_limit == 0 {
+            for line in lines.split_inclusive(|&b| b == b'\n') {
+                self.write_line(line)?;
+            }
+            return Ok(());
+        }
+        let write = |bytes: &[u8]| write_fd(self.fd, bytes, self.mode);
+        if let Some(limit) = self.size_limit {
+            let room = limit.saturating_sub(file_size(self.fd)?);
+            if lines.len() as u64 > room {
+                // The lines that fit go in, as they would one by one; the first that
+                // does not fails.
+                write_all_with(whole_lines_within(lines, room as usize), write)?;
+                return Err(io::Error::from_raw_os_error(libc::EFBIG));
+            }
+        }
+        write_all_with(lines, write)
+    }
+}
+
+/// The size of the file at `fd`.
+fn file_size(fd: RawFd) -> io::Result<u64> {
+    // SAFETY: fstat only fills the buffer we pass.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_size as u64)
 }
 
 #[cfg(test)]
@@ -334,6 +419,137 @@ mod tests {
                 sink.write_line(&[&line[..], b"\n"].concat()).unwrap();
                 sink.write_line(&[&line[..], b"\n"].concat()).unwrap();
                 let err = sink.write_line(&[&line[..], b"\n"].concat()).unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
+            },
+        );
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(std::fs::read(&path).unwrap().len(), 80);
+    }
+
+    /// Regular files take batches; pipes, sockets and character devices do not.
+    #[test]
+    fn only_regular_files_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        assert_eq!(
+            FdSink::owned(OwnedFd::from(file), WriteMode::Plain).batch_limit(),
+            FILE_BATCH_LIMIT
+        );
+        let (_r, w) = pipe();
+        assert_eq!(FdSink::borrowed(w.as_raw_fd()).batch_limit(), 0);
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(FdSink::borrowed(a.as_raw_fd()).batch_limit(), 0);
+        let null = std::fs::File::open("/dev/null").unwrap();
+        assert_eq!(FdSink::borrowed(null.as_raw_fd()).batch_limit(), 0);
+    }
+
+    #[test]
+    fn a_batch_lands_whole_and_a_pipe_gets_lines_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("batch");
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .unwrap();
+        let sink = FdSink::owned(OwnedFd::from(file), WriteMode::Plain);
+        let lines: Vec<u8> = (0..500)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        sink.write_lines(&lines).unwrap();
+        sink.write_line(b"after\n").unwrap();
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            [&lines[..], b"after\n"].concat()
+        );
+
+        let (r, w) = pipe();
+        let sink = FdSink::owned(w, WriteMode::NoSigpipe);
+        sink.write_lines(b"a\nb\n").unwrap();
+        drop(sink);
+        let text = std::io::read_to_string(std::fs::File::from(r)).unwrap();
+        assert_eq!(text, "a\nb\n");
+    }
+
+    /// A short write is followed by the rest: every byte arrives, in order.
+    #[test]
+    fn short_writes_are_completed() {
+        let lines: Vec<u8> = (0..50)
+            .flat_map(|i| format!("l{i}\n").into_bytes())
+            .collect();
+        let mut out = Vec::new();
+        let mut calls = 0;
+        write_all_with(&lines, |bytes| {
+            calls += 1;
+            let n = bytes.len().min(7);
+            out.extend_from_slice(&bytes[..n]);
+            Ok(n)
+        })
+        .unwrap();
+        assert_eq!(out, lines);
+        assert_eq!(calls, lines.len().div_ceil(7));
+        // A write that takes nothing is an error, not a loop.
+        let err = write_all_with(b"x\n", |_| Ok(0)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WriteZero);
+    }
+
+    /// An error in the middle of a batch is returned at once; nothing is written after.
+    #[test]
+    fn an_error_mid_batch_stops_the_batch() {
+        let mut out = Vec::new();
+        let mut calls = 0;
+        let err = write_all_with(b"one\ntwo\nthree\n", |bytes| {
+            calls += 1;
+            if calls == 2 {
+                return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            out.extend_from_slice(&bytes[..4]);
+            Ok(4)
+        })
+        .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
+        assert_eq!(out, b"one\n");
+        assert_eq!(calls, 2);
+    }
+
+    #[test]
+    fn whole_lines_within_room() {
+        assert_eq!(whole_lines_within(b"ab\ncd\nef\n", 7), b"ab\ncd\n");
+        assert_eq!(whole_lines_within(b"ab\ncd\nef\n", 6), b"ab\ncd\n");
+        assert_eq!(whole_lines_within(b"ab\ncd\n", 2), b"");
+        assert_eq!(whole_lines_within(b"ab\n", 100), b"ab\n");
+    }
+
+    /// Under a file size limit a batch writes the whole lines that fit and fails with
+    /// EFBIG: the same file as lines written one by one.
+    #[test]
+    fn file_size_limit_cuts_a_batch_at_a_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("limited");
+        let path_text = path.display().to_string();
+        let out = child_or_run(
+            concat!(module_path!(), "::file_size_limit_cuts_a_batch_at_a_line"),
+            &[("DST_TEST_FILE", path_text.as_str())],
+            || {
+                let limit = libc::rlimit {
+                    rlim_cur: 100,
+                    rlim_max: 100,
+                };
+                unsafe {
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+                }
+                let path = std::env::var("DST_TEST_FILE").unwrap();
+                let file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(path)
+                    .unwrap();
+                let sink = FdSink::owned(OwnedFd::from(file), WriteMode::Plain);
+                let line = [&[b'x'; 39][..], b"\n"].concat();
+                let err = sink.write_lines(&line.repeat(3)).unwrap_err();
+                assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
+                let err = sink.write_lines(&line).unwrap_err();
                 assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
             },
         );

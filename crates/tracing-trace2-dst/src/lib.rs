@@ -8,6 +8,8 @@
 //! prints git's warnings (spec 7.5) to fd 2. The result is a [`Sink`] that hands each
 //! line to the kernel in one system call and reports errors instead of retrying; the
 //! caller disables the target on the first error and may print [`warn_write_failed`].
+//! A file also takes several whole lines per system call ([`Sink::write_lines`], up to
+//! [`FILE_BATCH_LIMIT`]), which background writers use.
 //!
 //! | module | job |
 //! |---|---|
@@ -67,6 +69,7 @@ pub use socket::SOCKET_TIMEOUT;
 pub use target_value::{SocketKind, TargetValue, parse_target};
 pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
 
+pub use fd::FILE_BATCH_LIMIT;
 pub use sink::{MemorySink, NullSink, Sink};
 use warn::Reporter;
 

@@ -6,8 +6,9 @@
 //! (the Normal, Perf and Event crates implement it); [`codec`] encodes records compactly
 //! and replays them, which is how the background writer and the binary target hand records
 //! across threads and files to the very same formatters; [`text`] holds the primitives
-//! those formatters share (numbers, times, quoting, JSON, and the append cursor, the only
-//! `unsafe` code of the crate).
+//! those formatters share (numbers, times, quoting, JSON, and the append cursor, the main
+//! `unsafe` code of the crate; the other is the codec's replay of records it encoded
+//! itself without the UTF-8 check, `codec::Decoder::replay_encoded`).
 //!
 //! ```
 //! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};

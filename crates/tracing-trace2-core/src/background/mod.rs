@@ -13,8 +13,8 @@
 //! * The **deferred writer** (`Trace2LayerBuilder::with_deferred`, what
 //!   `Trace2::with_background_writer` builds): the traced thread encodes each record once
 //!   ([`tracing_trace2_record::codec`]) and queues it; the worker decodes it and runs every target's
-//!   formatter and sink, in git's order, one `write` per line. Formatting leaves the
-//!   traced thread as well as the write.
+//!   formatter and sink, in git's order. Formatting leaves the traced thread as well as
+//!   the write.
 //! * [`BackgroundSink`] wraps any single [`Sink`](crate::Sink): the traced thread formats, the worker
 //!   writes the bytes. For a slow sink of one's own next to direct targets.
 //!
@@ -23,6 +23,17 @@
 //! so the steady state allocates nothing per line. Messages keep the order in which
 //! they were queued, across threads too. A line waits at most about a millisecond
 //! while lines keep coming (see `queue` for how the worker is woken).
+//!
+//! Both writers write lines for a **file** in batches: the worker gathers a target's
+//! lines while it works through what it took from the queue and writes them with one
+//! `write` of whole lines, at most [`FILE_BATCH_LIMIT`](tracing_trace2_dst::FILE_BATCH_LIMIT)
+//! bytes (a longer line goes alone), when the next line would not fit and as soon as it
+//! has handled everything it took: a line never waits for more lines. With `O_APPEND`
+//! such a write lands whole among other processes' writes, as a single line does; a
+//! short write is followed by the rest. Sockets, pipes and terminals, and sinks that do
+//! not ask for batches ([`Sink::batch_limit`](crate::Sink::batch_limit)), get one call
+//! per line. Under sustained load this is what keeps the worker ahead: a `write` per
+//! line cost it more than decoding and formatting.
 //!
 //! * **Lossless by default**: when the queue is full the caller waits. With
 //!   [`BackgroundOptions::with_lossy`] a full queue drops the message instead and counts
@@ -42,7 +53,7 @@
 //!   sinks flushed.
 //! * **Shutdown** ([`BackgroundGuard`] drop, [`shutdown_all`], the exit handler, the
 //!   last handle dropped): flush, report, stop the worker and join it. Lines sent after
-//!   that are written synchronously on the caller's thread, still one `write` each.
+//!   that are written synchronously on the caller's thread, before the call returns.
 //! * **Write errors**: the deferred writer's worker handles a failed write exactly as a
 //!   direct writer does (the target is disabled; with `GIT_TRACE2_DST_DEBUG`, git's
 //!   warning and an `error` line in the other targets, named after the thread that
@@ -63,7 +74,7 @@
 //! | a panic with `panic = "abort"` | yes, flushed by the panic hook (no drop report) |
 //! | a panic in another thread | the process goes on; the panic hook flushes anyway |
 //! | a [`BackgroundGuard`] dropped | yes, that guard's writers are shut down and joined |
-//! | `std::process::abort`, `libc::_exit`, a fatal signal (SIGKILL, SIGSEGV, a SIGTERM with no handler) | **no**: lines still queued are lost |
+//! | `std::process::abort`, `libc::_exit`, a fatal signal (SIGKILL, SIGSEGV, a SIGTERM with no handler) | **no**: lines still queued, and those the worker has gathered for a file and not yet written (at most one batch per target), are lost |
 //! | `exec` without exit | **no** (flush first) |
 //!
 //! The panic hook is installed once, when the first writer that asks for it is built; it

@@ -4,7 +4,9 @@
 //!
 //! What a message means is up to its [`Drain`]: a formatted line for
 //! [`BackgroundSink`](super::BackgroundSink), the encoded records of one `tracing` call
-//! for the deferred writer (`crate::background::replay`).
+//! for the deferred writer (`crate::background::replay`). After the messages of each batch
+//! the worker calls [`Drain::end_batch`], where a drain writes the lines it gathered for a
+//! file: nothing waits for more messages once the queue has been drained.
 //!
 //! # Why one buffer under a lock
 //!
@@ -59,8 +61,13 @@ const MAX_KEPT_CAPACITY: usize = 8 << 20;
 
 /// What a queue's messages mean: how the worker handles them.
 pub(crate) trait Drain: Send + Sync + 'static {
-    /// Handles one message on the worker thread.
+    /// Handles one message on the worker thread; it may keep what it made (lines for a
+    /// file) until [`end_batch`](Drain::end_batch).
     fn handle(&self, msg: &[u8]);
+
+    /// Called on the worker once it has handled every message it took from the queue:
+    /// writes out whatever `handle` kept, since no more messages are waiting for now.
+    fn end_batch(&self) {}
 
     /// Handles one message in a forked child, on the sending thread, without taking a
     /// lock that a thread of the parent may have held at the fork.
@@ -393,7 +400,10 @@ fn run_worker(shared: &Shared) {
             p.worker_asleep = nothing && idle >= IDLE_POLLS;
             (messages, p.flushes, std::mem::take(&mut p.report), p.closed)
         };
-        handle_batch(shared, &batch);
+        if messages > 0 {
+            handle_batch(shared, &batch);
+            shared.drain.end_batch();
+        }
         batch.clear();
         if batch.capacity() > MAX_KEPT_CAPACITY {
             batch = Vec::new();

@@ -1,7 +1,9 @@
 //! The worker side of the deferred writer: it decodes the records the traced threads
 //! encoded ([`tracing_trace2_record::codec`]) and runs them through the layer's targets, exactly as the
-//! layer does for a direct writer (format for every enabled target in order, one
-//! `write` per line, disable a target whose write fails).
+//! layer does for a direct writer (format for every enabled target in order, disable a
+//! target whose write fails), except that lines for files are gathered into batches
+//! (`Targets::write_batched`): one `write` of whole lines per batch, written when a
+//! batch is full and whenever the worker has handled all it took from the queue.
 //!
 //! The data flow of a deferred layer is therefore
 //! `record → encode → queue → worker: decode → format → sink`.
@@ -12,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::background::queue::Drain;
 use crate::background::{DROP_REPORT_FMT, drop_report_message};
 use crate::busy::Busy;
-use crate::targets::{Lines, Targets};
+use crate::targets::{Batches, Lines, Targets};
 use tracing_trace2_record::codec::Decoder;
 
 /// Replays batches of encoded records into the targets.
@@ -27,6 +29,8 @@ pub(crate) struct Replay {
 struct Scratch {
     lines: Lines,
     decoder: Decoder,
+    /// Lines for files, waiting to be written together.
+    batches: Batches,
 }
 
 impl Replay {
@@ -39,15 +43,29 @@ impl Replay {
 }
 
 impl Replay {
+    /// Formats the records of `batch` and writes (or gathers) their lines.
     fn replay(&self, batch: &[u8], scratch: &mut Scratch) {
-        let Scratch { lines, decoder } = scratch;
+        let Scratch {
+            lines,
+            decoder,
+            batches,
+        } = scratch;
         // The bytes were encoded by this process's layer: an error would be a bug in the
         // codec, and there is no better place to report it than the trace it broke.
-        let _ = decoder.replay(batch, |record| {
-            lines.clear();
-            self.targets.format(record, lines);
-            self.targets.write(lines, Some(record));
-        });
+        // SAFETY: a message of the deferred writer's queue is `Output::write`'s copy of
+        // the records `codec::encode` wrote, unchanged, and framed by the queue's own
+        // length prefix, so it is whole encoded records back to back.
+        let _ = unsafe {
+            decoder.replay_encoded(batch, |record| {
+                lines.clear();
+                self.targets.format(record, lines);
+                self.targets.write_batched(lines, record, batches);
+            })
+        };
+    }
+
+    fn scratch(&self) -> std::sync::MutexGuard<'_, Scratch> {
+        self.scratch.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -56,21 +74,32 @@ impl Drain for Replay {
         // Marks the worker as inside the layer: a sink or formatter that logs through
         // `tracing` is then ignored, as on a traced thread, instead of queueing more.
         let _busy = Busy::enter();
-        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
-        self.replay(batch, &mut scratch);
+        self.replay(batch, &mut self.scratch());
+    }
+
+    fn end_batch(&self) {
+        let _busy = Busy::enter();
+        let mut scratch = self.scratch();
+        self.targets.write_batches(&mut scratch.batches);
     }
 
     fn handle_in_fork(&self, batch: &[u8]) -> io::Result<()> {
         // The shared scratch's lock may have been held by the parent's worker when the
         // process forked: a child uses buffers of its own (a fork is rare).
         let _busy = Busy::enter();
-        self.replay(batch, &mut Scratch::default());
+        let mut scratch = Scratch::default();
+        self.replay(batch, &mut scratch);
+        self.targets.write_batches(&mut scratch.batches);
         Ok(())
     }
 
     fn handle_here(&self, batch: &[u8]) -> io::Result<()> {
+        // On the sending thread nothing waits for more lines: written before returning.
         // Failures are handled by disabling the target, as on the worker.
-        self.handle(batch);
+        let _busy = Busy::enter();
+        let mut scratch = self.scratch();
+        self.replay(batch, &mut scratch);
+        self.targets.write_batches(&mut scratch.batches);
         Ok(())
     }
 
@@ -117,7 +146,7 @@ mod tests {
                 return;
             }
             let msg = match r.event {
-                Event::Printf { msg } => msg,
+                Event::Printf { msg } | Event::Error { msg, .. } => msg,
                 _ => None,
             };
             let line = format!(
@@ -329,6 +358,169 @@ mod tests {
         assert!(layer.targets()[1].is_enabled());
         // Without destination debugging, no `error` line: as in git.
         assert_eq!(other.to_string_lossy().lines().count(), 2);
+    }
+
+    /// A sink that takes batches of up to `limit` bytes and keeps each call it gets;
+    /// its first call waits for a go-ahead (so that the queue fills behind it), and the
+    /// call numbered `fail_at` fails.
+    struct Batching {
+        limit: usize,
+        calls: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+        started: std::sync::Mutex<mpsc::Sender<()>>,
+        go: std::sync::Mutex<mpsc::Receiver<()>>,
+        fail_at: Option<usize>,
+    }
+
+    impl Batching {
+        fn call(&self, bytes: &[u8]) -> std::io::Result<()> {
+            let mut calls = self.calls.lock().unwrap();
+            if calls.is_empty() {
+                let _ = self.started.lock().unwrap().send(());
+                let _ = self
+                    .go
+                    .lock()
+                    .unwrap()
+                    .recv_timeout(Duration::from_secs(10));
+            }
+            if self.fail_at == Some(calls.len()) {
+                calls.push(Vec::new());
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            calls.push(bytes.to_vec());
+            Ok(())
+        }
+    }
+
+    impl Sink for Batching {
+        fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
+            self.call(line)
+        }
+        fn batch_limit(&self) -> usize {
+            self.limit
+        }
+        fn write_lines(&self, lines: &[u8]) -> std::io::Result<()> {
+            self.call(lines)
+        }
+    }
+
+    type Calls = std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>;
+
+    /// A deferred layer with a batching target (held at its first write) and a plain
+    /// memory target; returns the layer, the batching sink's calls, the other sink, and
+    /// the channels that hold and release the first write.
+    fn batching_layer(
+        limit: usize,
+        fail_at: Option<usize>,
+    ) -> (
+        Trace2Layer,
+        Calls,
+        MemorySink,
+        mpsc::Receiver<()>,
+        mpsc::Sender<()>,
+    ) {
+        let (started_tx, started) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let calls = Calls::default();
+        let sink = Batching {
+            limit,
+            calls: calls.clone(),
+            started: std::sync::Mutex::new(started_tx),
+            go: std::sync::Mutex::new(go_rx),
+            fail_at,
+        };
+        let other = MemorySink::new();
+        let layer = Trace2Layer::builder()
+            .with_target(Target::new("BATCHED", Plain, sink).with_dst_debug(true))
+            .with_target(Target::new("OTHER", Plain, other.clone()))
+            .with_deferred(BackgroundOptions::new().with_flush_on_panic(false))
+            .build();
+        (layer, calls, other, started, go)
+    }
+
+    /// Lines queued while the worker is busy reach a file-like sink in few calls, each
+    /// made of whole lines and within the sink's limit, in order and all of them.
+    #[test]
+    fn the_worker_writes_whole_lines_in_batches_within_the_limit() {
+        const LIMIT: usize = 1000;
+        let (layer, calls, other, started, go) = batching_layer(LIMIT, None);
+        dispatcher::with_default(&dispatch(&layer), || {
+            tracing::info!("first");
+            // The worker is held in its first write (`version`): the rest queues up.
+            started.recv().unwrap();
+            for i in 0..300 {
+                tracing::info!("line {i}");
+            }
+            go.send(()).unwrap();
+        });
+        layer.flush();
+        let calls = calls.lock().unwrap();
+        let written: Vec<u8> = calls.concat();
+        assert_eq!(written, other.contents(), "every line, in order");
+        assert_eq!(written.split(|&b| b == b'\n').count() - 1, 1 + 301);
+        for call in calls.iter() {
+            assert!(call.len() <= LIMIT, "{} bytes in one write", call.len());
+            assert!(call.ends_with(b"\n"), "a torn batch");
+        }
+        // About 60 bytes a line: 16 lines per write, 302 lines in about 20 writes.
+        assert!(calls.len() < 40, "{} writes for 302 lines", calls.len());
+    }
+
+    /// Under light load nothing waits for more lines: each line is written before a
+    /// flush returns, and a lone line is not held back for company.
+    #[test]
+    fn a_lone_line_is_written_without_waiting_for_more() {
+        let (layer, calls, _other, started, go) = batching_layer(1 << 16, None);
+        go.send(()).unwrap();
+        dispatcher::with_default(&dispatch(&layer), || tracing::info!("alone"));
+        started.recv().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        // No flush: the worker writes what it has once the queue is empty.
+        while !String::from_utf8_lossy(&calls.lock().unwrap().concat()).contains("msg=alone") {
+            assert!(std::time::Instant::now() < deadline, "the lone line waits");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A batch that fails disables its target, with one `error` line in the other target
+    /// after every line written before it, naming the traced thread; nothing more goes to
+    /// the failed target.
+    #[test]
+    fn a_failed_batch_disables_the_target_once() {
+        let (layer, calls, other, started, go) = batching_layer(1000, Some(1));
+        dispatcher::with_default(&dispatch(&layer), || {
+            tracing::info!("first");
+            started.recv().unwrap();
+            for i in 0..100 {
+                tracing::info!("line {i}");
+            }
+            go.send(()).unwrap();
+        });
+        layer.flush();
+        dispatcher::with_default(&dispatch(&layer), || tracing::info!("later"));
+        layer.flush();
+        assert!(!layer.targets()[0].is_enabled());
+        // `version` went through; the second call failed; nothing after it.
+        assert_eq!(calls.lock().unwrap().len(), 2);
+        let text = other.to_string_lossy();
+        let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error ")).collect();
+        assert_eq!(errors.len(), 1, "{text}");
+        let thread = text.lines().nth(1).unwrap().split(' ').nth(1).unwrap();
+        assert_eq!(errors[0].split(' ').nth(1), Some(thread));
+        assert!(
+            errors[0].contains("unable to write trace to 'BATCHED'"),
+            "{}",
+            errors[0]
+        );
+        // The error line follows the lines of the failed batch in the other target (the
+        // batch was written when it was full, after its last line) and precedes `later`.
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + 101 + 1 + 1);
+        let at = lines.iter().position(|l| l.starts_with("error ")).unwrap();
+        let failed = String::from_utf8_lossy(&calls.lock().unwrap()[0])
+            .lines()
+            .count();
+        assert!(at > failed + 1, "error line at {at}: {text}");
+        assert!(lines[103].contains("msg=later"));
     }
 
     #[test]
