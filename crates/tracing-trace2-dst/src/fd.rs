@@ -8,7 +8,8 @@
 //!
 //! A regular file under a file size limit (`RLIMIT_FSIZE`, found when the sink is made)
 //! takes a line only if all of it fits below the limit: the kernel would write the part
-//! that fits and leave a torn last line. A line that does not fit fails with `EFBIG`,
+//! that fits and leave a torn last line; the threads of the process take turns from the
+//! size check to the write. A line that does not fit fails with `EFBIG`,
 //! and the caller disables the target, as after any failed write.
 //!
 //! A regular file also takes batches of whole lines ([`Sink::write_lines`], at most
@@ -193,6 +194,10 @@ pub(crate) struct FdSink {
     mode: WriteMode,
     /// The file size limit, for a regular file under one.
     size_limit: Option<u64>,
+    /// Held from the size check to the end of the write under a file size limit, so
+    /// that two threads cannot both find room for their line and together pass the
+    /// limit (the kernel would then tear the second line). Taken only under a limit.
+    limit_turn: std::sync::Mutex<()>,
     /// [`FILE_BATCH_LIMIT`] for a regular file written with plain `write`s, else 0.
     batch_limit: usize,
     /// Keeps an opened file or socket alive (and closes it on drop); `None` for the
@@ -208,6 +213,7 @@ impl FdSink {
             fd,
             mode,
             size_limit: file_size_limit(fd),
+            limit_turn: std::sync::Mutex::new(()),
             batch_limit: batch_limit_for(fd, mode),
             _owner: None,
         }
@@ -241,6 +247,7 @@ impl FdSink {
             fd: fd.as_raw_fd(),
             mode,
             size_limit: file_size_limit(fd.as_raw_fd()),
+            limit_turn: std::sync::Mutex::new(()),
             batch_limit: batch_limit_for(fd.as_raw_fd(), mode),
             _owner: Some(fd),
         }
@@ -260,7 +267,9 @@ fn batch_limit_for(fd: RawFd, mode: WriteMode) -> usize {
 impl Sink for FdSink {
     fn write_line(&self, line: &[u8]) -> io::Result<()> {
         if let Some(limit) = self.size_limit {
+            let _turn = self.limit_turn.lock().unwrap_or_else(|e| e.into_inner());
             check_fits(self.fd, line, limit)?;
+            return write_fd(self.fd, line, self.mode).map(|_| ());
         }
         write_fd(self.fd, line, self.mode).map(|_| ())
     }
@@ -277,14 +286,16 @@ impl Sink for FdSink {
             return Ok(());
         }
         let write = |bytes: &[u8]| write_fd(self.fd, bytes, self.mode);
-        if let Some(limit) = self.size_limit {
-            let room = limit.saturating_sub(file_size(self.fd)?);
-            if lines.len() as u64 > room {
-                // The lines that fit go in, as they would one by one; the first that
-                // does not fails.
-                write_all_with(whole_lines_within(lines, room as usize), write)?;
-                return Err(io::Error::from_raw_os_error(libc::EFBIG));
-            }
+        let Some(limit) = self.size_limit else {
+            return write_all_with(lines, write);
+        };
+        let _turn = self.limit_turn.lock().unwrap_or_else(|e| e.into_inner());
+        let room = limit.saturating_sub(file_size(self.fd)?);
+        if lines.len() as u64 > room {
+            // The lines that fit go in, as they would one by one; the first that does
+            // not fails.
+            write_all_with(whole_lines_within(lines, room as usize), write)?;
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
         }
         write_all_with(lines, write)
     }
