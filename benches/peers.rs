@@ -491,6 +491,21 @@ impl Results {
         let ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
         median(&ratios)
     }
+
+    /// The median over rounds of `name / (floor + base)` within each round: what a line
+    /// costs against the `write` alone plus what `tracing` and the Registry cost anyway
+    /// (the goal of issue 16's direct writer).
+    fn ratio_to_sum(&self, workload: Workload, name: &str, floor: &str, base: &str) -> Option<f64> {
+        let ours = self.rounds.get(&(workload, name.to_owned()))?;
+        let floor = self.rounds.get(&(workload, floor.to_owned()))?;
+        let base = self.rounds.get(&(workload, base.to_owned()))?;
+        let ratios: Vec<f64> = ours
+            .iter()
+            .zip(floor.iter().zip(base))
+            .map(|(a, (f, b))| a / (f + b))
+            .collect();
+        median(&ratios)
+    }
 }
 
 /// The configurations, in the order they run. `none` comes first: once a dispatcher
@@ -772,35 +787,45 @@ fn print_table(results: &Results) {
     }
     println!("\n## Ratios of our targets (medians of per-round ratios)\n");
     println!(
-        "| ours | workload | / floor-write | / floor-64k | / fmt | / json | / chrome | / registry+noop |"
+        "| ours | workload | / floor-write | / (floor-write + registry+noop) | / floor-64k | / fmt | / json | / chrome | / registry+noop |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    // Every configuration of ours: the three formats in each writer mode, then git's
+    // region-per-entry mode beside the default region-per-span mode.
+    let mut names: Vec<(String, &str)> = Vec::new();
     for ours in Ours::ALL {
-        for (mode, dst) in Mode::ALL
-            .into_iter()
-            .flat_map(|m| [(m, "file"), (m, "null")])
-        {
-            let name = format!("{}{}/{dst}", ours.name(), mode.suffix());
-            for &w in &workloads {
-                if results.median_ns(w, &name).is_none() {
-                    continue;
-                }
-                let ratio = |peer: &str| {
-                    results
-                        .ratio(w, &name, peer)
-                        .map_or("-".into(), |r| format!("{r:.2}"))
-                };
-                println!(
-                    "| {name} | {} | {} | {} | {} | {} | {} | {} |",
-                    w.name(),
-                    ratio("floor-write/file"),
-                    ratio("floor-64k/file"),
-                    ratio(&format!("fmt/{dst}")),
-                    ratio(&format!("json/{dst}")),
-                    ratio("chrome/file"),
-                    ratio("registry+noop"),
-                );
+        for mode in Mode::ALL {
+            for dst in ["file", "null"] {
+                names.push((format!("{}{}/{dst}", ours.name(), mode.suffix()), dst));
             }
+        }
+    }
+    for dst in ["file", "null"] {
+        names.push((format!("event-entry/{dst}"), dst));
+    }
+    for (name, dst) in &names {
+        for &w in &workloads {
+            if results.median_ns(w, name).is_none() {
+                continue;
+            }
+            let ratio = |peer: &str| {
+                results
+                    .ratio(w, name, peer)
+                    .map_or("-".into(), |r| format!("{r:.2}"))
+            };
+            let to_sum = results
+                .ratio_to_sum(w, name, "floor-write/file", "registry+noop")
+                .map_or("-".into(), |r| format!("{r:.2}"));
+            println!(
+                "| {name} | {} | {} | {to_sum} | {} | {} | {} | {} | {} |",
+                w.name(),
+                ratio("floor-write/file"),
+                ratio("floor-64k/file"),
+                ratio(&format!("fmt/{dst}")),
+                ratio(&format!("json/{dst}")),
+                ratio("chrome/file"),
+                ratio("registry+noop"),
+            );
         }
     }
     println!("\n## No target enabled\n");
