@@ -406,6 +406,10 @@ impl Trace2Layer {
     /// Writes each formatted line with one call to its target's sink, while lane `t` is
     /// locked (it names the thread of an `error` line about a failed write).
     fn write_lines(&self, t: &ThreadState, pending: &Pending) {
+        if pending.is_empty() {
+            // Nothing taken (a Normal target shows no regions or data).
+            return;
+        }
         let context = self.record(
             t,
             Event::Printf { msg: None },
@@ -565,14 +569,20 @@ impl Trace2Layer {
     {
         let Some(span) = ctx.span(id) else { return };
         let key = id.into_u64();
-        {
-            let extensions = span.extensions();
-            let Some(region) = extensions.get::<SpanRegion>() else {
-                return;
-            };
-            if let Some(lane) = region.lane() {
-                thread::push_entered(key, lane.clone());
-                return;
+        // Locked once for the whole entry: another thread entering the span at the same
+        // moment waits, then finds the region open. The ancestors' extensions are read
+        // while it is held; locks are only ever nested from a span to its ancestors.
+        let mut extensions = span.extensions_mut();
+        match extensions.get_mut::<SpanRegion>() {
+            None => return,
+            Some(region) => {
+                if let Some(lane) = region.lane() {
+                    thread::push_entered(key, lane.clone());
+                    return;
+                }
+                if region.state().is_none() {
+                    return;
+                }
             }
         }
         let now = clock::now();
@@ -581,18 +591,6 @@ impl Trace2Layer {
         let Some((current, _)) = thread::current_lane(now.t_abs_us) else {
             return;
         };
-        let mut extensions = span.extensions_mut();
-        match extensions.get_mut::<SpanRegion>() {
-            None => return,
-            Some(region) if region.state().is_none() => return,
-            Some(region) => {
-                if let Some(lane) = region.lane() {
-                    // Entered on another thread at the same moment: that entry opened it.
-                    thread::push_entered(key, lane.clone());
-                    return;
-                }
-            }
-        }
         // The current lane keeps a strict stack if the parent's region is on top of it
         // (or it is empty); else the region opens a lane of its own. Checked and pushed
         // under one lock, as other threads may write on the same lane.
@@ -678,20 +676,19 @@ impl Trace2Layer {
                 .and_then(|e| e.get::<SpanRegion>())
                 .and_then(SpanRegion::state)
                 .and_then(|s| s.info().category);
-            let Some((lane, innermost)) = thread::current_lane(now.t_abs_us) else {
-                return;
-            };
-            with_pending(|lines| {
-                let mut t = thread::lock(&lane);
-                let depth = match self.inner.mode {
-                    RegionMode::Span => active_depth(&t, innermost),
-                    RegionMode::Entry => t.depth(),
-                };
-                let category = fields.category.get().or(inherited).unwrap_or(meta.target());
-                self.user_event_records(
-                    &mut t, &fields, meta, category, depth, now, callsite, lines,
-                );
-                self.write_lines(&t, lines);
+            thread::with_current_lane(now.t_abs_us, |lane, innermost| {
+                with_pending(|lines| {
+                    let mut t = thread::lock(lane);
+                    let depth = match self.inner.mode {
+                        RegionMode::Span => active_depth(&t, innermost),
+                        RegionMode::Entry => t.depth(),
+                    };
+                    let category = fields.category.get().or(inherited).unwrap_or(meta.target());
+                    self.user_event_records(
+                        &mut t, &fields, meta, category, depth, now, callsite, lines,
+                    );
+                    self.write_lines(&t, lines);
+                });
             });
         });
     }
@@ -1123,12 +1120,15 @@ where
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
         let key = id.into_u64();
         if self.inner.mode == RegionMode::Span {
+            // Writes nothing, so a closing layer need not wait for it (no in-flight
+            // mark); a re-entrant exit is dropped as its enter was.
+            let Some(_busy) = Busy::enter() else { return };
             thread::pop_entered(key);
             return;
         }
+        let Some(_busy) = self.busy() else { return };
         self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
             if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key)
                 && frame.repeats > 0

@@ -29,6 +29,11 @@ struct Encoded {
 }
 
 impl Pending {
+    /// Nothing was taken since the last [`Pending::clear`].
+    pub fn is_empty(&self) -> bool {
+        self.lines.ends.is_empty() && self.encoded.records == 0
+    }
+
     pub fn clear(&mut self) {
         self.lines.clear();
         self.encoded.buf.clear();

@@ -240,6 +240,34 @@ pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
     top.or_else(|| base_lane(None, now_us).map(|lane| (lane, None)))
 }
 
+/// Runs `f` with the lane this OS thread writes on now and its innermost entered span
+/// (as [`current_lane`] gives them), borrowed rather than cloned: no reference count
+/// changes hands on every line. While `f` runs, this thread's list of entered spans
+/// cannot change (a re-entrant `tracing` call is dropped by the layer anyway). `None`
+/// while the thread is being torn down.
+pub(crate) fn with_current_lane<R>(
+    now_us: u64,
+    f: impl FnOnce(&Lane, Option<u64>) -> R,
+) -> Option<R> {
+    OS.try_with(|os| {
+        let needs_base = {
+            let os = os.try_borrow().ok()?;
+            os.entered.is_empty() && os.base.is_none()
+        };
+        if needs_base {
+            let mut os = os.try_borrow_mut().ok()?;
+            os.base = Some(Arc::new(Mutex::new(ThreadState::new(None, now_us))));
+        }
+        let os = os.try_borrow().ok()?;
+        match os.entered.last() {
+            Some((span, lane)) => Some(f(lane, Some(*span))),
+            None => Some(f(os.base.as_ref()?, None)),
+        }
+    })
+    .ok()
+    .flatten()
+}
+
 /// Notes that `span`, whose region is on `lane`, is entered on this OS thread.
 pub(crate) fn push_entered(span: u64, lane: Lane) {
     let _ = OS.try_with(|os| {
