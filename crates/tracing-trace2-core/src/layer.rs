@@ -325,6 +325,7 @@ impl Trace2Layer {
         *level <= self.inner.max_level
     }
 
+    #[inline]
     fn record<'a>(
         &'a self,
         thread: &'a ThreadState,
@@ -356,9 +357,7 @@ impl Trace2Layer {
         lines: &mut Pending,
     ) {
         if !t.announced && (self.inner.announce || t.task) {
-            t.announced = true;
-            let start = self.record(t, Event::ThreadStart, now, callsite, 0);
-            self.format_all(&start, lines);
+            self.announce(t, now, callsite, lines);
         }
         if !t.task && self.inner.announce {
             t.set_owner(&self.inner);
@@ -367,24 +366,48 @@ impl Trace2Layer {
         self.format_all(&record, lines);
     }
 
+    /// The lane's `thread_start`, before its first line.
+    #[cold]
+    #[inline(never)]
+    fn announce(
+        &self,
+        t: &mut ThreadState,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Pending,
+    ) {
+        t.announced = true;
+        let start = self.record(t, Event::ThreadStart, now, callsite, 0);
+        self.format_all(&start, lines);
+    }
+
     /// Formats `record` for every enabled target, after the `version` line if this is
     /// the first record of the process.
+    #[inline]
     fn format_all(&self, record: &Record<'_>, lines: &mut Pending) {
         self.ensure_version(record, None);
         self.format_into(record, lines);
     }
 
     /// Takes `record` into `pending` (formatted, or encoded for the deferred writer).
+    #[inline]
     fn format_into(&self, record: &Record<'_>, pending: &mut Pending) {
         self.inner.output.take(record, pending);
     }
 
     /// Writes `version` (and `too_many_files` where asked) once per layer, before any
     /// other line. `exe` overrides the configured version (an explicit `version` call).
+    #[inline]
     fn ensure_version(&self, context: &Record<'_>, exe: Option<&str>) {
-        if self.inner.version.is_completed() {
-            return;
+        if !self.inner.version.is_completed() {
+            self.write_version(context, exe);
         }
+    }
+
+    /// The first line of the layer: `version` (and `too_many_files`), once.
+    #[cold]
+    #[inline(never)]
+    fn write_version(&self, context: &Record<'_>, exe: Option<&str>) {
         self.inner.version.call_once(|| {
             let mut lines = Pending::default();
             let version = Record {
@@ -422,6 +445,7 @@ impl Trace2Layer {
 
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
     /// names the thread for an `error` line about a failed write.
+    #[inline]
     fn write_lines_from(&self, pending: &Pending, context: Option<&Record<'_>>) {
         self.inner.output.write(pending, context);
     }

@@ -101,6 +101,7 @@ impl Output {
     }
 
     /// Takes `record` into `pending`: its lines, or its encoding.
+    #[inline]
     pub fn take(&self, record: &Record<'_>, pending: &mut Pending) {
         match self {
             Output::Direct(targets) => targets.format(record, &mut pending.lines),
@@ -117,6 +118,7 @@ impl Output {
     /// Writes what `pending` holds: each line with one call to its target's sink, or the
     /// encoded records as one message to the worker. `context` names the thread in an
     /// `error` line about a failed direct write while the thread's state is borrowed.
+    #[inline]
     pub fn write(&self, pending: &Pending, context: Option<&Record<'_>>) {
         match self {
             Output::Direct(targets) => targets.write(&pending.lines, context),
