@@ -623,13 +623,13 @@ impl Trace2Layer {
             .stack
             .last()
             .is_none_or(|top| Some(top.span) == parent);
-        let task_lane;
-        let (lane, mut t) = if fits {
-            (&current, guard)
-        } else {
-            drop(guard);
-            task_lane = ThreadState::task(span.name(), now.t_abs_us);
-            (&task_lane, thread::lock(&task_lane))
+        let task_lane = (!fits).then(|| ThreadState::task(span.name(), now.t_abs_us));
+        let (lane, mut t) = match &task_lane {
+            None => (&current, guard),
+            Some(task) => {
+                drop(guard);
+                (task, thread::lock(task))
+            }
         };
         with_pending(|lines| {
             if let Some(region) = extensions.get_mut::<SpanRegion>() {
@@ -642,7 +642,8 @@ impl Trace2Layer {
             self.write_lines(&t, lines);
         });
         drop(t);
-        thread::push_entered(key, lane.clone());
+        // The lane's own handle moves into the list of entered spans (no extra count).
+        thread::push_entered(key, task_lane.unwrap_or(current));
     }
 
     /// Region-per-span mode, `on_close`: the region's `region_leave`, and the lane's
@@ -1094,7 +1095,9 @@ where
         if !self.wants(meta.level()) {
             return;
         }
-        let Some(_busy) = self.busy() else { return };
+        // Writes nothing (the fields are kept for the region's lines), so a closing layer
+        // need not wait for it: the re-entrancy flag alone, no in-flight mark.
+        let Some(_busy) = Busy::enter() else { return };
         // A recycled state: its strings keep their room, so this allocates nothing but
         // the box the span's extensions put every value in.
         let mut state = RegionState::pooled(meta.name(), meta.target());
@@ -1108,7 +1111,8 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
+        // Writes nothing: the re-entrancy flag alone, as in `on_new_span`.
+        let Some(_busy) = Busy::enter() else { return };
         let _ = RECORD_FIELDS.try_with(|cell| {
             let Ok(mut fields) = cell.try_borrow_mut() else {
                 return;

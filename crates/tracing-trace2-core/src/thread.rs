@@ -74,6 +74,9 @@ pub(crate) struct ThreadState {
     pub os_gone: bool,
     /// The layer that last wrote on this lane.
     pub owner: Option<Weak<dyn LaneOwner>>,
+    /// The address of `owner`'s shared state, to tell cheaply on every line whether
+    /// the owner is the same (valid while `owner` is `Some`).
+    owner_addr: usize,
     /// Created under the name `thread_start` gave, by that same call.
     fresh: bool,
 }
@@ -107,6 +110,7 @@ impl ThreadState {
             task: false,
             os_gone: false,
             owner: None,
+            owner_addr: 0,
             fresh: base.is_some(),
         }
     }
@@ -122,6 +126,7 @@ impl ThreadState {
             task: true,
             os_gone: false,
             owner: None,
+            owner_addr: 0,
             fresh: false,
         }))
     }
@@ -155,15 +160,19 @@ impl ThreadState {
     }
 
     /// Remembers `owner` as the layer that writes this lane's end.
+    #[inline]
     pub fn set_owner(&mut self, owner: &Arc<impl LaneOwner + 'static>) {
-        let same = self
-            .owner
-            .as_ref()
-            .is_some_and(|w| std::ptr::addr_eq(w.as_ptr(), Arc::as_ptr(owner)));
-        if !same {
-            let arc: Arc<dyn LaneOwner> = owner.clone();
-            self.owner = Some(Arc::downgrade(&arc));
+        let addr = Arc::as_ptr(owner) as *const () as usize;
+        if self.owner.is_none() || self.owner_addr != addr {
+            self.replace_owner(owner, addr);
         }
+    }
+
+    #[cold]
+    fn replace_owner(&mut self, owner: &Arc<impl LaneOwner + 'static>, addr: usize) {
+        let arc: Arc<dyn LaneOwner> = owner.clone();
+        self.owner = Some(Arc::downgrade(&arc));
+        self.owner_addr = addr;
     }
 }
 
