@@ -428,11 +428,16 @@ impl Trace2Layer {
 
     /// Writes each formatted line with one call to its target's sink, while lane `t` is
     /// locked (it names the thread of an `error` line about a failed write).
+    #[inline]
     fn write_lines(&self, t: &ThreadState, pending: &Pending) {
-        if pending.is_empty() {
-            // Nothing taken (a Normal target shows no regions or data).
-            return;
+        // Nothing taken (a Normal target shows no regions or data): nothing to do.
+        if !pending.is_empty() {
+            self.write_taken(t, pending);
         }
+    }
+
+    /// [`Self::write_lines`] when something was taken.
+    fn write_taken(&self, t: &ThreadState, pending: &Pending) {
         let context = self.record(
             t,
             Event::Printf { msg: None },

@@ -30,6 +30,7 @@ struct Encoded {
 
 impl Pending {
     /// Nothing was taken since the last [`Pending::clear`].
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.lines.ends.is_empty() && self.encoded.records == 0
     }

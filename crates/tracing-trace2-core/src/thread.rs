@@ -237,16 +237,18 @@ pub(crate) fn base_lane(base: Option<&str>, now_us: u64) -> Option<Lane> {
 /// The lane this OS thread writes on now: that of its innermost entered span (with the
 /// span), else its base lane (with no span).
 pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
-    let top = OS
-        .try_with(|os| {
-            let os = os.try_borrow().ok()?;
-            os.entered
-                .last()
-                .map(|(span, lane)| (lane.clone(), Some(*span)))
-        })
-        .ok()
-        .flatten();
-    top.or_else(|| base_lane(None, now_us).map(|lane| (lane, None)))
+    OS.try_with(|os| {
+        let mut os = os.try_borrow_mut().ok()?;
+        if let Some((span, lane)) = os.entered.last() {
+            return Some((lane.clone(), Some(*span)));
+        }
+        let base = os
+            .base
+            .get_or_insert_with(|| Arc::new(Mutex::new(ThreadState::new(None, now_us))));
+        Some((base.clone(), None))
+    })
+    .ok()
+    .flatten()
 }
 
 /// Runs `f` with the lane this OS thread writes on now and its innermost entered span
