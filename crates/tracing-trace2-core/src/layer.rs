@@ -592,7 +592,7 @@ impl Trace2Layer {
 
     /// Region-per-span mode, `on_enter`: the first entry opens the region on the lane
     /// where it keeps the stack strict; every entry notes the lane for this OS thread.
-    fn span_enter<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    fn span_enter<S>(&self, id: &Id, ctx: &Context<'_, S>, busy: &mut Busy)
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
@@ -613,6 +613,10 @@ impl Trace2Layer {
                     return;
                 }
             }
+        }
+        // The region opens: a line to write, which a closing layer must wait for.
+        if !busy.mark_layer(self.key(), &self.inner.closed) {
+            return;
         }
         let now = clock::now();
         let callsite = callsite::of(span.metadata());
@@ -1136,11 +1140,16 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
         if self.inner.mode == RegionMode::Span {
-            self.span_enter(id, &ctx);
+            // Entering a span whose region is open writes nothing: the flag alone, and
+            // the in-flight mark only for a first entry (`span_enter`).
+            let Some(mut busy) = Busy::enter() else {
+                return;
+            };
+            self.span_enter(id, &ctx, &mut busy);
             return;
         }
+        let Some(_busy) = self.busy() else { return };
         let key = id.into_u64();
         self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
             // A span entered again where it is already open is counted, not reopened.
