@@ -6,7 +6,9 @@
 //! which no layer can avoid; the span's strings come from a per-thread pool.
 //!
 //! The same holds for the traced thread of the deferred writer, which only encodes each
-//! record into a recycled buffer and queues it (the worker thread formats and writes).
+//! record into a recycled buffer and queues it (the worker thread formats and writes),
+//! for a binary (t2b) target beside the text targets, and in both region modes (a
+//! region per span lifetime, the default, and git's region per entry).
 //!
 //! A counting global allocator counts the allocations of the calling thread only, so
 //! the test harness's own threads (and the deferred writer's worker) do not disturb the
@@ -17,6 +19,7 @@ use std::time::Duration;
 
 use tracing::{info, info_span};
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_trace2_binary::{self as binary, BinaryWriter, DestSettings, MIN_BATCH_SIZE};
 use tracing_trace2_core::background::BackgroundOptions;
 use tracing_trace2_core::{RegionMode, Sink, Trace2Layer};
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
@@ -70,9 +73,29 @@ impl Sink for Slow {
     }
 }
 
-/// The three targets, each into its own file; formatted on the traced thread, or on
-/// the deferred writer's worker.
-fn layer(dir: &std::path::Path, deferred: bool) -> Trace2Layer {
+/// A binary (t2b) writer into a real file, as `TRACING_TRACE2_BINARY` opens one; its
+/// batches are small so that many frames are written during the test.
+fn binary_writer(dir: &std::path::Path) -> BinaryWriter {
+    let settings = DestSettings {
+        dst_debug: true,
+        max_files: 0,
+        sid: "alloc".to_owned(),
+    };
+    let dest = binary::dest::open(dir.join("binary").to_str().unwrap(), &settings).unwrap();
+    BinaryWriter::builder()
+        .with_batch_size(MIN_BATCH_SIZE)
+        .with_exit_handler(false)
+        .build(dest.sink)
+}
+
+/// The three targets, each into its own file (and a binary target when `binary` is
+/// given); formatted on the traced thread, or on the deferred writer's worker.
+fn layer(
+    dir: &std::path::Path,
+    mode: RegionMode,
+    deferred: bool,
+    binary: Option<&BinaryWriter>,
+) -> Trace2Layer {
     let sink = |path: &std::path::Path| -> Box<dyn Sink> {
         if deferred {
             Box::new(Slow(sink(path)))
@@ -80,10 +103,8 @@ fn layer(dir: &std::path::Path, deferred: bool) -> Trace2Layer {
             sink(path)
         }
     };
-    // Git's region-per-entry mode: every `outer.enter()` below is a region pair, which
-    // this test counts.
     let builder = Trace2Layer::builder()
-        .with_region_mode(RegionMode::Entry)
+        .with_region_mode(mode)
         .with_target(tracing_trace2::targets::normal(
             NormalFormat::new().with_utc_offset(3600),
             sink(&dir.join("normal")),
@@ -96,6 +117,10 @@ fn layer(dir: &std::path::Path, deferred: bool) -> Trace2Layer {
             EventFormat::new().with_max_nesting(10),
             sink(&dir.join("event")),
         ));
+    let builder = match binary {
+        Some(writer) => builder.with_target(writer.target(false)),
+        None => builder,
+    };
     let builder = if deferred {
         // A short queue, which the warm-up fills.
         builder.with_deferred(
@@ -130,19 +155,46 @@ fn region(i: u64) {
     data(i);
 }
 
+/// The default mode: a region per span lifetime.
 #[test]
 fn steady_state_allocates_nothing() {
-    steady_state(false);
+    steady_state(RegionMode::Span, false, false);
 }
+
+/// Git's region-per-entry mode: every `outer.enter()` below is a region pair.
+#[test]
+fn steady_state_allocates_nothing_per_entry() {
+    steady_state(RegionMode::Entry, false, false);
+}
+
+// Each case runs on a test thread of its own: a thread is announced (`thread_start`)
+// once, whatever the layer, and the line counts below expect it.
 
 #[test]
 fn deferred_steady_state_allocates_nothing_on_the_traced_thread() {
-    steady_state(true);
+    steady_state(RegionMode::Span, true, false);
 }
 
-fn steady_state(deferred: bool) {
+#[test]
+fn deferred_steady_state_allocates_nothing_per_entry() {
+    steady_state(RegionMode::Entry, true, false);
+}
+
+/// The binary target beside the three text targets.
+#[test]
+fn binary_target_allocates_nothing_either() {
+    steady_state(RegionMode::Span, false, true);
+}
+
+#[test]
+fn binary_target_allocates_nothing_per_entry() {
+    steady_state(RegionMode::Entry, false, true);
+}
+
+fn steady_state(mode: RegionMode, deferred: bool, with_binary: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let layer = layer(dir.path(), deferred);
+    let binary = with_binary.then(|| binary_writer(dir.path()));
+    let layer = layer(dir.path(), mode, deferred, binary.as_ref());
     let subscriber = tracing_subscriber::registry().with(layer.clone());
     let _default = tracing::subscriber::set_default(subscriber);
 
@@ -163,7 +215,8 @@ fn steady_state(deferred: bool) {
         SLOW.store(false, Ordering::Relaxed);
     }
 
-    // Entering and leaving a span that exists: two lines per format, nothing allocated.
+    // Entering and leaving a span that exists (per entry: two lines per format; per
+    // span lifetime: its region stays open), nothing allocated.
     let pairs = allocations(|| {
         for _ in 0..N {
             let _entered = outer.enter();
@@ -185,8 +238,11 @@ fn steady_state(deferred: bool) {
         3 * N
     );
 
-    // A new span per region: the extension box, and nothing else.
+    // A new span per region: the extension box, and nothing else. (The spans are
+    // children of `outer`: per span lifetime, a root span would open a lane of its own
+    // beside `outer`'s open region, and a lane is allocated.)
     let spans = allocations(|| {
+        let _entered = outer.enter();
         for i in 0..N {
             region(i);
         }
@@ -196,14 +252,25 @@ fn steady_state(deferred: bool) {
         "allocations for {N} spans created, entered and left"
     );
 
+    if let Some(writer) = &binary {
+        // Batches were written while the spans were counted, each followed by a fresh one.
+        assert!(writer.stats().frames > 10, "{:?}", writer.stats());
+    }
+    drop(outer);
     drop(_default);
     layer.flush();
     let event = std::fs::read_to_string(dir.path().join("event")).unwrap();
     let perf = std::fs::read_to_string(dir.path().join("perf")).unwrap();
-    // The lines were really written: version, 100 warm-up rounds (2 + 2 + 2 + 2 + 1 each),
-    // the pairs (2 each), the events (2 + 1 each, inside one pair), the regions (4 each),
-    // and the `thread_start` of the test's thread, which is not `main`.
-    let expected = 1 + 1 + 100 * 9 + 2 * N + (2 + 3 * N) + 4 * N;
+    // The lines were really written: version and the `thread_start` of the test's
+    // thread, which is not `main`; per entry, 100 warm-up rounds (2 + 2 + 2 + 2 + 1
+    // each), the pairs (2 each), the events (2 + 1 each, inside one pair), the regions
+    // (4 each, inside one pair); per span lifetime, `outer`'s one region (2) and,
+    // without its pairs, the same warm-up rounds (2 + 2 + 1), events (3 each) and
+    // regions (4 each).
+    let expected = match mode {
+        RegionMode::Entry => 1 + 1 + 100 * 9 + 2 * N + (2 + 3 * N) + (2 + 4 * N),
+        _ => 1 + 1 + 2 + 100 * 7 + 3 * N + 4 * N,
+    };
     assert_eq!(event.lines().count() as u64, expected);
     assert_eq!(perf.lines().count() as u64, expected);
     assert!(event.lines().all(|l| l.starts_with("{\"event\":")));

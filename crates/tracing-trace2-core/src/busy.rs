@@ -16,6 +16,10 @@
 //! that got past the closed check just before cannot write after `atexit`. The mark is
 //! set with the closed flag read after it (both sequentially consistent), so either
 //! the caller sees the layer closed or the closing thread sees the caller's mark.
+//! Callbacks that write nothing (a span created or recorded, a span exited in the
+//! region-per-span mode, a span entered again there) take the flag alone: no closing
+//! layer needs to wait for them, and the mark's sequentially consistent store is a full
+//! fence. One that finds it has a line to write after all adds the mark first.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -78,15 +82,26 @@ impl Busy {
     #[inline]
     pub(crate) fn enter_layer(key: usize, closed: &AtomicBool) -> Option<Busy> {
         let mut busy = Busy::enter()?;
-        busy.mark = match IN_FLIGHT.try_with(|mark| mark.store(key, Ordering::SeqCst)) {
-            Ok(()) => Mark::Marked,
-            Err(_) => {
-                UNMARKED.fetch_add(1, Ordering::SeqCst);
-                Mark::Counted
-            }
-        };
         // Dropping `busy` takes the mark back.
-        (!closed.load(Ordering::SeqCst)).then_some(busy)
+        busy.mark_layer(key, closed).then_some(busy)
+    }
+
+    /// Adds the in-flight mark of the layer identified by `key` to a thread that took
+    /// the flag alone ([`Busy::enter`]) and is about to write: `false` when the layer
+    /// is `closed` (the caller then writes nothing; dropping the guard takes the mark
+    /// back).
+    #[inline]
+    pub(crate) fn mark_layer(&mut self, key: usize, closed: &AtomicBool) -> bool {
+        if matches!(self.mark, Mark::None) {
+            self.mark = match IN_FLIGHT.try_with(|mark| mark.store(key, Ordering::SeqCst)) {
+                Ok(()) => Mark::Marked,
+                Err(_) => {
+                    UNMARKED.fetch_add(1, Ordering::SeqCst);
+                    Mark::Counted
+                }
+            };
+        }
+        !closed.load(Ordering::SeqCst)
     }
 }
 

@@ -19,10 +19,19 @@ use tracing_trace2_record::Callsite;
 
 /// `file` made relative (see the module documentation); a relative path is returned as
 /// it is.
+#[inline]
 pub fn relative_path(file: &str) -> &str {
-    if !is_absolute(file) {
-        return file;
+    // The program's own paths (the common case) cost one test, inlined into the caller.
+    if is_absolute(file) {
+        cut_absolute(file)
+    } else {
+        file
     }
+}
+
+/// The suffix of an absolute `file` that Trace2 shows.
+#[inline(never)]
+fn cut_absolute(file: &str) -> &str {
     let file_norm = file;
     for marker in ["/registry/src/", "/git/checkouts/"] {
         if let Some(pos) = file_norm.rfind(marker) {
@@ -49,6 +58,7 @@ pub fn relative_path(file: &str) -> &str {
     file.rsplit('/').next().unwrap_or(file)
 }
 
+#[inline]
 fn is_absolute(file: &str) -> bool {
     let b = file.as_bytes();
     // Unix paths, and Windows ones (`C:\…`, `\\server\…`) that a cross build may carry.
@@ -58,6 +68,7 @@ fn is_absolute(file: &str) -> bool {
 }
 
 /// The call site of a span or event.
+#[inline]
 pub(crate) fn of(meta: &'static Metadata<'static>) -> Callsite<'static> {
     Callsite {
         file: meta.file().map(relative_path),

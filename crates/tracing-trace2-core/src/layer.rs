@@ -325,6 +325,7 @@ impl Trace2Layer {
         *level <= self.inner.max_level
     }
 
+    #[inline]
     fn record<'a>(
         &'a self,
         thread: &'a ThreadState,
@@ -356,10 +357,7 @@ impl Trace2Layer {
         lines: &mut Pending,
     ) {
         if !t.announced && (self.inner.announce || t.task) {
-            t.announced = true;
-            t.set_start_site(callsite.file, callsite.line);
-            let start = self.record(t, Event::ThreadStart, now, callsite, 0);
-            self.format_all(&start, lines);
+            self.announce(t, now, callsite, lines);
         }
         if !t.task && self.inner.announce {
             t.set_owner(&self.inner);
@@ -368,24 +366,49 @@ impl Trace2Layer {
         self.format_all(&record, lines);
     }
 
+    /// The lane's `thread_start`, before its first line.
+    #[cold]
+    #[inline(never)]
+    fn announce(
+        &self,
+        t: &mut ThreadState,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Pending,
+    ) {
+        t.announced = true;
+        t.set_start_site(callsite.file, callsite.line);
+        let start = self.record(t, Event::ThreadStart, now, callsite, 0);
+        self.format_all(&start, lines);
+    }
+
     /// Formats `record` for every enabled target, after the `version` line if this is
     /// the first record of the process.
+    #[inline]
     fn format_all(&self, record: &Record<'_>, lines: &mut Pending) {
         self.ensure_version(record, None);
         self.format_into(record, lines);
     }
 
     /// Takes `record` into `pending` (formatted, or encoded for the deferred writer).
+    #[inline]
     fn format_into(&self, record: &Record<'_>, pending: &mut Pending) {
         self.inner.output.take(record, pending);
     }
 
     /// Writes `version` (and `too_many_files` where asked) once per layer, before any
     /// other line. `exe` overrides the configured version (an explicit `version` call).
+    #[inline]
     fn ensure_version(&self, context: &Record<'_>, exe: Option<&str>) {
-        if self.inner.version.is_completed() {
-            return;
+        if !self.inner.version.is_completed() {
+            self.write_version(context, exe);
         }
+    }
+
+    /// The first line of the layer: `version` (and `too_many_files`), once.
+    #[cold]
+    #[inline(never)]
+    fn write_version(&self, context: &Record<'_>, exe: Option<&str>) {
         self.inner.version.call_once(|| {
             let mut lines = Pending::default();
             let version = Record {
@@ -406,7 +429,16 @@ impl Trace2Layer {
 
     /// Writes each formatted line with one call to its target's sink, while lane `t` is
     /// locked (it names the thread of an `error` line about a failed write).
+    #[inline]
     fn write_lines(&self, t: &ThreadState, pending: &Pending) {
+        // Nothing taken (a Normal target shows no regions or data): nothing to do.
+        if !pending.is_empty() {
+            self.write_taken(t, pending);
+        }
+    }
+
+    /// [`Self::write_lines`] when something was taken.
+    fn write_taken(&self, t: &ThreadState, pending: &Pending) {
         let context = self.record(
             t,
             Event::Printf { msg: None },
@@ -419,6 +451,7 @@ impl Trace2Layer {
 
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
     /// names the thread for an `error` line about a failed write.
+    #[inline]
     fn write_lines_from(&self, pending: &Pending, context: Option<&Record<'_>>) {
         self.inner.output.write(pending, context);
     }
@@ -566,21 +599,31 @@ impl Trace2Layer {
 
     /// Region-per-span mode, `on_enter`: the first entry opens the region on the lane
     /// where it keeps the stack strict; every entry notes the lane for this OS thread.
-    fn span_enter<S>(&self, id: &Id, ctx: &Context<'_, S>)
+    fn span_enter<S>(&self, id: &Id, ctx: &Context<'_, S>, busy: &mut Busy)
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let Some(span) = ctx.span(id) else { return };
         let key = id.into_u64();
-        {
-            let extensions = span.extensions();
-            let Some(region) = extensions.get::<SpanRegion>() else {
-                return;
-            };
-            if let Some(lane) = region.lane() {
-                thread::push_entered(key, lane.clone());
-                return;
+        // Locked once for the whole entry: another thread entering the span at the same
+        // moment waits, then finds the region open. The ancestors' extensions are read
+        // while it is held; locks are only ever nested from a span to its ancestors.
+        let mut extensions = span.extensions_mut();
+        match extensions.get_mut::<SpanRegion>() {
+            None => return,
+            Some(region) => {
+                if let Some(lane) = region.lane() {
+                    thread::push_entered(key, lane.clone());
+                    return;
+                }
+                if region.state().is_none() {
+                    return;
+                }
             }
+        }
+        // The region opens: a line to write, which a closing layer must wait for.
+        if !busy.mark_layer(self.key(), &self.inner.closed) {
+            return;
         }
         let now = clock::now();
         let callsite = callsite::of(span.metadata());
@@ -588,18 +631,6 @@ impl Trace2Layer {
         let Some((current, _)) = thread::current_lane(now.t_abs_us) else {
             return;
         };
-        let mut extensions = span.extensions_mut();
-        match extensions.get_mut::<SpanRegion>() {
-            None => return,
-            Some(region) if region.state().is_none() => return,
-            Some(region) => {
-                if let Some(lane) = region.lane() {
-                    // Entered on another thread at the same moment: that entry opened it.
-                    thread::push_entered(key, lane.clone());
-                    return;
-                }
-            }
-        }
         // The current lane keeps a strict stack if the parent's region is on top of it
         // (or it is empty); else the region opens a lane of its own. Checked and pushed
         // under one lock, as other threads may write on the same lane.
@@ -608,13 +639,13 @@ impl Trace2Layer {
             .stack
             .last()
             .is_none_or(|top| Some(top.span) == parent);
-        let task_lane;
-        let (lane, mut t) = if fits {
-            (&current, guard)
-        } else {
-            drop(guard);
-            task_lane = ThreadState::task(span.name(), now.t_abs_us);
-            (&task_lane, thread::lock(&task_lane))
+        let task_lane = (!fits).then(|| ThreadState::task(span.name(), now.t_abs_us));
+        let (lane, mut t) = match &task_lane {
+            None => (&current, guard),
+            Some(task) => {
+                drop(guard);
+                (task, thread::lock(task))
+            }
         };
         with_pending(|lines| {
             if let Some(region) = extensions.get_mut::<SpanRegion>() {
@@ -627,7 +658,8 @@ impl Trace2Layer {
             self.write_lines(&t, lines);
         });
         drop(t);
-        thread::push_entered(key, lane.clone());
+        // The lane's own handle moves into the list of entered spans (no extra count).
+        thread::push_entered(key, task_lane.unwrap_or(current));
     }
 
     /// Region-per-span mode, `on_close`: the region's `region_leave`, and the lane's
@@ -685,20 +717,19 @@ impl Trace2Layer {
                 .and_then(|e| e.get::<SpanRegion>())
                 .and_then(SpanRegion::state)
                 .and_then(|s| s.info().category);
-            let Some((lane, innermost)) = thread::current_lane(now.t_abs_us) else {
-                return;
-            };
-            with_pending(|lines| {
-                let mut t = thread::lock(&lane);
-                let depth = match self.inner.mode {
-                    RegionMode::Span => active_depth(&t, innermost),
-                    RegionMode::Entry => t.depth(),
-                };
-                let category = fields.category.get().or(inherited).unwrap_or(meta.target());
-                self.user_event_records(
-                    &mut t, &fields, meta, category, depth, now, callsite, lines,
-                );
-                self.write_lines(&t, lines);
+            thread::with_current_lane(now.t_abs_us, |lane, innermost| {
+                with_pending(|lines| {
+                    let mut t = thread::lock(lane);
+                    let depth = match self.inner.mode {
+                        RegionMode::Span => active_depth(&t, innermost),
+                        RegionMode::Entry => t.depth(),
+                    };
+                    let category = fields.category.get().or(inherited).unwrap_or(meta.target());
+                    self.user_event_records(
+                        &mut t, &fields, meta, category, depth, now, callsite, lines,
+                    );
+                    self.write_lines(&t, lines);
+                });
             });
         });
     }
@@ -1081,7 +1112,9 @@ where
         if !self.wants(meta.level()) {
             return;
         }
-        let Some(_busy) = self.busy() else { return };
+        // Writes nothing (the fields are kept for the region's lines), so a closing layer
+        // need not wait for it: the re-entrancy flag alone, no in-flight mark.
+        let Some(_busy) = Busy::enter() else { return };
         // A recycled state: its strings keep their room, so this allocates nothing but
         // the box the span's extensions put every value in.
         let mut state = RegionState::pooled(meta.name(), meta.target());
@@ -1095,7 +1128,8 @@ where
     }
 
     fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
+        // Writes nothing: the re-entrancy flag alone, as in `on_new_span`.
+        let Some(_busy) = Busy::enter() else { return };
         let _ = RECORD_FIELDS.try_with(|cell| {
             let Ok(mut fields) = cell.try_borrow_mut() else {
                 return;
@@ -1114,11 +1148,16 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
         if self.inner.mode == RegionMode::Span {
-            self.span_enter(id, &ctx);
+            // Entering a span whose region is open writes nothing: the flag alone, and
+            // the in-flight mark only for a first entry (`span_enter`).
+            let Some(mut busy) = Busy::enter() else {
+                return;
+            };
+            self.span_enter(id, &ctx, &mut busy);
             return;
         }
+        let Some(_busy) = self.busy() else { return };
         let key = id.into_u64();
         self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
             // A span entered again where it is already open is counted, not reopened.
@@ -1131,12 +1170,15 @@ where
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(_busy) = self.busy() else { return };
         let key = id.into_u64();
         if self.inner.mode == RegionMode::Span {
+            // Writes nothing, so a closing layer need not wait for it (no in-flight
+            // mark); a re-entrant exit is dropped as its enter was.
+            let Some(_busy) = Busy::enter() else { return };
             thread::pop_entered(key);
             return;
         }
+        let Some(_busy) = self.busy() else { return };
         self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
             if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key)
                 && frame.repeats > 0

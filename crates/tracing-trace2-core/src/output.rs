@@ -29,6 +29,12 @@ struct Encoded {
 }
 
 impl Pending {
+    /// Nothing was taken since the last [`Pending::clear`].
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.lines.ends.is_empty() && self.encoded.records == 0
+    }
+
     pub fn clear(&mut self) {
         self.lines.clear();
         self.encoded.buf.clear();
@@ -96,6 +102,7 @@ impl Output {
     }
 
     /// Takes `record` into `pending`: its lines, or its encoding.
+    #[inline]
     pub fn take(&self, record: &Record<'_>, pending: &mut Pending) {
         match self {
             Output::Direct(targets) => targets.format(record, &mut pending.lines),
@@ -112,6 +119,7 @@ impl Output {
     /// Writes what `pending` holds: each line with one call to its target's sink, or the
     /// encoded records as one message to the worker. `context` names the thread in an
     /// `error` line about a failed direct write while the thread's state is borrowed.
+    #[inline]
     pub fn write(&self, pending: &Pending, context: Option<&Record<'_>>) {
         match self {
             Output::Direct(targets) => targets.write(&pending.lines, context),

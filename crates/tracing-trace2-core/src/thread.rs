@@ -77,6 +77,9 @@ pub(crate) struct ThreadState {
     /// The file:line of this OS thread's `thread_start`, kept for the `thread_exit` its
     /// thread-local destructor writes, which has no caller of its own.
     start_site: Option<(Box<str>, u32)>,
+    /// The address of `owner`'s shared state, to tell cheaply on every line whether
+    /// the owner is the same (valid while `owner` is `Some`).
+    owner_addr: usize,
     /// Created under the name `thread_start` gave, by that same call.
     fresh: bool,
 }
@@ -111,6 +114,7 @@ impl ThreadState {
             os_gone: false,
             owner: None,
             start_site: None,
+            owner_addr: 0,
             fresh: base.is_some(),
         }
     }
@@ -127,6 +131,7 @@ impl ThreadState {
             os_gone: false,
             owner: None,
             start_site: None,
+            owner_addr: 0,
             fresh: false,
         }))
     }
@@ -173,15 +178,19 @@ impl ThreadState {
     }
 
     /// Remembers `owner` as the layer that writes this lane's end.
+    #[inline]
     pub fn set_owner(&mut self, owner: &Arc<impl LaneOwner + 'static>) {
-        let same = self
-            .owner
-            .as_ref()
-            .is_some_and(|w| std::ptr::addr_eq(w.as_ptr(), Arc::as_ptr(owner)));
-        if !same {
-            let arc: Arc<dyn LaneOwner> = owner.clone();
-            self.owner = Some(Arc::downgrade(&arc));
+        let addr = Arc::as_ptr(owner) as *const () as usize;
+        if self.owner.is_none() || self.owner_addr != addr {
+            self.replace_owner(owner, addr);
         }
+    }
+
+    #[cold]
+    fn replace_owner(&mut self, owner: &Arc<impl LaneOwner + 'static>, addr: usize) {
+        let arc: Arc<dyn LaneOwner> = owner.clone();
+        self.owner = Some(Arc::downgrade(&arc));
+        self.owner_addr = addr;
     }
 }
 
@@ -246,16 +255,46 @@ pub(crate) fn base_lane(base: Option<&str>, now_us: u64) -> Option<Lane> {
 /// The lane this OS thread writes on now: that of its innermost entered span (with the
 /// span), else its base lane (with no span).
 pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
-    let top = OS
-        .try_with(|os| {
+    OS.try_with(|os| {
+        let mut os = os.try_borrow_mut().ok()?;
+        if let Some((span, lane)) = os.entered.last() {
+            return Some((lane.clone(), Some(*span)));
+        }
+        let base = os
+            .base
+            .get_or_insert_with(|| Arc::new(Mutex::new(ThreadState::new(None, now_us))));
+        Some((base.clone(), None))
+    })
+    .ok()
+    .flatten()
+}
+
+/// Runs `f` with the lane this OS thread writes on now and its innermost entered span
+/// (as [`current_lane`] gives them), borrowed rather than cloned: no reference count
+/// changes hands on every line. While `f` runs, this thread's list of entered spans
+/// cannot change (a re-entrant `tracing` call is dropped by the layer anyway). `None`
+/// while the thread is being torn down.
+pub(crate) fn with_current_lane<R>(
+    now_us: u64,
+    f: impl FnOnce(&Lane, Option<u64>) -> R,
+) -> Option<R> {
+    OS.try_with(|os| {
+        let needs_base = {
             let os = os.try_borrow().ok()?;
-            os.entered
-                .last()
-                .map(|(span, lane)| (lane.clone(), Some(*span)))
-        })
-        .ok()
-        .flatten();
-    top.or_else(|| base_lane(None, now_us).map(|lane| (lane, None)))
+            os.entered.is_empty() && os.base.is_none()
+        };
+        if needs_base {
+            let mut os = os.try_borrow_mut().ok()?;
+            os.base = Some(Arc::new(Mutex::new(ThreadState::new(None, now_us))));
+        }
+        let os = os.try_borrow().ok()?;
+        match os.entered.last() {
+            Some((span, lane)) => Some(f(lane, Some(*span))),
+            None => Some(f(os.base.as_ref()?, None)),
+        }
+    })
+    .ok()
+    .flatten()
 }
 
 /// Notes that `span`, whose region is on `lane`, is entered on this OS thread.
