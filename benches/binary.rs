@@ -32,16 +32,16 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
-use support::{append, criterion_filter_matches, data, empty, median, mixed, regions};
+use support::{
+    append, criterion_filter_matches, data, empty, median, mixed, regions, sample_records,
+};
 
 use criterion::{Criterion, SamplingMode, Throughput};
 use tracing::dispatcher::{self, Dispatch};
 use tracing::{info, info_span};
 use tracing_subscriber::layer::{Identity, SubscriberExt};
 use tracing_trace2_binary::{BinaryWriter, DestSettings, dest};
-use tracing_trace2_core::{
-    Callsite, Event, Format, MemorySink, Record, RegionInfo, Sink, Timestamp, Trace2Layer,
-};
+use tracing_trace2_core::{Format, MemorySink, Record, Sink, Timestamp, Trace2Layer};
 use tracing_trace2_dst::{self as core_dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 
@@ -234,56 +234,6 @@ impl Bench {
         let len = std::fs::metadata(file).ok()?.len();
         Some(len as f64 / (ITERS * workload.lines()) as f64)
     }
-}
-
-/// The records of the `records` configurations: a region around data and a message.
-fn sample_records() -> [Record<'static>; 4] {
-    let region = RegionInfo {
-        repo: None,
-        category: Some("index"),
-        label: Some("do_read_index"),
-        msg: Some(".git/index"),
-    };
-    let record = |event, open| Record {
-        event,
-        time: Timestamp::default(),
-        sid: "20261121T232137.816920Z-H1c4a9a2f-P00002b68",
-        depth: 0,
-        thread: "main",
-        callsite: Callsite {
-            file: Some("src/index.rs"),
-            line: 120,
-        },
-        open_regions: open,
-    };
-    [
-        record(Event::RegionEnter { region, nesting: 1 }, 0),
-        record(
-            Event::Data {
-                repo: None,
-                category: "index",
-                key: "cache_nr",
-                value: "1234",
-                nesting: 2,
-                t_rel_us: 3,
-            },
-            1,
-        ),
-        record(
-            Event::Printf {
-                msg: Some("refreshed 1234 index entries"),
-            },
-            1,
-        ),
-        record(
-            Event::RegionLeave {
-                region,
-                nesting: 1,
-                t_rel_us: 9,
-            },
-            0,
-        ),
-    ]
 }
 
 /// The Event target into `path`, opened as the facade opens it.

@@ -8,6 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::path::Path;
 
 use tracing::{info, info_span};
+use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Timestamp};
 
 #[inline(never)]
 pub fn regions() {
@@ -97,4 +98,55 @@ pub fn median(values: &[f64]) -> Option<f64> {
         _ if n % 2 == 1 => Some(sorted[n / 2]),
         _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
     }
+}
+
+/// Records written straight to a writer (no tracing): a region around data and a
+/// message, as the `regions` and `mixed` workloads make them.
+pub fn sample_records() -> [Record<'static>; 4] {
+    let region = RegionInfo {
+        repo: None,
+        category: Some("index"),
+        label: Some("do_read_index"),
+        msg: Some(".git/index"),
+    };
+    let record = |event, open| Record {
+        event,
+        time: Timestamp::default(),
+        sid: "20261121T232137.816920Z-H1c4a9a2f-P00002b68",
+        depth: 0,
+        thread: "main",
+        callsite: Callsite {
+            file: Some("src/index.rs"),
+            line: 120,
+        },
+        open_regions: open,
+    };
+    [
+        record(Event::RegionEnter { region, nesting: 1 }, 0),
+        record(
+            Event::Data {
+                repo: None,
+                category: "index",
+                key: "cache_nr",
+                value: "1234",
+                nesting: 2,
+                t_rel_us: 3,
+            },
+            1,
+        ),
+        record(
+            Event::Printf {
+                msg: Some("refreshed 1234 index entries"),
+            },
+            1,
+        ),
+        record(
+            Event::RegionLeave {
+                region,
+                nesting: 1,
+                t_rel_us: 9,
+            },
+            0,
+        ),
+    ]
 }

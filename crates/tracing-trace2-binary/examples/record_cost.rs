@@ -15,72 +15,22 @@
 //! still sealed, CRC included). Divide the collected instructions by the records made
 //! (printed on exit).
 
-// The benches' workloads, so that the counts compare with their figures.
+// The benches' workloads and records, so that the counts compare with their figures.
 #[path = "../../../benches/support/mod.rs"]
 mod support;
 
+use support::sample_records;
 use tracing::dispatcher::{self, Dispatch};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_trace2_binary::BinaryWriter;
 use tracing_trace2_binary::dest::NullSink;
-use tracing_trace2_core::{
-    Callsite, Event, Format, Record, RegionInfo, Target, Timestamp, Trace2Layer,
-};
+use tracing_trace2_core::{Format, Record, Target, Timestamp, Trace2Layer};
 
 /// A format that writes nothing: the layer's own cost.
 struct Nothing;
 
 impl Format for Nothing {
     fn format(&self, _record: &Record<'_>, _out: &mut Vec<u8>) {}
-}
-
-fn sample_records() -> [Record<'static>; 4] {
-    let region = RegionInfo {
-        repo: None,
-        category: Some("index"),
-        label: Some("do_read_index"),
-        msg: Some(".git/index"),
-    };
-    let record = |event, open| Record {
-        event,
-        time: Timestamp::default(),
-        sid: "20261121T232137.816920Z-H1c4a9a2f-P00002b68",
-        depth: 0,
-        thread: "main",
-        callsite: Callsite {
-            file: Some("src/index.rs"),
-            line: 120,
-        },
-        open_regions: open,
-    };
-    [
-        record(Event::RegionEnter { region, nesting: 1 }, 0),
-        record(
-            Event::Data {
-                repo: None,
-                category: "index",
-                key: "cache_nr",
-                value: "1234",
-                nesting: 2,
-                t_rel_us: 3,
-            },
-            1,
-        ),
-        record(
-            Event::Printf {
-                msg: Some("refreshed 1234 index entries"),
-            },
-            1,
-        ),
-        record(
-            Event::RegionLeave {
-                region,
-                nesting: 1,
-                t_rel_us: 9,
-            },
-            0,
-        ),
-    ]
 }
 
 #[inline(never)]
