@@ -440,32 +440,42 @@ mod tests {
         assert_ne!(unsafe { libc::fcntl(raw, libc::F_GETFD) }, -1);
     }
 
+    /// Runs `scenario` in a child process whose file size limit is 100 bytes (SIGXFSZ
+    /// ignored, so writes past it fail with EFBIG), on a sink appending to a fresh
+    /// regular file; returns the file's final length.
+    fn under_a_100_byte_limit(test_path: &str, scenario: impl FnOnce(FdSink)) -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("limited");
+        let path_text = path.display().to_string();
+        let out = child_or_run(test_path, &[("DST_TEST_FILE", path_text.as_str())], || {
+            let limit = libc::rlimit {
+                rlim_cur: 100,
+                rlim_max: 100,
+            };
+            // SAFETY: only this child process's signal disposition and limit change.
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
+            }
+            let path = std::env::var("DST_TEST_FILE").unwrap();
+            let file = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .unwrap();
+            scenario(FdSink::owned(OwnedFd::from(file), WriteMode::Plain));
+        });
+        assert!(out.status.success(), "{out:?}");
+        std::fs::read(&path).unwrap().len()
+    }
+
     /// Under a file size limit a line that does not fit fails whole (EFBIG) instead of
     /// leaving its first part at the end of the file.
     #[test]
     fn file_size_limit_never_tears_a_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("limited");
-        let path_text = path.display().to_string();
-        let out = child_or_run(
+        let written = under_a_100_byte_limit(
             concat!(module_path!(), "::file_size_limit_never_tears_a_line"),
-            &[("DST_TEST_FILE", path_text.as_str())],
-            || {
-                let limit = libc::rlimit {
-                    rlim_cur: 100,
-                    rlim_max: 100,
-                };
-                unsafe {
-                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                    assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-                }
-                let path = std::env::var("DST_TEST_FILE").unwrap();
-                let file = std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(path)
-                    .unwrap();
-                let sink = FdSink::owned(OwnedFd::from(file), WriteMode::Plain);
+            |sink| {
                 let line = [b'x'; 39];
                 sink.write_line(&[&line[..], b"\n"].concat()).unwrap();
                 sink.write_line(&[&line[..], b"\n"].concat()).unwrap();
@@ -473,8 +483,7 @@ mod tests {
                 assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
             },
         );
-        assert!(out.status.success(), "{out:?}");
-        assert_eq!(std::fs::read(&path).unwrap().len(), 80);
+        assert_eq!(written, 80);
     }
 
     /// Regular files take batches; pipes, sockets and character devices do not.
@@ -621,28 +630,9 @@ mod tests {
     /// EFBIG: the same file as lines written one by one.
     #[test]
     fn file_size_limit_cuts_a_batch_at_a_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("limited");
-        let path_text = path.display().to_string();
-        let out = child_or_run(
+        let written = under_a_100_byte_limit(
             concat!(module_path!(), "::file_size_limit_cuts_a_batch_at_a_line"),
-            &[("DST_TEST_FILE", path_text.as_str())],
-            || {
-                let limit = libc::rlimit {
-                    rlim_cur: 100,
-                    rlim_max: 100,
-                };
-                unsafe {
-                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                    assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &limit), 0);
-                }
-                let path = std::env::var("DST_TEST_FILE").unwrap();
-                let file = std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(path)
-                    .unwrap();
-                let sink = FdSink::owned(OwnedFd::from(file), WriteMode::Plain);
+            |sink| {
                 let line = [&[b'x'; 39][..], b"\n"].concat();
                 let err = sink.write_lines(&line.repeat(3)).unwrap_err();
                 assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
@@ -650,8 +640,7 @@ mod tests {
                 assert_eq!(err.raw_os_error(), Some(libc::EFBIG));
             },
         );
-        assert!(out.status.success(), "{out:?}");
-        assert_eq!(std::fs::read(&path).unwrap().len(), 80);
+        assert_eq!(written, 80);
     }
 
     #[test]
