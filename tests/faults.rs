@@ -64,11 +64,20 @@ fn main() -> ExitCode {
 
 /// The host with a clean Trace2 environment and `args` after the common ones.
 fn host(args: &[&str], env: &[(&str, &str)]) -> Command {
+    host_with(args, None, env)
+}
+
+/// [`host`], with the background writer in `background` mode (`lossless`, `lossy`)
+/// when one is given.
+fn host_with(args: &[&str], background: Option<&str>, env: &[(&str, &str)]) -> Command {
     let mut cmd = process::clean_command(std::env::current_exe().unwrap());
     process::without_config(cmd.env(HOST_CHILD, "1"))
         .args(["--code", &CODE.to_string()])
         .args(args)
         .envs(env.iter().copied());
+    if let Some(mode) = background {
+        cmd.args(["--background", mode]);
+    }
     cmd
 }
 
@@ -230,11 +239,12 @@ fn file_size_limit() {
     let event = dir.path().join("trace.event");
     for background in [None, Some("lossless")] {
         let _ = std::fs::remove_file(&event);
-        let mut args = vec!["--lines", "400", "--threads", "2"];
-        if let Some(mode) = background {
-            args.extend(["--background", mode]);
-        }
-        let mut cmd = host(&args, &[("GIT_TRACE2_EVENT", event.to_str().unwrap())]);
+        let args = ["--lines", "400", "--threads", "2"];
+        let mut cmd = host_with(
+            &args,
+            background,
+            &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+        );
         // SAFETY: setrlimit and signal are async-signal-safe; they touch only the child.
         unsafe {
             cmd.pre_exec(|| {
@@ -284,11 +294,8 @@ fn closed_pipe() {
         let (perf, env) = perf_beside(dir.path());
         let mut env = env_refs(&env);
         env.push(("GIT_TRACE2_EVENT", "3"));
-        let mut args = vec!["--lines", "200", "--threads", "2"];
-        if let Some(mode) = background {
-            args.extend(["--background", mode]);
-        }
-        let mut cmd = host(&args, &env);
+        let args = ["--lines", "200", "--threads", "2"];
+        let mut cmd = host_with(&args, background, &env);
         let (read, write) = process::pipe();
         drop(read);
         give_fd(&mut cmd, write.as_raw_fd(), 3);
@@ -340,11 +347,8 @@ fn socket_peer_stalls() {
             ("GIT_TRACE2_EVENT", value.as_str()),
             ("GIT_TRACE2_DST_DEBUG", "1"),
         ]);
-        let mut args = vec!["--lines", "10", "--threads", "2", "--line-bytes", "200000"];
-        if let Some(mode) = background {
-            args.extend(["--background", mode]);
-        }
-        let run = run(host(&args, &env));
+        let args = ["--lines", "10", "--threads", "2", "--line-bytes", "200000"];
+        let run = run(host_with(&args, background, &env));
         done_tx.send(()).unwrap();
         let got = collector.join().unwrap();
         assert_host_unchanged(&run, 10, 2);
@@ -379,12 +383,10 @@ fn fork_and_exec() {
     for background in [None, Some("lossless")] {
         let dir = tempfile::tempdir().unwrap();
         let event = dir.path().join("trace.event");
-        let mut args = vec!["--lines", "100", "--threads", "2", "--fork", "exec"];
-        if let Some(mode) = background {
-            args.extend(["--background", mode]);
-        }
-        let run = run(host(
+        let args = ["--lines", "100", "--threads", "2", "--fork", "exec"];
+        let run = run(host_with(
             &args,
+            background,
             &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
         ));
         assert_host_unchanged(&run, 100, 2);
@@ -402,11 +404,12 @@ fn sigterm_while_busy() {
     for background in [None, Some("lossless")] {
         let dir = tempfile::tempdir().unwrap();
         let event = dir.path().join("trace.event");
-        let mut args = vec!["--lines", "10", "--threads", "3", "--end", "forever"];
-        if let Some(mode) = background {
-            args.extend(["--background", mode]);
-        }
-        let mut cmd = host(&args, &[("GIT_TRACE2_EVENT", event.to_str().unwrap())]);
+        let args = ["--lines", "10", "--threads", "3", "--end", "forever"];
+        let mut cmd = host_with(
+            &args,
+            background,
+            &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+        );
         let started = Instant::now();
         let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
         let mut line = [0u8; 32];
@@ -429,12 +432,10 @@ fn sigterm_while_busy() {
 fn fork_then_exit(background: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     let event = dir.path().join("trace.event");
-    let mut args = vec!["--lines", "100", "--threads", "2", "--fork", "exit"];
-    if let Some(mode) = background {
-        args.extend(["--background", mode]);
-    }
-    let run = run(host(
+    let args = ["--lines", "100", "--threads", "2", "--fork", "exit"];
+    let run = run(host_with(
         &args,
+        background,
         &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
     ));
     assert_host_unchanged(&run, 100, 2);
@@ -509,12 +510,10 @@ fn ends_while_tracing(end: &str) {
         for _ in 0..6 {
             let dir = tempfile::tempdir().unwrap();
             let event = dir.path().join("trace.event");
-            let mut args = vec!["--lines", "20", "--threads", "4", "--end", end];
-            if let Some(mode) = background {
-                args.extend(["--background", mode]);
-            }
-            let run = run(host(
+            let args = ["--lines", "20", "--threads", "4", "--end", end];
+            let run = run(host_with(
                 &args,
+                background,
                 &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
             ));
             assert_host_unchanged(&run, 20, 4);
@@ -539,12 +538,10 @@ fn panic_in_a_fields_debug() {
     for background in [None, Some("lossless")] {
         let dir = tempfile::tempdir().unwrap();
         let event = dir.path().join("trace.event");
-        let mut args = vec!["--lines", "4", "--field-panic"];
-        if let Some(mode) = background {
-            args.extend(["--background", mode]);
-        }
-        let run = run(host(
+        let args = ["--lines", "4", "--field-panic"];
+        let run = run(host_with(
             &args,
+            background,
             &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
         ));
         assert_host_unchanged(&run, 4, 1);
