@@ -133,20 +133,8 @@ impl Bench {
         if let Some(file) = &self.file {
             empty(file);
         }
-        let threads = workload.threads();
-        if threads == 1 {
-            return self.on_this_thread(workload, iters, None);
-        }
-        let barrier = Barrier::new(threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|_| scope.spawn(|| self.on_this_thread(workload, iters, Some(&barrier))))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("bench thread"))
-                .max()
-                .unwrap_or_default()
+        support::on_threads(workload.threads(), |barrier| {
+            self.on_this_thread(workload, iters, barrier)
         })
     }
 

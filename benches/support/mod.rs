@@ -6,6 +6,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
+use std::sync::Barrier;
+use std::time::Duration;
 
 use tracing::{info, info_span};
 use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Timestamp};
@@ -149,4 +151,27 @@ pub fn sample_records() -> [Record<'static>; 4] {
             0,
         ),
     ]
+}
+
+/// Runs `on_thread` on `threads` threads started together (on the calling thread
+/// alone, without a barrier, when `threads` is 1) and returns the longest time one of
+/// them took: the wall time of a multi-threaded sample.
+pub fn on_threads(
+    threads: usize,
+    on_thread: impl Fn(Option<&Barrier>) -> Duration + Sync,
+) -> Duration {
+    if threads == 1 {
+        return on_thread(None);
+    }
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| on_thread(Some(&barrier))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("bench thread"))
+            .max()
+            .unwrap_or_default()
+    })
 }
