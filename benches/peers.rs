@@ -14,7 +14,10 @@
 //! is enabled); tracing-subscriber's `fmt` (full format, span close events) and
 //! `fmt().json()` (span new and close events) into an append-mode file and `/dev/null`;
 //! tracing-chrome (its writer thread does the I/O); two floors that write a preformatted
-//! line as long as our Event line (one `write` per line, and through a 64 KiB buffer);
+//! line as long as our Event line (one `write` per line, and through a 64 KiB buffer),
+//! and the first floor as one program with the Registry (`registry+write`, a layer that
+//! writes that line wherever ours writes one); `fmt` with a line at each span entry as
+//! well (`fmt-lines`, as many lines as ours);
 //! and our Event, Perf and Normal targets into an append-mode file and `/dev/null`,
 //! opened with `dst::open` as the facade opens them: written directly, through a
 //! `BackgroundSink` (`-bg`), or through the deferred writer (`-df`, formatting on the
