@@ -24,19 +24,22 @@
 //! iterations), the ratio `binary / (registry+noop + floor-64k)` (median of per-round
 //! ratios) and the size ratio Event / binary.
 
+#[path = "measure/mod.rs"]
+mod measure;
 #[path = "support/mod.rs"]
 mod support;
 
+use measure::ROUNDS;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Barrier, Mutex};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 use support::{
     append, criterion_filter_matches, data, empty, median, mixed, regions, sample_records,
 };
 
-use criterion::{Criterion, SamplingMode, Throughput};
+use criterion::{SamplingMode, Throughput};
 use tracing::dispatcher::{self, Dispatch};
 use tracing::{info, info_span};
 use tracing_subscriber::layer::{Identity, SubscriberExt};
@@ -44,10 +47,6 @@ use tracing_trace2_binary::{BinaryWriter, DestSettings, dest};
 use tracing_trace2_core::{Format, MemorySink, Record, Sink, Timestamp, Trace2Layer};
 use tracing_trace2_dst::{self as core_dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
-
-const SAMPLES: usize = 10;
-const ROUNDS: usize = 15;
-const SLICE: Duration = Duration::from_millis(12);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Workload {
@@ -391,11 +390,7 @@ struct Results {
 }
 
 fn main() {
-    let mut criterion = Criterion::default()
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_millis(600))
-        .sample_size(SAMPLES)
-        .configure_from_args();
+    let mut criterion = measure::criterion();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("binary");
     std::fs::create_dir_all(&dir).expect("bench directory");
     let bench_mode = std::env::args().any(|a| a == "--bench");
@@ -411,19 +406,9 @@ fn main() {
                 continue;
             }
             let bench = make();
-            let samples = Mutex::new(Vec::new());
-            group.bench_function(&name, |b| {
-                b.iter_custom(|iters| {
-                    let took = bench.sample(workload, iters);
-                    samples
-                        .lock()
-                        .expect("samples")
-                        .push(took.as_nanos() as f64 / iters as f64);
-                    took
-                })
-            });
-            let samples = samples.into_inner().expect("samples");
-            if let Some(per_iter) = median(&samples[samples.len().saturating_sub(SAMPLES)..]) {
+            if let Some(per_iter) =
+                measure::calibrate(&mut group, &name, |iters| bench.sample(workload, iters))
+            {
                 ran.push((name, bench, per_iter));
             }
         }
@@ -431,19 +416,18 @@ fn main() {
         if !bench_mode {
             continue;
         }
-        // Interleaved rounds: a change of load hits every configuration alike.
-        for _ in 0..ROUNDS {
-            for (name, bench, per_iter) in &ran {
-                let iters = ((SLICE.as_nanos() as f64 / per_iter.max(1.0)) as u64).max(1);
-                let took = bench.sample(workload, iters);
-                let per_line = took.as_nanos() as f64 / (iters * workload.lines()) as f64;
+        measure::interleave(
+            &ran,
+            workload.lines(),
+            |bench, iters| bench.sample(workload, iters),
+            |name, per_line| {
                 results
                     .rounds
-                    .entry((workload, name.clone()))
+                    .entry((workload, name.to_owned()))
                     .or_default()
-                    .push(per_line);
-            }
-        }
+                    .push(per_line)
+            },
+        );
         for (name, bench, _) in &ran {
             if let Some(bytes) = bench.bytes_per_line(workload) {
                 results.bytes.insert((workload, name.clone()), bytes);

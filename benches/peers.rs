@@ -33,9 +33,12 @@
 //! targets to the floors and to each peer. Files go to `target/tmp/peers` and are
 //! emptied between samples.
 
+#[path = "measure/mod.rs"]
+mod measure;
 #[path = "support/mod.rs"]
 mod support;
 
+use measure::ROUNDS;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -44,7 +47,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 use support::{append, criterion_filter_matches, data, empty, median, mixed, regions};
 
-use criterion::{Criterion, SamplingMode, Throughput};
+use criterion::{SamplingMode, Throughput};
 use tracing::dispatcher::{self, Dispatch};
 use tracing::info_span;
 use tracing_subscriber::fmt::format::FmtSpan;
@@ -56,8 +59,6 @@ use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
 
-/// Samples per benchmark: criterion's minimum, so that the whole run stays short.
-const SAMPLES: usize = 10;
 /// Lines per burst through the background writer: half its default queue.
 const BURST_LINES: u64 = 2048;
 /// A sustained background sample queues at least this many times the queue's
@@ -773,11 +774,7 @@ fn line_of(len: usize) -> Vec<u8> {
 }
 
 fn main() {
-    let mut criterion = Criterion::default()
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_millis(600))
-        .sample_size(SAMPLES)
-        .configure_from_args();
+    let mut criterion = measure::criterion();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
     std::fs::create_dir_all(&dir).expect("bench directory");
     let mut results = Results::default();
@@ -797,21 +794,9 @@ fn main() {
                 continue;
             }
             let bench = make();
-            let samples = Mutex::new(Vec::new());
-            group.bench_function(&name, |b| {
-                b.iter_custom(|iters| {
-                    let took = bench.sample(workload, iters);
-                    samples
-                        .lock()
-                        .expect("samples")
-                        .push(took.as_nanos() as f64 / iters as f64);
-                    took
-                })
-            });
-            let samples = samples.into_inner().expect("samples");
-            // The last SAMPLES calls are the measurement; earlier ones were warm-up.
-            let measured = &samples[samples.len().saturating_sub(SAMPLES)..];
-            if let Some(per_iter) = median(measured) {
+            if let Some(per_iter) =
+                measure::calibrate(&mut group, &name, |iters| bench.sample(workload, iters))
+            {
                 ran.push((name, bench, per_iter));
             }
         }
@@ -820,7 +805,18 @@ fn main() {
             // `cargo test --benches`: criterion ran each benchmark once; that is all.
             continue;
         }
-        interleave(workload, &ran, &mut results);
+        measure::interleave(
+            &ran,
+            workload.lines(),
+            |bench, iters| bench.sample(workload, iters),
+            |name, per_line| {
+                results
+                    .rounds
+                    .entry((workload, name.to_owned()))
+                    .or_default()
+                    .push(per_line)
+            },
+        );
         for (name, bench, _) in &ran {
             if let Some(bytes) = bench.bytes_per_line(workload) {
                 results.bytes.insert((workload, name.clone()), bytes);
@@ -829,29 +825,6 @@ fn main() {
     }
     criterion.final_summary();
     print_table(&results);
-}
-
-/// Rounds of the interleaved pass that the table is made of.
-const ROUNDS: usize = 15;
-/// Time each configuration runs per round.
-const SLICE: Duration = Duration::from_millis(12);
-
-/// Runs every configuration once per round, round after round, so that a change in
-/// the machine's load (other processes on two cores) hits all of them alike; ratios
-/// are then taken within each round.
-fn interleave(workload: Workload, ran: &[(String, Bench, f64)], results: &mut Results) {
-    for _ in 0..ROUNDS {
-        for (name, bench, per_iter) in ran {
-            let iters = ((SLICE.as_nanos() as f64 / per_iter.max(1.0)) as u64).max(1);
-            let took = bench.sample(workload, iters);
-            let per_line = took.as_nanos() as f64 / (iters * workload.lines()) as f64;
-            results
-                .rounds
-                .entry((workload, name.clone()))
-                .or_default()
-                .push(per_line);
-        }
-    }
 }
 
 /// Issue 16's goals: for each, the median over rounds of ours ÷ (floor + base), and
