@@ -430,7 +430,38 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// The thread helpers call this right before `thread_exit`; the process lifecycle
 /// calls it for the main thread right before [`emit_process_totals`].
 pub fn emit_thread_totals() {
-    for line in take_thread_totals() {
+    emit_lines(take_thread_totals());
+}
+
+/// Lines a thread handed over with [`hand_over_thread_totals`], not written yet.
+static HANDED_OVER: Mutex<Vec<ThreadTotal>> = Mutex::new(Vec::new());
+
+/// Takes the calling thread's `th_timer`/`th_counter` lines (adding its values to the
+/// process totals, as [`emit_thread_totals`] does) and keeps them for
+/// [`emit_handed_over_totals`], which another thread calls later.
+///
+/// The process lifecycle calls this on the main thread when its guard is dropped and
+/// the exit lines are left to the exit handler: that handler runs after the main
+/// thread's thread-locals are gone, on a helper thread of its own.
+pub fn hand_over_thread_totals() {
+    let lines = take_thread_totals();
+    if !lines.is_empty() {
+        HANDED_OVER
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(lines);
+    }
+}
+
+/// Writes the lines kept by [`hand_over_thread_totals`] (on the calling thread, which
+/// writes them for the thread that handed them over) and forgets them.
+pub fn emit_handed_over_totals() {
+    let lines = std::mem::take(&mut *HANDED_OVER.lock().unwrap_or_else(PoisonError::into_inner));
+    emit_lines(lines);
+}
+
+fn emit_lines(lines: Vec<ThreadTotal>) {
+    for line in lines {
         match line {
             ThreadTotal::Timer(t) => api::timer(
                 true,

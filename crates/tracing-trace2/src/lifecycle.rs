@@ -89,14 +89,15 @@
 
 use std::panic::Location;
 use std::process::{ExitCode, Termination};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tracing_subscriber::prelude::*;
 use tracing_trace2_core::timers;
-use tracing_trace2_core::{Session, Trace2Layer, api};
+use tracing_trace2_core::{Trace2Layer, api};
 
 use crate::Trace2;
+use crate::session_env;
 
 /// What a process does on SIGPIPE once the lifecycle has started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -119,18 +120,31 @@ pub struct Lifecycle {
     argv: Option<Vec<String>>,
     ancestry: bool,
     sigpipe: Sigpipe,
+    env_export: bool,
+    dst_debug: bool,
 }
 
 impl Trace2 {
     /// The layer from [`Trace2::layer`] with its lifecycle, for a program that builds its
     /// own subscriber: install [`Lifecycle::layer`], then call [`Lifecycle::start`].
+    ///
+    /// When a target is enabled, this also puts the session into the process's
+    /// environment (see [`Trace2::with_env_export`]), so call it before building layers
+    /// or runtimes that start threads when you can.
     pub fn lifecycle(&self) -> Lifecycle {
+        let layer = self.layer();
+        let dst_debug = self.settings().dst_debug;
+        if layer.is_some() {
+            session_env::export_session(self.env_export(), dst_debug);
+        }
         Lifecycle {
-            layer: self.layer(),
+            layer,
             exe_version: self.exe_version().to_owned(),
             argv: None,
             ancestry: true,
             sigpipe: Sigpipe::Keep,
+            env_export: self.env_export(),
+            dst_debug,
         }
     }
 
@@ -194,9 +208,8 @@ impl Lifecycle {
     }
 
     /// Writes `version`, `start` and `cmd_ancestry` (at the caller's source location),
-    /// exports the session for children
-    /// when the process has a single thread, and installs the exit, panic and SIGPIPE
-    /// hooks. The layer should be installed by now, else these lines go nowhere.
+    /// exports the session for children if [`Trace2::lifecycle`] did not already, and
+    /// installs the exit, panic and SIGPIPE hooks. The layer should be installed by now, else these lines go nowhere.
     ///
     /// Without an enabled target nothing is written or installed; the guard's exit
     /// helpers still end the process. A second start in one process writes nothing.
@@ -204,7 +217,7 @@ impl Lifecycle {
     #[track_caller]
     pub fn start(self) -> Trace2Guard {
         let Some(layer) = self.layer else {
-            return Trace2Guard { _private: () };
+            return Trace2Guard::new();
         };
         let started_at = Location::caller();
         let mut first = false;
@@ -218,13 +231,9 @@ impl Lifecycle {
             }
         });
         if !first {
-            return Trace2Guard { _private: () };
+            return Trace2Guard::new();
         }
-        if single_threaded() {
-            // SAFETY: this process has one thread (checked just above, and this thread
-            // starts none in between), so nothing else can read or write the environment.
-            unsafe { Session::global().export_env() };
-        }
+        session_env::export_session(self.env_export, self.dst_debug);
         api::version(&self.exe_version);
         let argv = self.argv.unwrap_or_else(|| {
             std::env::args_os()
@@ -241,25 +250,56 @@ impl Lifecycle {
         hooks::install_exit_handler();
         install_panic_hook();
         hooks::install_sigpipe(self.sigpipe);
-        Trace2Guard { _private: () }
+        Trace2Guard::new()
     }
 }
 
-/// Ends the traced process: dropping it writes `exit` (code 0, or 101 while a panic
-/// unwinds) and `atexit`; [`Trace2Guard::exit`] and [`Trace2Guard::finish`] end it with
-/// another code. Keep it alive for the whole of `main`.
-#[derive(Debug)]
+/// Ends the traced process. Keep it (or a clone) alive for the whole of `main`.
+///
+/// - [`Trace2Guard::finish`], [`Trace2Guard::finish_code`],
+///   [`Trace2Guard::finish_result`] and [`Trace2Guard::exit`] write `exit` with the
+///   code the process ends with, then `atexit`.
+/// - Dropping the last clone leaves the code to the process's real exit: on Linux with
+///   glibc the exit handler writes `exit` and `atexit` with the status the process
+///   exits with, so a `main` that returns `Err` is traced with code 1 (see the module
+///   documentation). While a panic unwinds, the dropped guard writes code 101 at once.
+///   Elsewhere, it writes code 0 at once: end `main` with a `finish` method there.
+///
+/// The guard is `Clone`, `Send` and `Sync`: a program that keeps its tracing setup in a
+/// cloneable handle keeps a clone there; the lines are written once, by the first
+/// `finish`/`exit`, or when the last clone is dropped.
+///
+/// Every method is `#[track_caller]`: the `exit` and `atexit` lines name the code that
+/// called it. A helper of the program that calls one for `main` should be
+/// `#[track_caller]` too, so that the lines name `main`'s call of the helper.
+#[derive(Clone, Debug)]
 #[must_use = "dropping the guard writes the exit lines at once"]
 pub struct Trace2Guard {
-    _private: (),
+    /// Shared by the clones; its drop is the dropped guard's ending.
+    _ending: Arc<EndOnDrop>,
+}
+
+/// The ending of a guard whose last clone is dropped.
+#[derive(Debug)]
+struct EndOnDrop;
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        end_on_drop();
+    }
 }
 
 impl Trace2Guard {
+    fn new() -> Trace2Guard {
+        Trace2Guard {
+            _ending: Arc::new(EndOnDrop),
+        }
+    }
+
     /// Writes `exit` with `code` (masked to 0..=255 as the system does) and `atexit`,
     /// then ends the process with `std::process::exit(code)`.
     #[track_caller]
     pub fn exit(self, code: i32) -> ! {
-        std::mem::forget(self);
         exit_process(code)
     }
 
@@ -279,19 +319,36 @@ impl Trace2Guard {
     /// ```
     #[track_caller]
     pub fn finish<T: Termination>(self, value: T) -> ExitCode {
-        std::mem::forget(self);
         let code = value.report();
         finish_process(exit_code_value(code));
         code
+    }
+
+    /// The end of a program that computes its exit code as a number: writes `exit` with
+    /// `code` and `atexit`, and returns the `ExitCode` for `main` to return.
+    ///
+    /// ```no_run
+    /// use std::process::ExitCode;
+    ///
+    /// fn main() -> ExitCode {
+    ///     let trace2 = tracing_trace2::Trace2::from_env().init();
+    ///     let code: u8 = 3; // computed by the program
+    ///     trace2.finish_code(code) // exit code 3, traced as `exit code:3`
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn finish_code(self, code: u8) -> ExitCode {
+        finish_process(i32::from(code));
+        ExitCode::from(code)
     }
 
     /// The end of a `main` that returns a `Result`: writes `exit` with code 1 for an
     /// `Err` (the code Rust exits with once it has printed `Error: …`) or 0 for `Ok`,
     /// then `atexit`, and hands the result back for `main` to return.
     ///
-    /// Dropping the guard instead (`let _trace2 = …init(); run()?; Ok(())`) cannot know
-    /// that `main` is about to return an error: it writes code 0. End such a `main`
-    /// with this:
+    /// Simply dropping the guard (`let _trace2 = …init(); run()?; Ok(())`) gets the same
+    /// code on Linux with glibc, from the exit handler; this works everywhere and names
+    /// the caller in the lines:
     ///
     /// ```no_run
     /// fn run() -> Result<(), String> { Err("no repository".into()) }
@@ -303,21 +360,35 @@ impl Trace2Guard {
     /// ```
     #[track_caller]
     pub fn finish_result<T, E>(self, result: Result<T, E>) -> Result<T, E> {
-        std::mem::forget(self);
         finish_process(if result.is_ok() { 0 } else { 1 });
         result
     }
 }
 
-impl Drop for Trace2Guard {
-    fn drop(&mut self) {
+/// What a dropped guard does (its last clone): see [`Trace2Guard`].
+fn end_on_drop() {
+    let Some(shared) = SHARED.get() else { return };
+    // A destructor has no caller location: the lines name where the lifecycle started
+    // (the top of `main`), not this crate.
+    if std::thread::panicking() {
         // The value Rust's runtime exits with when `main` panics.
-        let code = if std::thread::panicking() { 101 } else { 0 };
-        // A destructor has no caller location: the lines name where the lifecycle
-        // started (the top of `main`), not this crate.
-        let at = SHARED.get().map(|s| s.started_at);
-        finish_process_at(code, at);
+        finish_process_at(101, None);
+        return;
     }
+    if hooks::EXIT_HANDLER_KNOWS_STATUS
+        && shared.pid == std::process::id()
+        && !shared.done.load(Ordering::Acquire)
+        && tracing::dispatcher::has_been_set()
+    {
+        // The exit handler writes `exit` with the status the process really exits with
+        // (`main`'s `Err` becomes 1 only after this drop). It writes from a thread of its
+        // own, after this thread's thread-locals are gone: hand over this thread's
+        // timer and counter values, and flush what is written so far.
+        timers::hand_over_thread_totals();
+        shared.layer.flush();
+        return;
+    }
+    finish_process_at(0, None);
 }
 
 /// Writes `exit` with `code` (masked to 0..=255) and `atexit` if the lifecycle is
@@ -385,6 +456,7 @@ fn finish_process_at(code: i32, at: Option<&'static Location<'static>>) {
 
 fn write_atexit(shared: &Shared, at: &'static Location<'static>) {
     timers::emit_thread_totals();
+    timers::emit_handed_over_totals();
     timers::emit_process_totals();
     api::atexit_at(at);
     shared.layer.flush();
@@ -424,18 +496,6 @@ fn install_panic_hook() {
     }));
 }
 
-/// Whether this process has exactly one thread.
-fn single_threaded() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        false
-    }
-}
-
 /// The C-level hooks: the exit handler and the SIGPIPE handler.
 #[cfg(unix)]
 mod hooks {
@@ -445,6 +505,11 @@ mod hooks {
     use tracing_trace2_core::api;
 
     use libc::{SIG_DFL, SIG_ERR, SIG_IGN, SIGPIPE, raise, signal};
+
+    /// Whether the exit handler learns the status the process exits with (glibc's
+    /// `on_exit`); elsewhere it is registered with `atexit` and does not.
+    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool =
+        cfg!(all(target_os = "linux", target_env = "gnu"));
 
     unsafe extern "C" {
         // glibc's `on_exit` passes the exit status to the handler; the libc crate does not
@@ -536,6 +601,9 @@ mod hooks {
 #[cfg(not(unix))]
 mod hooks {
     use super::Sigpipe;
+
+    /// No exit handler here.
+    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool = false;
 
     pub(super) fn install_exit_handler() {}
 
