@@ -33,7 +33,7 @@ use std::sync::Arc;
 use tracing::instrument;
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::{EnvFilter, Layer, Registry, reload};
-use tracing_trace2::{Trace2, Trace2Guard, api};
+use tracing_trace2::{PerThread, Timer, Trace2, Trace2Guard, api};
 
 /// The program's error: `main` returns it, Rust prints `Error: …` and exits with 1.
 pub(crate) struct VcsError(String);
@@ -118,6 +118,9 @@ impl TracingHandle {
     }
 }
 
+/// The time spent waiting for git, per thread and in total (`th_timer`, `timer`).
+static GIT_WAIT: Timer = Timer::new("vcs", "git", PerThread::Yes);
+
 /// A repository as the program sees it: large enough that its `Debug` is long.
 #[derive(Debug)]
 struct Workspace {
@@ -141,9 +144,8 @@ impl Workspace {
         for (key, value) in &self.settings {
             git.arg("-c").arg(format!("{key}={value}"));
         }
-        let status = git
-            .args(args)
-            .status()
+        let status = GIT_WAIT
+            .time(|| git.args(args).status())
             .map_err(|e| VcsError(format!("cannot run git: {e}")))?;
         if status.success() {
             Ok(())

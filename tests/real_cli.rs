@@ -222,6 +222,34 @@ fn git_sessions_nest_under(run: &Run, our_name: &str) -> Result<usize, String> {
     Ok(git_sids.len())
 }
 
+/// The main thread's per-thread timer (two git runs) is written for thread `main`,
+/// then the process total, then `atexit`: also when the exit lines come from the exit
+/// handler, after the main thread's thread-locals are gone.
+fn main_thread_timer_is_written(run: &Run) -> Result<(), String> {
+    let sid = run.own_sid()?;
+    let tail: Vec<(&str, &str, u64)> = run
+        .events
+        .iter()
+        .filter(|e| e["sid"] == sid.as_str())
+        .filter(|e| matches!(e["event"].as_str(), Some("th_timer" | "timer" | "atexit")))
+        .map(|e| {
+            (
+                e["event"].as_str().unwrap_or_default(),
+                e["thread"].as_str().unwrap_or_default(),
+                e["intervals"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    ensure(
+        tail == [
+            ("th_timer", "main", 2),
+            ("timer", "main", 2),
+            ("atexit", "main", 0),
+        ],
+        || format!("timer lines {tail:?}"),
+    )
+}
+
 fn fetch_with_order(name: &str, order: &str) -> Result<Run, String> {
     let dir = scratch_with_remote(name);
     let remote = dir.join("remote");
@@ -232,6 +260,7 @@ fn fetch_with_order(name: &str, order: &str) -> Result<Run, String> {
     );
     run.ends_with(0)?;
     git_sessions_nest_under(&run, "git fetch")?;
+    main_thread_timer_is_written(&run)?;
     let chrome = std::fs::read_to_string(dir.join("chrome.json")).unwrap_or_default();
     ensure(chrome.contains("\"fetch\""), || {
         format!("tracing-chrome wrote no `fetch` span: {chrome:.200}")

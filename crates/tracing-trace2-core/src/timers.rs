@@ -733,6 +733,46 @@ mod tests {
     }
 
     #[test]
+    fn handed_over_values_are_written_once_by_another_thread() {
+        static T: Timer = Timer::new("test", "handed-over", PerThread::Yes);
+        static C: Counter = Counter::new("test", "handed-over", PerThread::Yes);
+        let _totals = totals_lock();
+        let before = (total_timer_if_any(&T), total_counter_if_any(&C));
+        std::thread::spawn(|| {
+            T.time(|| std::thread::sleep(Duration::from_micros(100)));
+            C.add(5);
+            hand_over_thread_totals();
+            assert_eq!(local_timer(&T), TimerData::default(), "taken");
+            assert_eq!(local_counter(&C), 0, "taken");
+        })
+        .join()
+        .unwrap();
+        // Added to the process totals at hand-over, as at a thread's own emit.
+        assert_eq!(total_timer(&T).intervals, before.0 + 1);
+        assert_eq!(total_counter(&C), before.1 + 5);
+        let handed: Vec<_> = HANDED_OVER.lock().unwrap().clone();
+        let ours = |t: &&ThreadTotal| match t {
+            ThreadTotal::Timer(t) => t.name == "handed-over",
+            ThreadTotal::Counter(c) => c.name == "handed-over" && c.value == 5,
+        };
+        assert_eq!(handed.iter().filter(ours).count(), 2, "{handed:?}");
+        // Without a subscriber the lines go nowhere, but they are taken once.
+        std::thread::spawn(emit_handed_over_totals).join().unwrap();
+        assert!(HANDED_OVER.lock().unwrap().iter().all(|t| !ours(&t)));
+    }
+
+    fn total_timer_if_any(timer: &'static Timer) -> u64 {
+        timer
+            .0
+            .index()
+            .map_or(0, |i| registry().timers[i].1.intervals)
+    }
+
+    fn total_counter_if_any(counter: &'static Counter) -> u64 {
+        counter.0.index().map_or(0, |i| registry().counters[i].1)
+    }
+
+    #[test]
     fn counters_are_u64_and_wrap() {
         static BIG: Counter = Counter::new("test", "big", PerThread::No);
         std::thread::spawn(|| {
