@@ -11,7 +11,8 @@
 //! if std::env::args().count() > 3 {
 //!     trace2.exit(2); // exit + atexit, then std::process::exit(2)
 //! }
-//! // dropping the guard at the end of main writes exit (code 0) and atexit
+//! // when the guard is dropped at the end of main, exit and atexit carry the code the
+//! // process exits with (Linux with glibc; see below)
 //! ```
 //!
 //! [`Trace2::init`] installs `registry().with(layer)` as the global default subscriber.
@@ -36,8 +37,8 @@
 //!
 //! | the process ends by | lines written |
 //! |---|---|
-//! | returning from `main` (the guard is dropped) | `exit` code 0, then `atexit` |
-//! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …) | `exit` with the code the value reports, then `atexit` |
+//! | returning from `main` with the guard dropped (`Ok`, `Err`, an `ExitCode`) | Linux with glibc: `exit` with the code the process exits with (1 for `Err`), then `atexit`, from the exit handler (see below); elsewhere `exit` code 0 and `atexit`, when the guard is dropped |
+//! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …), [`Trace2Guard::finish_code`]`(u8)` or [`Trace2Guard::finish_result`] | `exit` with the code the value reports, then `atexit` |
 //! | [`Trace2Guard::exit`] / [`exit`] | `exit` with the code (masked to 0..=255), then `atexit` |
 //! | `std::process::exit` called directly, or `exit` from C code | Linux with glibc: `exit` with the code and `atexit`, from an exit handler (see below); elsewhere `exit` code 0 and `atexit` |
 //! | a panic that unwinds out of `main` | `error` (the panic message, at the panic's file:line), `exit` code 101, `atexit` |
@@ -52,10 +53,14 @@
 //! written once: whichever path runs first writes `exit` and `atexit`; the others then
 //! write nothing. After `atexit` the layer's sinks are flushed.
 //!
-//! ## `std::process::exit`
+//! ## `std::process::exit` and a dropped guard
 //!
 //! On Linux with glibc the lifecycle registers an exit handler (`on_exit`), which learns
-//! the status passed to `exit`. By the time exit handlers run, glibc has destroyed the
+//! the status passed to `exit`, also the one Rust's runtime passes once `main` returned.
+//! A dropped guard (its last clone) therefore writes nothing there: `main`'s `Result` is
+//! reported only after the guard is gone, and only the handler knows the code. The guard
+//! hands the main thread's per-thread timer and counter values over to the handler
+//! first. By the time exit handlers run, glibc has destroyed the
 //! exiting thread's thread-local storage, where the layer keeps the thread's name and
 //! region stack; so the handler writes its lines from a short-lived helper thread named
 //! `main` and waits for it. The lines therefore show thread `main` and no region
@@ -79,11 +84,13 @@
 //! ## Children and the environment
 //!
 //! Git exports `GIT_TRACE2_PARENT_SID` (and the command hierarchy in
-//! `GIT_TRACE2_PARENT_NAME`) into its own environment so that every child, however it is
-//! started, nests under it. Changing the environment is only sound while no other thread
-//! can read it (see [`tracing_trace2_core::Session::export_env`]), so the lifecycle does
-//! it only when it can check that the process has a single thread (Linux: the entries of
-//! `/proc/self/task`); start the lifecycle first thing in `main` to get it. Children
+//! `GIT_TRACE2_PARENT_NAME`, updated at every `cmd_name`) into its own environment so
+//! that every child, however it is started, nests under it. The lifecycle does the same:
+//! when [`Trace2::lifecycle`] builds the layer, or at the latest at [`Lifecycle::start`],
+//! whether or not other threads run by then, and every [`api::cmd_name`] updates the
+//! name (see [`Trace2::with_env_export`], `docs/real-programs.md` and the reasons in
+//! `docs/decisions.md`). Build the lifecycle before layers or runtimes that start
+//! threads, so that the environment changes while the process has one thread. Children
 //! started through [`crate::command::Trace2CommandExt`] get both variables set on their
 //! own command in any case.
 
