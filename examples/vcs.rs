@@ -28,7 +28,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use tracing::instrument;
 use tracing_subscriber::prelude::*;
@@ -52,7 +52,7 @@ struct TracingHandle {
     trace2: Trace2Guard,
     filter: reload::Handle<EnvFilter, Registry>,
     /// Flushes tracing-chrome's file when the last clone goes.
-    _chrome: Arc<tracing_chrome::FlushGuard>,
+    _chrome: Rc<tracing_chrome::FlushGuard>,
 }
 
 /// One layer of the program's subscriber.
@@ -101,7 +101,7 @@ impl TracingHandle {
         TracingHandle {
             trace2: lifecycle.start(),
             filter: filter_handle,
-            _chrome: Arc::new(chrome_guard),
+            _chrome: Rc::new(chrome_guard),
         }
     }
 
