@@ -631,6 +631,23 @@ mod tests {
     }
 
     #[test]
+    fn the_guard_can_live_in_a_shared_handle() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        shareable::<Trace2Guard>();
+    }
+
+    #[test]
+    fn finish_code_returns_the_code_it_was_given() {
+        // Without a started lifecycle nothing is written; the code still goes back.
+        let guard = Trace2::with_settings(crate::Settings::default())
+            .lifecycle()
+            .start();
+        let clone = guard.clone();
+        drop(guard);
+        assert_eq!(clone.finish_code(42), ExitCode::from(42));
+    }
+
+    #[test]
     fn a_lifecycle_without_targets_installs_nothing() {
         let guard = Trace2::with_settings(crate::Settings::default())
             .lifecycle()
