@@ -139,11 +139,12 @@ impl Trace2 {
     /// environment (see [`Trace2::with_env_export`]), so call it before building layers
     /// or runtimes that start threads when you can.
     pub fn lifecycle(&self) -> Lifecycle {
-        let layer = self.layer();
         let dst_debug = self.settings().dst_debug;
-        if layer.is_some() {
+        // Before the layer is built: a background writer starts a thread there.
+        if self.names_a_target() {
             session_env::export_session(self.env_export(), dst_debug);
         }
+        let layer = self.layer();
         Lifecycle {
             layer,
             exe_version: self.exe_version().to_owned(),

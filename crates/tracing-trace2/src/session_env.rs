@@ -3,7 +3,8 @@
 //! plain `std::process::Command`, a shell, a library) nest under it.
 //!
 //! The export happens once, as early as the facade can: when [`crate::Trace2::lifecycle`]
-//! builds the layer (so also in [`crate::Trace2::init`]), else at
+//! is about to build the layer (before a background writer starts its thread; so also in
+//! [`crate::Trace2::init`]), else at
 //! [`crate::Lifecycle::start`]. It happens whether or not other threads run by then: a
 //! layer built earlier may have started one (tracing-chrome, tracing-appender's
 //! `non_blocking`, OpenTelemetry's batch exporter, a tokio runtime), and skipping the
