@@ -23,7 +23,8 @@
 //! builds the Trace2 layer before tracing-chrome (default: chrome first, as jj);
 //! `VCS_CHROME_FILE` is where tracing-chrome writes (default: a file in the temporary
 //! directory); `VCS_NO_ENV_EXPORT` turns the session's export into the environment off;
-//! `VCS_LOG` is the fmt layer's filter (default `warn`).
+//! `VCS_LOG` is the fmt layer's filter (default `warn`); `VCS_SCOPED_SUBSCRIBER` installs
+//! the subscriber as the main thread's default (`set_default`) instead of the global one.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,8 @@ struct TracingHandle {
     filter: reload::Handle<EnvFilter, Registry>,
     /// Flushes tracing-chrome's file when the last clone goes.
     _chrome: Rc<tracing_chrome::FlushGuard>,
+    /// With `VCS_SCOPED_SUBSCRIBER`: the subscriber is this thread's default only.
+    _scoped: Option<Rc<tracing::subscriber::DefaultGuard>>,
 }
 
 /// One layer of the program's subscriber.
@@ -97,11 +100,18 @@ impl TracingHandle {
             chrome_layer.boxed(),
             lifecycle.layer().boxed(),
         ];
-        tracing_subscriber::registry().with(layers).init();
+        let subscriber = tracing_subscriber::registry().with(layers);
+        let scoped = if std::env::var_os("VCS_SCOPED_SUBSCRIBER").is_some() {
+            Some(Rc::new(tracing::subscriber::set_default(subscriber)))
+        } else {
+            subscriber.init();
+            None
+        };
         TracingHandle {
             trace2: lifecycle.start(),
             filter: filter_handle,
             _chrome: Rc::new(chrome_guard),
+            _scoped: scoped,
         }
     }
 

@@ -49,6 +49,10 @@ fn main() -> Result<ExitCode, vcs::VcsError> {
             main_returning_err_with_the_guard_held_exits_1,
         ),
         (
+            "main_returning_err_with_a_scoped_subscriber_exits_1",
+            main_returning_err_with_a_scoped_subscriber_exits_1,
+        ),
+        (
             "a_computed_code_through_a_cloned_handle",
             a_computed_code_through_a_cloned_handle,
         ),
@@ -326,6 +330,20 @@ fn main_returning_err_with_the_guard_held_exits_1() -> Result<(), String> {
     ensure(run.stderr().contains("Error: the fetched history"), || {
         format!("Rust did not report the error:\n{}", run.stderr())
     })?;
+    run.ends_with(1)?;
+    git_sessions_nest_under(&run, "git fail")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn main_returning_err_with_a_scoped_subscriber_exits_1() -> Result<(), String> {
+    let dir = scratch_with_remote("err-scoped");
+    let remote = dir.join("remote");
+    let run = run_program(
+        &dir,
+        &["fail", remote.to_str().expect("a UTF-8 path")],
+        &[("VCS_SCOPED_SUBSCRIBER", "1")],
+    );
     run.ends_with(1)?;
     git_sessions_nest_under(&run, "git fail")?;
     let _ = std::fs::remove_dir_all(&dir);

@@ -64,9 +64,10 @@
 //! exiting thread's thread-local storage, where the layer keeps the thread's name and
 //! region stack; so the handler writes its lines from a short-lived helper thread named
 //! `main` and waits for it. The lines therefore show thread `main` and no region
-//! indentation (git's `exit` keeps the dots of regions still open), the helper needs the
-//! layer to be installed as the *global* default subscriber, and the main thread's
-//! per-thread timer values are not among the totals. A program that can call
+//! indentation (git's `exit` keeps the dots of regions still open); the helper writes
+//! through the subscriber that was current where the lifecycle started. After a direct
+//! `std::process::exit` the main thread's per-thread timer values are not among the
+//! totals (a dropped guard hands them over). A program that can call
 //! [`Trace2Guard::exit`] instead gets exact lines.
 //!
 //! ## SIGPIPE
@@ -217,7 +218,9 @@ impl Lifecycle {
 
     /// Writes `version`, `start` and `cmd_ancestry` (at the caller's source location),
     /// exports the session for children if [`Trace2::lifecycle`] did not already, and
-    /// installs the exit, panic and SIGPIPE hooks. The layer should be installed by now, else these lines go nowhere.
+    /// installs the exit, panic and SIGPIPE hooks. The layer should be installed by now
+    /// (as the global default, or as the calling thread's default): these lines, and
+    /// those of the exit handler, go to the subscriber that is current here.
     ///
     /// Without an enabled target nothing is written or installed; the guard's exit
     /// helpers still end the process. A second start in one process writes nothing.
@@ -233,6 +236,7 @@ impl Lifecycle {
             first = true;
             Shared {
                 layer,
+                dispatch: tracing::dispatcher::get_default(tracing::Dispatch::clone),
                 started_at,
                 done: AtomicBool::new(false),
                 pid: std::process::id(),
@@ -386,7 +390,7 @@ fn end_on_drop() {
     if hooks::EXIT_HANDLER_KNOWS_STATUS
         && shared.pid == std::process::id()
         && !shared.done.load(Ordering::Acquire)
-        && tracing::dispatcher::has_been_set()
+        && shared.writes_to_trace2()
     {
         // The exit handler writes `exit` with the status the process really exits with
         // (`main`'s `Err` becomes 1 only after this drop). It writes from a thread of its
@@ -424,6 +428,9 @@ pub(crate) fn flush() {
 /// The process-wide lifecycle state, shared with the exit, panic and signal hooks.
 struct Shared {
     layer: Trace2Layer,
+    /// The subscriber that was current where the lifecycle started: the exit handler's
+    /// helper thread writes through it (it has no scoped default of its own).
+    dispatch: tracing::Dispatch,
     /// Where the program started the lifecycle: the location of the lines written
     /// where no caller is known (a dropped guard, the exit handler).
     started_at: &'static Location<'static>,
@@ -436,6 +443,24 @@ struct Shared {
 }
 
 static SHARED: OnceLock<Shared> = OnceLock::new();
+
+impl Shared {
+    /// Whether the subscriber current at start holds the Trace2 layer, so that the exit
+    /// handler's helper thread can write through it.
+    fn writes_to_trace2(&self) -> bool {
+        self.dispatch.downcast_ref::<Trace2Layer>().is_some()
+    }
+
+    /// Runs `write` with the subscriber current at start as the default (the global
+    /// default if that one has no Trace2 layer).
+    fn with_dispatch(&self, write: impl FnOnce()) {
+        if self.writes_to_trace2() {
+            tracing::dispatcher::with_default(&self.dispatch, write);
+        } else {
+            write();
+        }
+    }
+}
 
 /// The shared state, if the lifecycle runs and its last lines are not written yet;
 /// claims the right to write them.
@@ -555,7 +580,7 @@ mod hooks {
         let Some(shared) = claim_end() else { return };
         // glibc destroyed this thread's thread-locals before running exit handlers; a
         // fresh thread named `main` has its own and is traced as the main thread.
-        let write = move || write_exit_lines(shared, status);
+        let write = move || shared.with_dispatch(|| write_exit_lines(shared, status));
         if let Ok(helper) = std::thread::Builder::new()
             .name("main".to_owned())
             .spawn(write)
