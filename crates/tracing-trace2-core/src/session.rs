@@ -247,6 +247,52 @@ mod tests {
         assert_eq!(env[0].1, s.sid());
     }
 
+    /// Set in a child copy of the test binary that runs one environment scenario: the
+    /// environment is the process's, and the other tests must not see it change.
+    const CHILD_ENV: &str = "TRACE2_SESSION_TEST_CHILD";
+
+    #[test]
+    fn an_exported_session_keeps_the_name_current() {
+        let name = "session::tests::an_exported_session_keeps_the_name_current";
+        if std::env::var(CHILD_ENV).as_deref() == Ok(name) {
+            let var = |key| std::env::var(key).ok();
+            let quiet = Session::new(None, None, 0, 7, None);
+            quiet.push_cmd_name("not-exported");
+            assert_eq!(var(PARENT_NAME_ENV), None, "no export, no change");
+
+            let s = Session::new(Some("top"), None, 0, 8, None);
+            // SAFETY: this child process runs one test on one thread.
+            unsafe { s.export_env() };
+            assert_eq!(var(PARENT_SID_ENV).as_deref(), Some(s.sid()));
+            // Present but empty: git reads it as no hierarchy.
+            assert_eq!(var(PARENT_NAME_ENV).as_deref(), Some(""));
+            assert!(s.is_exported());
+            s.push_cmd_name("git fetch");
+            assert_eq!(var(PARENT_NAME_ENV).as_deref(), Some("git fetch"));
+            s.push_cmd_name("sub");
+            assert_eq!(var(PARENT_NAME_ENV).as_deref(), Some("git fetch/sub"));
+            std::process::exit(0);
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--nocapture", "--test-threads=1", "-q"])
+            .env(CHILD_ENV, name)
+            .env_remove(PARENT_SID_ENV)
+            .env_remove(PARENT_NAME_ENV)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The scenario ends the child before libtest's summary: no summary, it ran.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("test result"),
+            "the scenario did not run: {stdout}"
+        );
+    }
+
     #[test]
     fn real_hostname_is_readable() {
         assert!(hostname().is_some());
