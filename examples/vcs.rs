@@ -24,7 +24,8 @@
 //! `VCS_CHROME_FILE` is where tracing-chrome writes (default: a file in the temporary
 //! directory); `VCS_NO_ENV_EXPORT` turns the session's export into the environment off;
 //! `VCS_LOG` is the fmt layer's filter (default `warn`); `VCS_SCOPED_SUBSCRIBER` installs
-//! the subscriber as the main thread's default (`set_default`) instead of the global one.
+//! the subscriber as the main thread's default (`set_default`) instead of the global one;
+//! `VCS_RUNTIME_FIRST` starts a multi-threaded tokio runtime first, as `#[tokio::main]`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -185,6 +186,13 @@ fn check_invariants(workspace: &Workspace) {
 }
 
 pub(crate) fn main() -> Result<ExitCode, VcsError> {
+    // As `#[tokio::main]` does, a runtime (and its worker threads) before anything else.
+    let _runtime = std::env::var_os("VCS_RUNTIME_FIRST").map(|_| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("a tokio runtime")
+    });
     let tracing = TracingHandle::init();
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().is_some_and(|a| a == "--debug") {

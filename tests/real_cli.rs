@@ -37,6 +37,10 @@ fn main() -> Result<ExitCode, vcs::VcsError> {
             git_children_nest_when_trace2_is_built_first,
         ),
         (
+            "git_children_nest_when_a_runtime_is_built_first",
+            git_children_nest_when_a_runtime_is_built_first,
+        ),
+        (
             "an_export_with_threads_running_is_reported_once",
             an_export_with_threads_running_is_reported_once,
         ),
@@ -255,12 +259,20 @@ fn main_thread_timer_is_written(run: &Run) -> Result<(), String> {
 }
 
 fn fetch_with_order(name: &str, order: &str) -> Result<Run, String> {
+    fetch_with_env(name, &[("VCS_LAYER_ORDER", order)])
+}
+
+/// `fetch` with `env` and destination debugging: ends 0, git's sessions nest under ours,
+/// every program's layer wrote.
+fn fetch_with_env(name: &str, env: &[(&str, &str)]) -> Result<Run, String> {
     let dir = scratch_with_remote(name);
     let remote = dir.join("remote");
+    let mut env = env.to_vec();
+    env.push(("GIT_TRACE2_DST_DEBUG", "1"));
     let run = run_program(
         &dir,
         &["fetch", remote.to_str().expect("a UTF-8 path")],
-        &[("VCS_LAYER_ORDER", order), ("GIT_TRACE2_DST_DEBUG", "1")],
+        &env,
     );
     run.ends_with(0)?;
     git_sessions_nest_under(&run, "git fetch")?;
@@ -283,6 +295,26 @@ fn git_children_nest_when_trace2_is_built_first() -> Result<(), String> {
     ensure(
         !run.stderr().contains("exported GIT_TRACE2_PARENT_SID"),
         || format!("a warning with one thread:\n{}", run.stderr()),
+    )
+}
+
+fn git_children_nest_when_a_runtime_is_built_first() -> Result<(), String> {
+    let run = fetch_with_env(
+        "runtime-first",
+        &[
+            ("VCS_RUNTIME_FIRST", "1"),
+            ("VCS_LAYER_ORDER", "trace2-first"),
+        ],
+    )?;
+    ensure(
+        run.stderr()
+            .contains("exported GIT_TRACE2_PARENT_SID while the process had"),
+        || {
+            format!(
+                "the export with worker threads running was not reported:\n{}",
+                run.stderr()
+            )
+        },
     )
 }
 
