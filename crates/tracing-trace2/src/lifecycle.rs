@@ -163,8 +163,9 @@ impl Trace2 {
     /// When another global subscriber is already installed, it stays, and the lifecycle
     /// lines go to it.
     ///
-    /// Keep the guard for the whole of `main`: a bare `init();` would end the trace at
-    /// once, so it warns (`unused_must_use`; denied here to show it):
+    /// Keep the guard for the whole of `main`: a bare `init();` drops it at once (see
+    /// [`Trace2Guard`] for what a drop writes), so it warns (`unused_must_use`; denied
+    /// here to show it):
     ///
     /// ```compile_fail
     /// #![deny(unused_must_use)]
@@ -175,7 +176,7 @@ impl Trace2 {
     /// #![deny(unused_must_use)]
     /// let _trace2 = tracing_trace2::Trace2::from_env().init();
     /// ```
-    #[must_use = "dropping the guard writes the exit lines at once"]
+    #[must_use = "the guard ends the trace when dropped: keep it for the whole of `main`"]
     #[track_caller]
     pub fn init(&self) -> Trace2Guard {
         let lifecycle = self.lifecycle();
@@ -224,7 +225,7 @@ impl Lifecycle {
     ///
     /// Without an enabled target nothing is written or installed; the guard's exit
     /// helpers still end the process. A second start in one process writes nothing.
-    #[must_use = "dropping the guard writes the exit lines at once"]
+    #[must_use = "the guard ends the trace when dropped: keep it for the whole of `main`"]
     #[track_caller]
     pub fn start(self) -> Trace2Guard {
         let Some(layer) = self.layer else {
@@ -285,7 +286,7 @@ impl Lifecycle {
 /// called it. A helper of the program that calls one for `main` should be
 /// `#[track_caller]` too, so that the lines name `main`'s call of the helper.
 #[derive(Clone, Debug)]
-#[must_use = "dropping the guard writes the exit lines at once"]
+#[must_use = "the guard ends the trace when dropped: keep it for the whole of `main`"]
 pub struct Trace2Guard {
     /// Shared by the clones; its drop is the dropped guard's ending.
     _ending: Arc<EndOnDrop>,
