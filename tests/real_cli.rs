@@ -121,9 +121,31 @@ fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(why()) }
 }
 
+/// A fresh scratch directory, removed when dropped (also when a check fails).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        Scratch(process::fresh_dir(&format!("real-cli-{name}")).expect("a scratch directory"))
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh directory holding a repository with one commit, to fetch from.
-fn scratch_with_remote(name: &str) -> PathBuf {
-    let dir = process::fresh_dir(&format!("real-cli-{name}")).expect("a scratch directory");
+fn scratch_with_remote(name: &str) -> Scratch {
+    let dir = Scratch::new(name);
     let remote = dir.join("remote");
     for args in [
         &["init", "-q", "-b", "main"][..],
@@ -136,7 +158,7 @@ fn scratch_with_remote(name: &str) -> PathBuf {
             .env("GIT_COMMITTER_NAME", "A U Thor")
             .env("GIT_COMMITTER_EMAIL", "author@example.com")
             .arg("-C")
-            .arg(if args[0] == "init" { &dir } else { &remote });
+            .arg(if args[0] == "init" { &*dir } else { &*remote });
         if args[0] == "init" {
             git.args(args).arg(&remote);
         } else {
@@ -281,7 +303,6 @@ fn fetch_with_env(name: &str, env: &[(&str, &str)]) -> Result<Run, String> {
     ensure(chrome.contains("\"fetch\""), || {
         format!("tracing-chrome wrote no `fetch` span: {chrome:.200}")
     })?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(run)
 }
 
@@ -351,7 +372,6 @@ fn without_the_export_children_escape_and_it_is_said() -> Result<(), String> {
     ensure(nested == 0, || {
         format!("{nested} lines nested without export")
     })?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -364,7 +384,6 @@ fn main_returning_err_with_the_guard_held_exits_1() -> Result<(), String> {
     })?;
     run.ends_with(1)?;
     git_sessions_nest_under(&run, "git fail")?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -378,12 +397,11 @@ fn main_returning_err_with_a_scoped_subscriber_exits_1() -> Result<(), String> {
     );
     run.ends_with(1)?;
     git_sessions_nest_under(&run, "git fail")?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
 fn a_computed_code_through_a_cloned_handle() -> Result<(), String> {
-    let dir = process::fresh_dir("real-cli-code").expect("a scratch directory");
+    let dir = Scratch::new("code");
     let run = run_program(&dir, &["--debug", "code", "3"], &[]);
     run.ends_with(3)?;
     // The helper is `#[track_caller]`: the lines name `main`'s call of it.
@@ -406,12 +424,11 @@ fn a_computed_code_through_a_cloned_handle() -> Result<(), String> {
             || format!("`{name}` at {line:?}, expected vcs.rs:{site}"),
         )?;
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
 fn a_panic_in_main_exits_101() -> Result<(), String> {
-    let dir = process::fresh_dir("real-cli-panic").expect("a scratch directory");
+    let dir = Scratch::new("panic");
     let run = run_program(&dir, &["panic"], &[]);
     run.ends_with(101)?;
     let sid = run.own_sid()?;
@@ -423,6 +440,5 @@ fn a_panic_in_main_exits_101() -> Result<(), String> {
         }),
         || "no `error` line for the panic".to_owned(),
     )?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
