@@ -7,8 +7,11 @@
 //! the number of `/` in the parent value. Children learn both values from the
 //! environment: [`Session::child_env`] lists what to set on a child's command, and
 //! [`Session::export_env`] writes them into this process's environment so that children
-//! started by any means (shells, hooks, libraries) nest under us.
+//! started by any means (shells, hooks, libraries) nest under us. Once exported, every
+//! `cmd_name` ([`Session::push_cmd_name`]) updates `GIT_TRACE2_PARENT_NAME` as git's
+//! does, so a child started after it sees the whole hierarchy.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::clock;
@@ -27,6 +30,9 @@ pub struct Session {
     depth: u32,
     /// The hierarchy the next `cmd_name` extends: starts as the inherited parent name.
     hierarchy: Mutex<String>,
+    /// Whether [`Session::export_env`] ran: `cmd_name` then keeps the environment's
+    /// `GIT_TRACE2_PARENT_NAME` equal to the hierarchy.
+    exported: AtomicBool,
 }
 
 static GLOBAL: OnceLock<Session> = OnceLock::new();
@@ -78,6 +84,7 @@ impl Session {
             own_start,
             depth,
             hierarchy: Mutex::new(parent_name.unwrap_or_default().to_owned()),
+            exported: AtomicBool::new(false),
         }
     }
 
@@ -97,7 +104,10 @@ impl Session {
     }
 
     /// Records a `cmd_name` and returns its hierarchy: `<current>/<name>`, or `<name>`
-    /// when there is no current hierarchy. Repeated calls chain, as in git.
+    /// when there is no current hierarchy. Repeated calls chain, as in git. After
+    /// [`Session::export_env`], the environment's `GIT_TRACE2_PARENT_NAME` is set to the
+    /// new hierarchy too (git sets it in `cmd_name`), under the same lock, so that
+    /// concurrent calls leave the last hierarchy in both places.
     pub fn push_cmd_name(&self, name: &str) -> String {
         let mut current = self
             .hierarchy
@@ -107,6 +117,13 @@ impl Session {
             current.push('/');
         }
         current.push_str(name);
+        if self.exported.load(Ordering::Acquire) {
+            // SAFETY: `export_env`'s caller took on the environment's hazard for the
+            // rest of the process (see there). This write replaces the variable that
+            // `export_env` added, rather than adding one, and std's environment lock
+            // orders it with every Rust read, write and `Command` spawn.
+            unsafe { std::env::set_var(PARENT_NAME_ENV, current.as_str()) };
+        }
         current.clone()
     }
 
@@ -128,17 +145,37 @@ impl Session {
         env
     }
 
-    /// Writes [`Session::child_env`] into this process's environment.
+    /// Writes [`Session::child_env`] into this process's environment, and makes every
+    /// later [`Session::push_cmd_name`] update `GIT_TRACE2_PARENT_NAME`, as git does.
+    /// Without a hierarchy yet, `GIT_TRACE2_PARENT_NAME` is set empty (git and this
+    /// crate read an empty value as none), so that the first `cmd_name` replaces a
+    /// variable instead of adding one.
     ///
     /// # Safety
     /// Changing the environment races with any other thread reading or writing it
-    /// (`std::env::set_var` is unsafe for that reason). Call this while the program has a
-    /// single thread, typically at the top of `main`, as the facade's `init` does.
+    /// (`std::env::set_var` is unsafe for that reason). Rust code is ordered by std's
+    /// environment lock; what remains is code outside std (C libraries) reading the
+    /// environment on another thread while a variable changes. The caller either calls
+    /// this while the program has a single thread, or accepts that hazard, now and for
+    /// each later `cmd_name` (the facade's decision and its reasons are in
+    /// `docs/decisions.md`).
     pub unsafe fn export_env(&self) {
-        for (key, value) in self.child_env() {
-            // SAFETY: the caller guarantees no other thread touches the environment.
-            unsafe { std::env::set_var(key, value) };
+        let hierarchy = self
+            .hierarchy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: the caller accepted the hazard (see above); the hierarchy lock keeps
+        // a concurrent `cmd_name` from writing an older name after this one.
+        unsafe {
+            std::env::set_var(PARENT_SID_ENV, &self.sid);
+            std::env::set_var(PARENT_NAME_ENV, hierarchy.as_str());
         }
+        self.exported.store(true, Ordering::Release);
+    }
+
+    /// Whether [`Session::export_env`] has run in this process.
+    pub fn is_exported(&self) -> bool {
+        self.exported.load(Ordering::Acquire)
     }
 }
 
@@ -208,6 +245,52 @@ mod tests {
             (PARENT_NAME_ENV, "_run_dashed_/_run_git_alias_".to_owned())
         );
         assert_eq!(env[0].1, s.sid());
+    }
+
+    /// Set in a child copy of the test binary that runs one environment scenario: the
+    /// environment is the process's, and the other tests must not see it change.
+    const CHILD_ENV: &str = "TRACE2_SESSION_TEST_CHILD";
+
+    #[test]
+    fn an_exported_session_keeps_the_name_current() {
+        let name = "session::tests::an_exported_session_keeps_the_name_current";
+        if std::env::var(CHILD_ENV).as_deref() == Ok(name) {
+            let var = |key| std::env::var(key).ok();
+            let quiet = Session::new(None, None, 0, 7, None);
+            quiet.push_cmd_name("not-exported");
+            assert_eq!(var(PARENT_NAME_ENV), None, "no export, no change");
+
+            let s = Session::new(Some("top"), None, 0, 8, None);
+            // SAFETY: this child process runs one test on one thread.
+            unsafe { s.export_env() };
+            assert_eq!(var(PARENT_SID_ENV).as_deref(), Some(s.sid()));
+            // Present but empty: git reads it as no hierarchy.
+            assert_eq!(var(PARENT_NAME_ENV).as_deref(), Some(""));
+            assert!(s.is_exported());
+            s.push_cmd_name("git fetch");
+            assert_eq!(var(PARENT_NAME_ENV).as_deref(), Some("git fetch"));
+            s.push_cmd_name("sub");
+            assert_eq!(var(PARENT_NAME_ENV).as_deref(), Some("git fetch/sub"));
+            std::process::exit(0);
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--nocapture", "--test-threads=1", "-q"])
+            .env(CHILD_ENV, name)
+            .env_remove(PARENT_SID_ENV)
+            .env_remove(PARENT_NAME_ENV)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The scenario ends the child before libtest's summary: no summary, it ran.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("test result"),
+            "the scenario did not run: {stdout}"
+        );
     }
 
     #[test]

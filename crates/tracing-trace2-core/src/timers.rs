@@ -430,7 +430,38 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// The thread helpers call this right before `thread_exit`; the process lifecycle
 /// calls it for the main thread right before [`emit_process_totals`].
 pub fn emit_thread_totals() {
-    for line in take_thread_totals() {
+    emit_lines(take_thread_totals());
+}
+
+/// Lines a thread handed over with [`hand_over_thread_totals`], not written yet.
+static HANDED_OVER: Mutex<Vec<ThreadTotal>> = Mutex::new(Vec::new());
+
+/// Takes the calling thread's `th_timer`/`th_counter` lines (adding its values to the
+/// process totals, as [`emit_thread_totals`] does) and keeps them for
+/// [`emit_handed_over_totals`], which another thread calls later.
+///
+/// The process lifecycle calls this on the main thread when its guard is dropped and
+/// the exit lines are left to the exit handler: that handler runs after the main
+/// thread's thread-locals are gone, on a helper thread of its own.
+pub fn hand_over_thread_totals() {
+    let lines = take_thread_totals();
+    if !lines.is_empty() {
+        HANDED_OVER
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(lines);
+    }
+}
+
+/// Writes the lines kept by [`hand_over_thread_totals`] (on the calling thread, which
+/// writes them for the thread that handed them over) and forgets them.
+pub fn emit_handed_over_totals() {
+    let lines = std::mem::take(&mut *HANDED_OVER.lock().unwrap_or_else(PoisonError::into_inner));
+    emit_lines(lines);
+}
+
+fn emit_lines(lines: Vec<ThreadTotal>) {
+    for line in lines {
         match line {
             ThreadTotal::Timer(t) => api::timer(
                 true,
@@ -699,6 +730,46 @@ mod tests {
         assert_eq!(total.min_ns, t2.min_ns.min(t3.min_ns));
         assert_eq!(total.max_ns, t2.max_ns.max(t3.max_ns));
         assert_eq!(total_counter(&C), 13);
+    }
+
+    #[test]
+    fn handed_over_values_are_written_once_by_another_thread() {
+        static T: Timer = Timer::new("test", "handed-over", PerThread::Yes);
+        static C: Counter = Counter::new("test", "handed-over", PerThread::Yes);
+        let _totals = totals_lock();
+        let before = (total_timer_if_any(&T), total_counter_if_any(&C));
+        std::thread::spawn(|| {
+            T.time(|| std::thread::sleep(Duration::from_micros(100)));
+            C.add(5);
+            hand_over_thread_totals();
+            assert_eq!(local_timer(&T), TimerData::default(), "taken");
+            assert_eq!(local_counter(&C), 0, "taken");
+        })
+        .join()
+        .unwrap();
+        // Added to the process totals at hand-over, as at a thread's own emit.
+        assert_eq!(total_timer(&T).intervals, before.0 + 1);
+        assert_eq!(total_counter(&C), before.1 + 5);
+        let handed: Vec<_> = HANDED_OVER.lock().unwrap().clone();
+        let ours = |t: &&ThreadTotal| match t {
+            ThreadTotal::Timer(t) => t.name == "handed-over",
+            ThreadTotal::Counter(c) => c.name == "handed-over" && c.value == 5,
+        };
+        assert_eq!(handed.iter().filter(ours).count(), 2, "{handed:?}");
+        // Without a subscriber the lines go nowhere, but they are taken once.
+        std::thread::spawn(emit_handed_over_totals).join().unwrap();
+        assert!(HANDED_OVER.lock().unwrap().iter().all(|t| !ours(&t)));
+    }
+
+    fn total_timer_if_any(timer: &'static Timer) -> u64 {
+        timer
+            .0
+            .index()
+            .map_or(0, |i| registry().timers[i].1.intervals)
+    }
+
+    fn total_counter_if_any(counter: &'static Counter) -> u64 {
+        counter.0.index().map_or(0, |i| registry().counters[i].1)
     }
 
     #[test]

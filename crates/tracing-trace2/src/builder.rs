@@ -36,6 +36,7 @@ pub struct Trace2 {
     region_mode: RegionMode,
     max_level: LevelFilter,
     announce_threads: bool,
+    env_export: bool,
 }
 
 impl Trace2 {
@@ -57,6 +58,7 @@ impl Trace2 {
             region_mode: RegionMode::default(),
             max_level: LevelFilter::INFO,
             announce_threads: true,
+            env_export: true,
         }
     }
 
@@ -91,6 +93,24 @@ impl Trace2 {
     pub fn with_thread_announcement(mut self, announce: bool) -> Trace2 {
         self.announce_threads = announce;
         self
+    }
+
+    /// Whether the lifecycle puts this process's session into its own environment
+    /// (`GIT_TRACE2_PARENT_SID`, and `GIT_TRACE2_PARENT_NAME` kept equal to the
+    /// `cmd_name` hierarchy), as git does, so that every child nests under it however it
+    /// is started (default: yes). The export happens when [`Trace2::lifecycle`] builds
+    /// the layer, even if other threads run by then; turn it off when code outside Rust's
+    /// std may read the environment on another thread at that moment, and start children
+    /// through [`crate::Trace2CommandExt`], which sets both variables on the child's own
+    /// command (see `docs/real-programs.md`, "Git children").
+    pub fn with_env_export(mut self, export: bool) -> Trace2 {
+        self.env_export = export;
+        self
+    }
+
+    /// Whether the lifecycle exports the session into the environment.
+    pub(crate) fn env_export(&self) -> bool {
+        self.env_export
     }
 
     /// Formats and writes every enabled target on a background thread: the traced
@@ -171,14 +191,20 @@ impl Trace2 {
         (layer, guard)
     }
 
+    /// Whether the settings name at least one target (whose destination may still fail
+    /// to open).
+    pub(crate) fn names_a_target(&self) -> bool {
+        let s = &self.settings;
+        s.normal_target.is_some()
+            || s.perf_target.is_some()
+            || s.event_target.is_some()
+            || self.binary.as_deref().is_some_and(|v| !v.is_empty())
+    }
+
     fn build(&self, guard: &mut BackgroundGuard) -> Option<Trace2Layer> {
         let s = &self.settings;
         let binary = self.binary.as_deref().filter(|v| !v.is_empty());
-        if s.normal_target.is_none()
-            && s.perf_target.is_none()
-            && s.event_target.is_none()
-            && binary.is_none()
-        {
+        if !self.names_a_target() {
             return None;
         }
         for warning in &s.warnings {

@@ -81,6 +81,7 @@ pub mod command;
 pub mod config;
 mod lifecycle;
 mod params;
+mod session_env;
 pub mod targets;
 pub mod thread;
 

@@ -11,7 +11,8 @@
 //! if std::env::args().count() > 3 {
 //!     trace2.exit(2); // exit + atexit, then std::process::exit(2)
 //! }
-//! // dropping the guard at the end of main writes exit (code 0) and atexit
+//! // when the guard is dropped at the end of main, exit and atexit carry the code the
+//! // process exits with (Linux with glibc; see below)
 //! ```
 //!
 //! [`Trace2::init`] installs `registry().with(layer)` as the global default subscriber.
@@ -36,8 +37,8 @@
 //!
 //! | the process ends by | lines written |
 //! |---|---|
-//! | returning from `main` (the guard is dropped) | `exit` code 0, then `atexit` |
-//! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …) | `exit` with the code the value reports, then `atexit` |
+//! | returning from `main` with the guard dropped (`Ok`, `Err`, an `ExitCode`) | Linux with glibc: `exit` with the code the process exits with (1 for `Err`), then `atexit`, from the exit handler (see below); elsewhere `exit` code 0 and `atexit`, when the guard is dropped |
+//! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …), [`Trace2Guard::finish_code`]`(u8)` or [`Trace2Guard::finish_result`] | `exit` with the code the value reports, then `atexit` |
 //! | [`Trace2Guard::exit`] / [`exit`] | `exit` with the code (masked to 0..=255), then `atexit` |
 //! | `std::process::exit` called directly, or `exit` from C code | Linux with glibc: `exit` with the code and `atexit`, from an exit handler (see below); elsewhere `exit` code 0 and `atexit` |
 //! | a panic that unwinds out of `main` | `error` (the panic message, at the panic's file:line), `exit` code 101, `atexit` |
@@ -52,16 +53,21 @@
 //! written once: whichever path runs first writes `exit` and `atexit`; the others then
 //! write nothing. After `atexit` the layer's sinks are flushed.
 //!
-//! ## `std::process::exit`
+//! ## `std::process::exit` and a dropped guard
 //!
 //! On Linux with glibc the lifecycle registers an exit handler (`on_exit`), which learns
-//! the status passed to `exit`. By the time exit handlers run, glibc has destroyed the
+//! the status passed to `exit`, also the one Rust's runtime passes once `main` returned.
+//! A dropped guard (its last clone) therefore writes nothing there: `main`'s `Result` is
+//! reported only after the guard is gone, and only the handler knows the code. The guard
+//! hands the main thread's per-thread timer and counter values over to the handler
+//! first. By the time exit handlers run, glibc has destroyed the
 //! exiting thread's thread-local storage, where the layer keeps the thread's name and
 //! region stack; so the handler writes its lines from a short-lived helper thread named
 //! `main` and waits for it. The lines therefore show thread `main` and no region
-//! indentation (git's `exit` keeps the dots of regions still open), the helper needs the
-//! layer to be installed as the *global* default subscriber, and the main thread's
-//! per-thread timer values are not among the totals. A program that can call
+//! indentation (git's `exit` keeps the dots of regions still open); the helper writes
+//! through the subscriber that was current where the lifecycle started. After a direct
+//! `std::process::exit` the main thread's per-thread timer values are not among the
+//! totals (a dropped guard hands them over). A program that can call
 //! [`Trace2Guard::exit`] instead gets exact lines.
 //!
 //! ## SIGPIPE
@@ -79,24 +85,27 @@
 //! ## Children and the environment
 //!
 //! Git exports `GIT_TRACE2_PARENT_SID` (and the command hierarchy in
-//! `GIT_TRACE2_PARENT_NAME`) into its own environment so that every child, however it is
-//! started, nests under it. Changing the environment is only sound while no other thread
-//! can read it (see [`tracing_trace2_core::Session::export_env`]), so the lifecycle does
-//! it only when it can check that the process has a single thread (Linux: the entries of
-//! `/proc/self/task`); start the lifecycle first thing in `main` to get it. Children
+//! `GIT_TRACE2_PARENT_NAME`, updated at every `cmd_name`) into its own environment so
+//! that every child, however it is started, nests under it. The lifecycle does the same:
+//! when [`Trace2::lifecycle`] builds the layer, or at the latest at [`Lifecycle::start`],
+//! whether or not other threads run by then, and every [`api::cmd_name`] updates the
+//! name (see [`Trace2::with_env_export`], `docs/real-programs.md` and the reasons in
+//! `docs/decisions.md`). Build the lifecycle before layers or runtimes that start
+//! threads, so that the environment changes while the process has one thread. Children
 //! started through [`crate::command::Trace2CommandExt`] get both variables set on their
 //! own command in any case.
 
 use std::panic::Location;
 use std::process::{ExitCode, Termination};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tracing_subscriber::prelude::*;
 use tracing_trace2_core::timers;
-use tracing_trace2_core::{Session, Trace2Layer, api};
+use tracing_trace2_core::{Trace2Layer, api};
 
 use crate::Trace2;
+use crate::session_env;
 
 /// What a process does on SIGPIPE once the lifecycle has started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -119,18 +128,32 @@ pub struct Lifecycle {
     argv: Option<Vec<String>>,
     ancestry: bool,
     sigpipe: Sigpipe,
+    env_export: bool,
+    dst_debug: bool,
 }
 
 impl Trace2 {
     /// The layer from [`Trace2::layer`] with its lifecycle, for a program that builds its
     /// own subscriber: install [`Lifecycle::layer`], then call [`Lifecycle::start`].
+    ///
+    /// When a target is enabled, this also puts the session into the process's
+    /// environment (see [`Trace2::with_env_export`]), so call it before building layers
+    /// or runtimes that start threads when you can.
     pub fn lifecycle(&self) -> Lifecycle {
+        let dst_debug = self.settings().dst_debug;
+        // Before the layer is built: a background writer starts a thread there.
+        if self.names_a_target() {
+            session_env::export_session(self.env_export(), dst_debug);
+        }
+        let layer = self.layer();
         Lifecycle {
-            layer: self.layer(),
+            layer,
             exe_version: self.exe_version().to_owned(),
             argv: None,
             ancestry: true,
             sigpipe: Sigpipe::Keep,
+            env_export: self.env_export(),
+            dst_debug,
         }
     }
 
@@ -140,8 +163,9 @@ impl Trace2 {
     /// When another global subscriber is already installed, it stays, and the lifecycle
     /// lines go to it.
     ///
-    /// Keep the guard for the whole of `main`: a bare `init();` would end the trace at
-    /// once, so it warns (`unused_must_use`; denied here to show it):
+    /// Keep the guard for the whole of `main`: a bare `init();` drops it at once (see
+    /// [`Trace2Guard`] for what a drop writes), so it warns (`unused_must_use`; denied
+    /// here to show it):
     ///
     /// ```compile_fail
     /// #![deny(unused_must_use)]
@@ -152,7 +176,7 @@ impl Trace2 {
     /// #![deny(unused_must_use)]
     /// let _trace2 = tracing_trace2::Trace2::from_env().init();
     /// ```
-    #[must_use = "dropping the guard writes the exit lines at once"]
+    #[must_use = "the guard ends the trace when dropped: keep it for the whole of `main`"]
     #[track_caller]
     pub fn init(&self) -> Trace2Guard {
         let lifecycle = self.lifecycle();
@@ -194,17 +218,18 @@ impl Lifecycle {
     }
 
     /// Writes `version`, `start` and `cmd_ancestry` (at the caller's source location),
-    /// exports the session for children
-    /// when the process has a single thread, and installs the exit, panic and SIGPIPE
-    /// hooks. The layer should be installed by now, else these lines go nowhere.
+    /// exports the session for children if [`Trace2::lifecycle`] did not already, and
+    /// installs the exit, panic and SIGPIPE hooks. The layer should be installed by now
+    /// (as the global default, or as the calling thread's default): these lines, and
+    /// those of the exit handler, go to the subscriber that is current here.
     ///
     /// Without an enabled target nothing is written or installed; the guard's exit
     /// helpers still end the process. A second start in one process writes nothing.
-    #[must_use = "dropping the guard writes the exit lines at once"]
+    #[must_use = "the guard ends the trace when dropped: keep it for the whole of `main`"]
     #[track_caller]
     pub fn start(self) -> Trace2Guard {
         let Some(layer) = self.layer else {
-            return Trace2Guard { _private: () };
+            return Trace2Guard::new();
         };
         let started_at = Location::caller();
         let mut first = false;
@@ -212,19 +237,16 @@ impl Lifecycle {
             first = true;
             Shared {
                 layer,
+                dispatch: tracing::dispatcher::get_default(tracing::Dispatch::clone),
                 started_at,
                 done: AtomicBool::new(false),
                 pid: std::process::id(),
             }
         });
         if !first {
-            return Trace2Guard { _private: () };
+            return Trace2Guard::new();
         }
-        if single_threaded() {
-            // SAFETY: this process has one thread (checked just above, and this thread
-            // starts none in between), so nothing else can read or write the environment.
-            unsafe { Session::global().export_env() };
-        }
+        session_env::export_session(self.env_export, self.dst_debug);
         api::version(&self.exe_version);
         let argv = self.argv.unwrap_or_else(|| {
             std::env::args_os()
@@ -241,25 +263,56 @@ impl Lifecycle {
         hooks::install_exit_handler();
         install_panic_hook();
         hooks::install_sigpipe(self.sigpipe);
-        Trace2Guard { _private: () }
+        Trace2Guard::new()
     }
 }
 
-/// Ends the traced process: dropping it writes `exit` (code 0, or 101 while a panic
-/// unwinds) and `atexit`; [`Trace2Guard::exit`] and [`Trace2Guard::finish`] end it with
-/// another code. Keep it alive for the whole of `main`.
-#[derive(Debug)]
-#[must_use = "dropping the guard writes the exit lines at once"]
+/// Ends the traced process. Keep it (or a clone) alive for the whole of `main`.
+///
+/// - [`Trace2Guard::finish`], [`Trace2Guard::finish_code`],
+///   [`Trace2Guard::finish_result`] and [`Trace2Guard::exit`] write `exit` with the
+///   code the process ends with, then `atexit`.
+/// - Dropping the last clone leaves the code to the process's real exit: on Linux with
+///   glibc the exit handler writes `exit` and `atexit` with the status the process
+///   exits with, so a `main` that returns `Err` is traced with code 1 (see the module
+///   documentation). While a panic unwinds, the dropped guard writes code 101 at once.
+///   Elsewhere, it writes code 0 at once: end `main` with a `finish` method there.
+///
+/// The guard is `Clone`, `Send` and `Sync`: a program that keeps its tracing setup in a
+/// cloneable handle keeps a clone there; the lines are written once, by the first
+/// `finish`/`exit`, or when the last clone is dropped.
+///
+/// Every method is `#[track_caller]`: the `exit` and `atexit` lines name the code that
+/// called it. A helper of the program that calls one for `main` should be
+/// `#[track_caller]` too, so that the lines name `main`'s call of the helper.
+#[derive(Clone, Debug)]
+#[must_use = "the guard ends the trace when dropped: keep it for the whole of `main`"]
 pub struct Trace2Guard {
-    _private: (),
+    /// Shared by the clones; its drop is the dropped guard's ending.
+    _ending: Arc<EndOnDrop>,
+}
+
+/// The ending of a guard whose last clone is dropped.
+#[derive(Debug)]
+struct EndOnDrop;
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        end_on_drop();
+    }
 }
 
 impl Trace2Guard {
+    fn new() -> Trace2Guard {
+        Trace2Guard {
+            _ending: Arc::new(EndOnDrop),
+        }
+    }
+
     /// Writes `exit` with `code` (masked to 0..=255 as the system does) and `atexit`,
     /// then ends the process with `std::process::exit(code)`.
     #[track_caller]
     pub fn exit(self, code: i32) -> ! {
-        std::mem::forget(self);
         exit_process(code)
     }
 
@@ -279,19 +332,36 @@ impl Trace2Guard {
     /// ```
     #[track_caller]
     pub fn finish<T: Termination>(self, value: T) -> ExitCode {
-        std::mem::forget(self);
         let code = value.report();
         finish_process(exit_code_value(code));
         code
+    }
+
+    /// The end of a program that computes its exit code as a number: writes `exit` with
+    /// `code` and `atexit`, and returns the `ExitCode` for `main` to return.
+    ///
+    /// ```no_run
+    /// use std::process::ExitCode;
+    ///
+    /// fn main() -> ExitCode {
+    ///     let trace2 = tracing_trace2::Trace2::from_env().init();
+    ///     let code: u8 = 3; // computed by the program
+    ///     trace2.finish_code(code) // exit code 3, traced as `exit code:3`
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn finish_code(self, code: u8) -> ExitCode {
+        finish_process(i32::from(code));
+        ExitCode::from(code)
     }
 
     /// The end of a `main` that returns a `Result`: writes `exit` with code 1 for an
     /// `Err` (the code Rust exits with once it has printed `Error: …`) or 0 for `Ok`,
     /// then `atexit`, and hands the result back for `main` to return.
     ///
-    /// Dropping the guard instead (`let _trace2 = …init(); run()?; Ok(())`) cannot know
-    /// that `main` is about to return an error: it writes code 0. End such a `main`
-    /// with this:
+    /// Simply dropping the guard (`let _trace2 = …init(); run()?; Ok(())`) gets the same
+    /// code on Linux with glibc, from the exit handler; this works everywhere and names
+    /// the caller in the lines:
     ///
     /// ```no_run
     /// fn run() -> Result<(), String> { Err("no repository".into()) }
@@ -303,21 +373,35 @@ impl Trace2Guard {
     /// ```
     #[track_caller]
     pub fn finish_result<T, E>(self, result: Result<T, E>) -> Result<T, E> {
-        std::mem::forget(self);
         finish_process(if result.is_ok() { 0 } else { 1 });
         result
     }
 }
 
-impl Drop for Trace2Guard {
-    fn drop(&mut self) {
+/// What a dropped guard does (its last clone): see [`Trace2Guard`].
+fn end_on_drop() {
+    let Some(shared) = SHARED.get() else { return };
+    // A destructor has no caller location: the lines name where the lifecycle started
+    // (the top of `main`), not this crate.
+    if std::thread::panicking() {
         // The value Rust's runtime exits with when `main` panics.
-        let code = if std::thread::panicking() { 101 } else { 0 };
-        // A destructor has no caller location: the lines name where the lifecycle
-        // started (the top of `main`), not this crate.
-        let at = SHARED.get().map(|s| s.started_at);
-        finish_process_at(code, at);
+        finish_process_at(101, None);
+        return;
     }
+    if hooks::EXIT_HANDLER_KNOWS_STATUS
+        && shared.pid == std::process::id()
+        && !shared.done.load(Ordering::Acquire)
+        && shared.writes_to_trace2()
+    {
+        // The exit handler writes `exit` with the status the process really exits with
+        // (`main`'s `Err` becomes 1 only after this drop). It writes from a thread of its
+        // own, after this thread's thread-locals are gone: hand over this thread's
+        // timer and counter values, and flush what is written so far.
+        timers::hand_over_thread_totals();
+        shared.layer.flush();
+        return;
+    }
+    finish_process_at(0, None);
 }
 
 /// Writes `exit` with `code` (masked to 0..=255) and `atexit` if the lifecycle is
@@ -345,6 +429,9 @@ pub(crate) fn flush() {
 /// The process-wide lifecycle state, shared with the exit, panic and signal hooks.
 struct Shared {
     layer: Trace2Layer,
+    /// The subscriber that was current where the lifecycle started: the exit handler's
+    /// helper thread writes through it (it has no scoped default of its own).
+    dispatch: tracing::Dispatch,
     /// Where the program started the lifecycle: the location of the lines written
     /// where no caller is known (a dropped guard, the exit handler).
     started_at: &'static Location<'static>,
@@ -357,6 +444,24 @@ struct Shared {
 }
 
 static SHARED: OnceLock<Shared> = OnceLock::new();
+
+impl Shared {
+    /// Whether the subscriber current at start holds the Trace2 layer, so that the exit
+    /// handler's helper thread can write through it.
+    fn writes_to_trace2(&self) -> bool {
+        self.dispatch.downcast_ref::<Trace2Layer>().is_some()
+    }
+
+    /// Runs `write` with the subscriber current at start as the default (the global
+    /// default if that one has no Trace2 layer).
+    fn with_dispatch(&self, write: impl FnOnce()) {
+        if self.writes_to_trace2() {
+            tracing::dispatcher::with_default(&self.dispatch, write);
+        } else {
+            write();
+        }
+    }
+}
 
 /// The shared state, if the lifecycle runs and its last lines are not written yet;
 /// claims the right to write them.
@@ -385,6 +490,7 @@ fn finish_process_at(code: i32, at: Option<&'static Location<'static>>) {
 
 fn write_atexit(shared: &Shared, at: &'static Location<'static>) {
     timers::emit_thread_totals();
+    timers::emit_handed_over_totals();
     timers::emit_process_totals();
     api::atexit_at(at);
     shared.layer.flush();
@@ -424,18 +530,6 @@ fn install_panic_hook() {
     }));
 }
 
-/// Whether this process has exactly one thread.
-fn single_threaded() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        false
-    }
-}
-
 /// The C-level hooks: the exit handler and the SIGPIPE handler.
 #[cfg(unix)]
 mod hooks {
@@ -445,6 +539,11 @@ mod hooks {
     use tracing_trace2_core::api;
 
     use libc::{SIG_DFL, SIG_ERR, SIG_IGN, SIGPIPE, raise, signal};
+
+    /// Whether the exit handler learns the status the process exits with (glibc's
+    /// `on_exit`); elsewhere it is registered with `atexit` and does not.
+    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool =
+        cfg!(all(target_os = "linux", target_env = "gnu"));
 
     unsafe extern "C" {
         // glibc's `on_exit` passes the exit status to the handler; the libc crate does not
@@ -482,7 +581,7 @@ mod hooks {
         let Some(shared) = claim_end() else { return };
         // glibc destroyed this thread's thread-locals before running exit handlers; a
         // fresh thread named `main` has its own and is traced as the main thread.
-        let write = move || write_exit_lines(shared, status);
+        let write = move || shared.with_dispatch(|| write_exit_lines(shared, status));
         if let Ok(helper) = std::thread::Builder::new()
             .name("main".to_owned())
             .spawn(write)
@@ -537,6 +636,9 @@ mod hooks {
 mod hooks {
     use super::Sigpipe;
 
+    /// No exit handler here.
+    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool = false;
+
     pub(super) fn install_exit_handler() {}
 
     pub(super) fn install_sigpipe(_mode: Sigpipe) {}
@@ -553,6 +655,23 @@ mod tests {
         assert_eq!(exit_code_value(ExitCode::from(44)), 44);
         assert_eq!(exit_code_value(ExitCode::from(255)), 255);
         assert_eq!(exit_code_value(Err::<(), _>("x").report()), 1);
+    }
+
+    #[test]
+    fn the_guard_can_live_in_a_shared_handle() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        shareable::<Trace2Guard>();
+    }
+
+    #[test]
+    fn finish_code_returns_the_code_it_was_given() {
+        // Without a started lifecycle nothing is written; the code still goes back.
+        let guard = Trace2::with_settings(crate::Settings::default())
+            .lifecycle()
+            .start();
+        let clone = guard.clone();
+        drop(guard);
+        assert_eq!(clone.finish_code(42), ExitCode::from(42));
     }
 
     #[test]
