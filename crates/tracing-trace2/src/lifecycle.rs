@@ -384,6 +384,9 @@ fn finish_process_at(code: i32, at: Option<&'static Location<'static>>) {
 }
 
 fn write_atexit(shared: &Shared, at: &'static Location<'static>) {
+    // Threads still running (the workers of `#[tokio::main]`'s runtime, shut down after
+    // `main` returns) end first, their values joining the totals below.
+    api::end_threads_at(at);
     timers::emit_thread_totals();
     timers::emit_process_totals();
     api::atexit_at(at);
