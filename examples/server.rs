@@ -64,7 +64,7 @@ impl Drop for Open {
 const DRAIN: Duration = Duration::from_secs(5);
 
 /// One request: reads nothing more than its line, answers it.
-#[instrument(skip(writer), fields(category = "server"))]
+#[instrument(skip(writer))]
 async fn request(writer: &mut tokio::net::tcp::OwnedWriteHalf, line: &str) -> std::io::Result<()> {
     let answer = match line.strip_prefix("PING ") {
         Some(n) => format!("PONG {n}\n"),
@@ -78,7 +78,7 @@ async fn request(writer: &mut tokio::net::tcp::OwnedWriteHalf, line: &str) -> st
 }
 
 /// One connection, for as long as the client keeps it open.
-#[instrument(skip(stream, served), fields(category = "server"))]
+#[instrument(skip(stream, served))]
 async fn connection(stream: TcpStream, id: u64, served: Arc<Served>) {
     let (reader, mut writer) = stream.into_split();
     let mut lines = AsyncBufReader::new(reader).lines();
@@ -99,7 +99,7 @@ async fn connection(stream: TcpStream, id: u64, served: Arc<Served>) {
 /// Accepts connections until enough requests were answered or SIGINT comes, then lets
 /// the open connections end (for at most [`DRAIN`]), as a server that shuts down
 /// gracefully does.
-#[instrument(skip(listener, served), fields(category = "server"))]
+#[instrument(skip(listener, served))]
 async fn accept_loop(listener: TcpListener, served: Arc<Served>) -> std::io::Result<()> {
     let mut next_id = 0u64;
     loop {

@@ -36,6 +36,7 @@ pub struct Trace2 {
     region_mode: RegionMode,
     max_level: LevelFilter,
     announce_threads: bool,
+    max_task_lanes: usize,
 }
 
 impl Trace2 {
@@ -57,6 +58,7 @@ impl Trace2 {
             region_mode: RegionMode::default(),
             max_level: LevelFilter::INFO,
             announce_threads: true,
+            max_task_lanes: tracing_trace2_core::DEFAULT_MAX_TASK_LANES,
         }
     }
 
@@ -90,6 +92,16 @@ impl Trace2 {
     /// are announced.
     pub fn with_thread_announcement(mut self, announce: bool) -> Trace2 {
         self.announce_threads = announce;
+        self
+    }
+
+    /// The most task lanes: Trace2 threads (`task-lane-NN`) that carry the regions of
+    /// spans that cannot go on their OS thread's stack, such as a second connection
+    /// polled by a worker while the first one's region is open. Idle lanes are reused;
+    /// default [`tracing_trace2_core::DEFAULT_MAX_TASK_LANES`] (see
+    /// [`tracing_trace2_core::Trace2LayerBuilder::with_max_task_lanes`]).
+    pub fn with_max_task_lanes(mut self, lanes: usize) -> Trace2 {
+        self.max_task_lanes = lanes;
         self
     }
 
@@ -217,7 +229,8 @@ impl Trace2 {
             .with_exe_version(&self.exe_version)
             .with_region_mode(self.region_mode)
             .with_max_level(self.max_level)
-            .with_thread_announcement(self.announce_threads);
+            .with_thread_announcement(self.announce_threads)
+            .with_max_task_lanes(self.max_task_lanes);
         let mut any = false;
         if let Some((sink, _)) = open(targets::NORMAL_ENV, &s.normal_target) {
             let format = NormalFormat::new()
