@@ -9,7 +9,8 @@
 //!   with the number of connections (`main`, the workers, and at most as many task
 //!   lanes as connections were open side by side);
 //! * the Event stream passes the receiver's rules and `trace2 summary` reads it; the
-//!   Perf stream ends every thread before `atexit` too.
+//!   Perf stream ends every thread before `atexit` too; the binary target's stream
+//!   decodes to the Event stream's lines, each thread's in the same order.
 
 mod support;
 
@@ -55,6 +56,10 @@ fn main() -> ExitCode {
         ),
         ("trace2_summary_reads_it", trace2_summary_reads_it),
         ("perf_ends_every_thread", perf_ends_every_thread),
+        (
+            "binary_decodes_to_the_event_lines",
+            binary_decodes_to_the_event_lines,
+        ),
     ];
     run_checks("server", checks)
 }
@@ -65,6 +70,7 @@ struct Run {
     event_bytes: Vec<u8>,
     events: Vec<Value>,
     perf: String,
+    binary: Vec<u8>,
 }
 
 /// Runs the server once (shared by every check): `CONNECTIONS` connections of
@@ -82,11 +88,13 @@ fn run() -> Result<&'static Run, String> {
 fn run_server(dir: &Path) -> Result<Run, String> {
     let event_path = dir.join("trace.event");
     let perf_path = dir.join("trace.perf");
+    let binary_path = dir.join("trace.t2b");
     let mut cmd = support::process::clean_command(std::env::current_exe().unwrap());
     support::process::without_config(&mut cmd);
     cmd.env(PROGRAM_ENV, "1")
         .env("GIT_TRACE2_EVENT", &event_path)
         .env("GIT_TRACE2_PERF", &perf_path)
+        .env(tracing_trace2_binary::ENV_NAME, &binary_path)
         .args(["serve", &(CONNECTIONS * REQUESTS).to_string()])
         .stdout(Stdio::piped());
     let mut server = cmd.spawn().map_err(|e| format!("start the server: {e}"))?;
@@ -103,11 +111,13 @@ fn run_server(dir: &Path) -> Result<Run, String> {
     let event_bytes = std::fs::read(&event_path).map_err(|e| e.to_string())?;
     let events = support::json_lines(String::from_utf8_lossy(&event_bytes).lines());
     let perf = std::fs::read_to_string(&perf_path).map_err(|e| e.to_string())?;
+    let binary = std::fs::read(&binary_path).map_err(|e| e.to_string())?;
     Ok(Run {
         event_path,
         event_bytes,
         events,
         perf,
+        binary,
     })
 }
 
@@ -344,5 +354,51 @@ fn perf_ends_every_thread() -> Result<(), String> {
         .collect();
     ensure(!started.is_empty() && started == exited, || {
         format!("started {started:?}, ended {exited:?}")
+    })
+}
+
+/// The binary stream decodes to the Event file's lines: the same lines, and each
+/// thread's in the same order (threads interleave differently: the decoder merges each
+/// thread's batches in time order).
+fn binary_decodes_to_the_event_lines() -> Result<(), String> {
+    use tracing_trace2_binary::{TextFormat, TextOptions, decode_to_text};
+    let run = run()?;
+    let mut decoded = Vec::new();
+    let report = decode_to_text(
+        &run.binary[..],
+        &mut decoded,
+        &TextOptions::new(TextFormat::Event),
+    )
+    .map_err(|e| format!("decode: {e}"))?;
+    ensure(report.is_complete(), || {
+        format!("incomplete stream: {report}")
+    })?;
+    let by_thread = |bytes: &[u8]| {
+        let mut threads: HashMap<String, Vec<String>> = HashMap::new();
+        for line in String::from_utf8_lossy(bytes).lines() {
+            let v: Value = serde_json::from_str(line).unwrap_or_default();
+            threads
+                .entry(thread(&v).to_owned())
+                .or_default()
+                .push(line.to_owned());
+        }
+        threads
+    };
+    let (want, got) = (by_thread(&run.event_bytes), by_thread(&decoded));
+    ensure(want == got, || {
+        let names: BTreeSet<&String> = want.keys().chain(got.keys()).collect();
+        let differ: Vec<&&String> = names
+            .iter()
+            .filter(|t| want.get(**t) != got.get(**t))
+            .collect();
+        format!("threads whose lines differ: {differ:?}")
+    })?;
+    let last = String::from_utf8_lossy(&decoded)
+        .lines()
+        .last()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    ensure(last.starts_with("{\"event\":\"atexit\""), || {
+        format!("last decoded line: {last}")
     })
 }
