@@ -588,13 +588,15 @@ impl Trace2Layer {
         }
     }
 
-    /// The process end: every lane still announced but the calling thread's own
-    /// (written with its `atexit`) and `main` gets its totals and `thread_exit`, and
-    /// the number of regions left out for want of a task lane is written on `caller`.
-    /// The layer is closed to other threads when this runs.
-    fn end_other_lanes(&self, caller: &Lane, now: Timestamp, callsite: Callsite<'_>) {
+    /// The process end: every lane still announced but `main` and `caller` (the lane
+    /// the calling thread writes on now, which ends with its `atexit`) gets its totals
+    /// and `thread_exit`, and the number of regions left out for want of a task lane is
+    /// written on `caller`. The calling thread's own lane is spared too unless this is
+    /// the `atexit` call (`last`): the thread's own totals and the process totals come
+    /// on it before. The layer is closed to other threads when this runs.
+    fn end_other_lanes(&self, caller: &Lane, last: bool, now: Timestamp, callsite: Callsite<'_>) {
         for lane in self.inner.lanes.open_lanes() {
-            if Arc::ptr_eq(&lane, caller) || thread::is_own_base(&lane) {
+            if Arc::ptr_eq(&lane, caller) || (!last && thread::is_own_base(&lane)) {
                 continue;
             }
             with_pending(|lines| {
@@ -948,7 +950,7 @@ impl Trace2Layer {
             // and nothing may come on them before `atexit`.
             busy::close(self.key(), &self.inner.closed, true);
             if let Some((lane, _)) = thread::current_lane(now.t_abs_us) {
-                self.end_other_lanes(&lane, now, callsite);
+                self.end_other_lanes(&lane, false, now, callsite);
             }
             return;
         }
@@ -959,7 +961,7 @@ impl Trace2Layer {
             // report of dropped lines (written by its worker) comes before it.
             self.close();
             if let Some((lane, _)) = thread::current_lane(now.t_abs_us) {
-                self.end_other_lanes(&lane, now, callsite);
+                self.end_other_lanes(&lane, true, now, callsite);
             }
             self.flush();
         }
