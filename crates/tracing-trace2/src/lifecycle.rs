@@ -48,7 +48,9 @@
 //! | a child made by `fork` without `exec` ends | nothing: its lines are traced, but `exit` and `atexit` are the parent's |
 //!
 //! Timer and counter totals (the calling thread's `th_timer`/`th_counter`, then the
-//! process's `timer`/`counter`) are written right before every `atexit`. Each line is
+//! process's `timer`/`counter`) are written right before every `atexit`, after every
+//! other thread still running (the workers of `#[tokio::main]`'s runtime) has been
+//! ended with its own `th_timer`/`th_counter` and `thread_exit` ([`api::end_threads`]). Each line is
 //! written once: whichever path runs first writes `exit` and `atexit`; the others then
 //! write nothing. After `atexit` the layer's sinks are flushed.
 //!
