@@ -239,8 +239,8 @@ fn steady_state(mode: RegionMode, deferred: bool, with_binary: bool) {
     );
 
     // A new span per region: the extension box, and nothing else. (The spans are
-    // children of `outer`: per span lifetime, a root span would open a lane of its own
-    // beside `outer`'s open region, and a lane is allocated.)
+    // children of `outer`, entered: their regions go on top of its region. Root spans
+    // beside it are measured below.)
     let spans = allocations(|| {
         let _entered = outer.enter();
         for i in 0..N {
