@@ -239,8 +239,8 @@ fn steady_state(mode: RegionMode, deferred: bool, with_binary: bool) {
     );
 
     // A new span per region: the extension box, and nothing else. (The spans are
-    // children of `outer`: per span lifetime, a root span would open a lane of its own
-    // beside `outer`'s open region, and a lane is allocated.)
+    // children of `outer`, entered: their regions go on top of its region. Root spans
+    // beside it are measured below.)
     let spans = allocations(|| {
         let _entered = outer.enter();
         for i in 0..N {
@@ -250,6 +250,21 @@ fn steady_state(mode: RegionMode, deferred: bool, with_binary: bool) {
     assert_eq!(
         spans, N,
         "allocations for {N} spans created, entered and left"
+    );
+
+    // A root span beside `outer`'s open region: per span lifetime it cannot go on top
+    // of `outer`, so it goes on a task lane, the one the span before it left idle (the
+    // first one, below, makes it); per entry it goes on the thread's lane. Either way:
+    // the extension box, and nothing else.
+    region(0);
+    let beside = allocations(|| {
+        for i in 0..N {
+            region(i);
+        }
+    });
+    assert_eq!(
+        beside, N,
+        "allocations for {N} spans beside a region held open"
     );
 
     if let Some(writer) = &binary {
@@ -266,10 +281,12 @@ fn steady_state(mode: RegionMode, deferred: bool, with_binary: bool) {
     // each), the pairs (2 each), the events (2 + 1 each, inside one pair), the regions
     // (4 each, inside one pair); per span lifetime, `outer`'s one region (2) and,
     // without its pairs, the same warm-up rounds (2 + 2 + 1), events (3 each) and
-    // regions (4 each).
+    // regions (4 each); then the regions beside `outer` (4 each, the first one's task
+    // lane announced once per span lifetime).
+    let beside = 4 * (N + 1);
     let expected = match mode {
-        RegionMode::Entry => 1 + 1 + 100 * 9 + 2 * N + (2 + 3 * N) + (2 + 4 * N),
-        _ => 1 + 1 + 2 + 100 * 7 + 3 * N + 4 * N,
+        RegionMode::Entry => 1 + 1 + 100 * 9 + 2 * N + (2 + 3 * N) + (2 + 4 * N) + beside,
+        _ => 1 + 1 + 2 + 100 * 7 + 3 * N + 4 * N + 1 + beside,
     };
     assert_eq!(event.lines().count() as u64, expected);
     assert_eq!(perf.lines().count() as u64, expected);

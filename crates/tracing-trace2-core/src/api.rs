@@ -498,6 +498,25 @@ pub fn thread_exit_at(at: &'static Location<'static>) {
     ApiCall::ThreadExit.send(Origin::Caller(at));
 }
 
+/// Ends every other thread before the process ends: for each lane still announced
+/// (the OS threads that are still running, such as the workers of a runtime that is
+/// shut down only after `main` returns, and the task lanes), its `th_timer` /
+/// `th_counter` lines (OS threads; their values join the process totals) and its
+/// `thread_exit`. From then on only the calling thread writes: call it right before the
+/// calling thread's own totals, the process totals and [`atexit`], as the process
+/// lifecycle of `tracing-trace2` does. [`atexit`] does it too when it was not done,
+/// but then the other threads' values come after the process totals and are not in
+/// them.
+#[track_caller]
+pub fn end_threads() {
+    ApiCall::EndThreads.send(caller());
+}
+
+/// [`end_threads`] reported at `at` (see [`exit_at`]).
+pub fn end_threads_at(at: &'static Location<'static>) {
+    ApiCall::EndThreads.send(Origin::Caller(at));
+}
+
 /// `signal`: the process is being killed by `signo`.
 #[track_caller]
 pub fn signal(signo: i32) {

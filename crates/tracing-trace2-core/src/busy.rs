@@ -20,9 +20,13 @@
 //! region-per-span mode, a span entered again there) take the flag alone: no closing
 //! layer needs to wait for them, and the mark's sequentially consistent store is a full
 //! fence. One that finds it has a line to write after all adds the mark first.
+//!
+//! A layer may also close to every thread but the one closing it ([`Gate`]): the
+//! process end ends every other thread's lane, then writes the totals and `atexit`, and
+//! no other thread may write in between.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -53,6 +57,46 @@ fn register_mark() -> Arc<AtomicUsize> {
     mark
 }
 
+/// Whether a layer takes lines, and from which threads: open to all, closed to all, or
+/// closed to all but the thread that is writing the process's last lines.
+#[derive(Debug)]
+pub(crate) struct Gate(AtomicUsize);
+
+/// [`Gate`] value: open to every thread.
+const OPEN: usize = 0;
+/// [`Gate`] value: closed to every thread. (Any other value is the token of the one
+/// thread still let in: the address of its in-flight mark, never 0 or `usize::MAX`.)
+const SHUT: usize = usize::MAX;
+
+impl Gate {
+    pub(crate) const fn new() -> Gate {
+        Gate(AtomicUsize::new(OPEN))
+    }
+
+    /// Whether the calling thread may write (a quick, relaxed look first: open is the
+    /// common case).
+    #[inline]
+    pub(crate) fn admits_caller(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == OPEN || self.admits_caller_now()
+    }
+
+    /// [`Self::admits_caller`] with the sequentially consistent read the in-flight
+    /// protocol needs (see the module documentation).
+    #[inline]
+    fn admits_caller_now(&self) -> bool {
+        match self.0.load(Ordering::SeqCst) {
+            OPEN => true,
+            SHUT => false,
+            only => own_token() == Some(only),
+        }
+    }
+}
+
+/// The calling thread's token: the address of its in-flight mark.
+fn own_token() -> Option<usize> {
+    IN_FLIGHT.try_with(|mark| Arc::as_ptr(mark) as usize).ok()
+}
+
 /// How a [`Busy`] thread announced itself to closing layers.
 enum Mark {
     /// Not inside a layer's output (the worker, or a plain re-entrancy guard).
@@ -78,20 +122,21 @@ impl Busy {
     }
 
     /// Enters the layer identified by `key` (not 0) unless the thread already is inside
-    /// it or the layer is `closed`; while the guard lives, a closing layer waits for it.
+    /// it or the layer's gate is closed to it; while the guard lives, a closing layer
+    /// waits for it.
     #[inline]
-    pub(crate) fn enter_layer(key: usize, closed: &AtomicBool) -> Option<Busy> {
+    pub(crate) fn enter_layer(key: usize, closed: &Gate) -> Option<Busy> {
         let mut busy = Busy::enter()?;
         // Dropping `busy` takes the mark back.
         busy.mark_layer(key, closed).then_some(busy)
     }
 
     /// Adds the in-flight mark of the layer identified by `key` to a thread that took
-    /// the flag alone ([`Busy::enter`]) and is about to write: `false` when the layer
-    /// is `closed` (the caller then writes nothing; dropping the guard takes the mark
-    /// back).
+    /// the flag alone ([`Busy::enter`]) and is about to write: `false` when the layer's
+    /// gate is closed to it (the caller then writes nothing; dropping the guard takes
+    /// the mark back).
     #[inline]
-    pub(crate) fn mark_layer(&mut self, key: usize, closed: &AtomicBool) -> bool {
+    pub(crate) fn mark_layer(&mut self, key: usize, closed: &Gate) -> bool {
         if matches!(self.mark, Mark::None) {
             self.mark = match IN_FLIGHT.try_with(|mark| mark.store(key, Ordering::SeqCst)) {
                 Ok(()) => Mark::Marked,
@@ -101,7 +146,7 @@ impl Busy {
                 }
             };
         }
-        !closed.load(Ordering::SeqCst)
+        closed.admits_caller_now()
     }
 }
 
@@ -164,11 +209,14 @@ pub fn in_panic_hook<R>(hook: impl FnOnce() -> R) -> R {
     hook()
 }
 
-/// Closes the layer identified by `key`: sets `closed`, then waits (at most
-/// [`CLOSE_WAIT`]) until no other thread is inside it. The calling thread may itself be
-/// inside it (it is about to write the last line).
-pub(crate) fn close(key: usize, closed: &AtomicBool) {
-    closed.store(true, Ordering::SeqCst);
+/// Closes the layer identified by `key` to every thread, or to every thread but the
+/// caller (`but_caller`), then waits (at most [`CLOSE_WAIT`]) until no other thread is
+/// inside it. The calling thread may itself be inside it (it is about to write the last
+/// lines). A thread whose thread-locals are gone cannot be told apart: the gate then
+/// closes to all.
+pub(crate) fn close(key: usize, closed: &Gate, but_caller: bool) {
+    let token = if but_caller { own_token() } else { None };
+    closed.0.store(token.unwrap_or(SHUT), Ordering::SeqCst);
     let own = IN_FLIGHT.try_with(Arc::as_ptr).ok();
     let own_counted = own.is_none() && BUSY.try_with(Cell::get).unwrap_or(false);
     let others: Vec<Arc<AtomicUsize>> = MARKS
@@ -195,28 +243,48 @@ pub(crate) fn close(key: usize, closed: &AtomicBool) {
 mod tests {
     use super::*;
     use std::sync::Barrier;
+    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn a_closed_layer_refuses_callers() {
-        let closed = AtomicBool::new(false);
-        let key = &closed as *const AtomicBool as usize;
+        let closed = Gate::new();
+        let key = &closed as *const Gate as usize;
         let busy = Busy::enter_layer(key, &closed).unwrap();
         // Re-entrant: refused while inside.
         assert!(Busy::enter_layer(key, &closed).is_none());
         drop(busy);
-        close(key, &closed);
+        close(key, &closed, false);
         assert!(Busy::enter_layer(key, &closed).is_none());
         // The refusal left the thread free.
         assert!(Busy::enter().is_some());
     }
 
+    /// Closed but to the caller: the caller goes on writing, every other thread is
+    /// refused, until the gate closes to all.
+    #[test]
+    fn a_gate_closed_but_to_the_caller() {
+        let closed = Gate::new();
+        let key = &closed as *const Gate as usize;
+        close(key, &closed, true);
+        assert!(closed.admits_caller());
+        assert!(Busy::enter_layer(key, &closed).is_some());
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                assert!(!closed.admits_caller());
+                assert!(Busy::enter_layer(key, &closed).is_none());
+            });
+        });
+        close(key, &closed, false);
+        assert!(Busy::enter_layer(key, &closed).is_none());
+    }
+
     /// Close waits for a thread that is inside the layer, and only for that layer.
     #[test]
     fn close_waits_for_threads_inside() {
-        let closed = AtomicBool::new(false);
-        let other_layer = AtomicBool::new(false);
-        let key = &closed as *const AtomicBool as usize;
-        let other_key = &other_layer as *const AtomicBool as usize;
+        let closed = Gate::new();
+        let other_layer = Gate::new();
+        let key = &closed as *const Gate as usize;
+        let other_key = &other_layer as *const Gate as usize;
         let inside = Barrier::new(3);
         let left = AtomicBool::new(false);
         std::thread::scope(|scope| {
@@ -235,7 +303,7 @@ mod tests {
             });
             inside.wait();
             let started = Instant::now();
-            close(key, &closed);
+            close(key, &closed, false);
             assert!(left.load(Ordering::SeqCst), "close did not wait");
             assert!(started.elapsed() < Duration::from_millis(1000));
         });

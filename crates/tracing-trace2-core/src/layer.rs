@@ -8,10 +8,12 @@
 //!   `t_rel` the wall time between): one region per `#[instrument] async fn` call however
 //!   often it is polled. Each region goes on a *lane* (a Trace2 thread, `thread.rs`): the
 //!   lane the entering OS thread is on when the span's parent region is on top of it (or
-//!   it is empty), else a lane of its own, announced with `thread_start` and ended with
-//!   `thread_exit` when its last region closes. So every lane's enters and leaves form a
-//!   strict stack, however tasks interleave and move between threads. A span entered
-//!   once, on top of its parent, writes what git's per-entry mode writes.
+//!   it is empty), else an idle *task lane* (`task-lane-NN`, at most
+//!   [`Trace2LayerBuilder::with_max_task_lanes`] of them, reused once their stack is
+//!   empty, ended before `atexit`; past the bound the region is left out). So every
+//!   lane's enters and leaves form a strict stack, however tasks interleave and move
+//!   between threads. A span entered once, on top of its parent, writes what git's
+//!   per-entry mode writes.
 //!   [`RegionMode::Entry`] is git's own behaviour: a region per entry, on the entering
 //!   thread (a span entered again where it is already open is counted, not reopened).
 //! * The typed Trace2 calls of [`crate::api`] come straight from the api functions
@@ -29,7 +31,9 @@
 //!   field names the datum's category (default: the enclosing span's region category,
 //!   else the event's target); `repo` gives the repository column.
 //! * Every lane writes `thread_start` before its first line; an OS thread's lane writes
-//!   its per-thread timers and `thread_exit` when the thread ends.
+//!   its per-thread timers and `thread_exit` when the thread ends. Lanes still announced
+//!   when the process ends ([`crate::api::end_threads`], else `atexit`) are ended by the
+//!   exiting thread, which alone writes from then on.
 //!
 //! Every callback takes one clock reading, formats the lines of all targets into a
 //! per-thread buffer and writes them, one `write` per line, with no lock of `tracing`'s
@@ -45,25 +49,25 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_core::span::{Attributes, Id, Record as SpanRecord};
 use tracing_core::{Event as TracingEvent, Level, LevelFilter, Metadata, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
-use crate::busy::{self, Busy};
+use crate::busy::{self, Busy, Gate};
 use crate::callsite;
 use crate::clock;
 
 use crate::background::BackgroundGuard;
 use crate::background::BackgroundOptions;
 use crate::fields::EventFields;
+use crate::lanes::{DEFAULT_MAX_TASK_LANES, LaneBook};
 use crate::output::{Output, Pending};
 use crate::region::{RegionFields, RegionState, SpanRegion};
 use crate::session::Session;
 use crate::targets::Targets;
-use crate::thread::{self, Frame, LaneOwner, ThreadState};
+use crate::thread::{self, Frame, Lane, LaneOwner, ThreadState};
 use crate::timers::{self, ThreadTotal};
 use crate::wire::{ApiCall, ApiRegion};
 use tracing_trace2_record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
@@ -95,6 +99,7 @@ pub struct Trace2LayerBuilder {
     mode: RegionMode,
     max_level: LevelFilter,
     announce: bool,
+    max_task_lanes: usize,
 }
 
 impl Default for Trace2LayerBuilder {
@@ -107,6 +112,7 @@ impl Default for Trace2LayerBuilder {
             mode: RegionMode::default(),
             max_level: LevelFilter::INFO,
             announce: true,
+            max_task_lanes: DEFAULT_MAX_TASK_LANES,
         }
     }
 }
@@ -158,6 +164,17 @@ impl Trace2LayerBuilder {
         self
     }
 
+    /// The most task lanes (default [`DEFAULT_MAX_TASK_LANES`]): Trace2 threads that
+    /// carry the regions of spans that could not go on their OS thread's lane (see the
+    /// module documentation). An idle one is reused before a new one is made; past the
+    /// bound a region that needs one is left out of the trace, and the number left out
+    /// is written as a `data` line (`trace2`/`task_regions_dropped`) at the process end.
+    /// At least 1.
+    pub fn with_max_task_lanes(mut self, lanes: usize) -> Self {
+        self.max_task_lanes = lanes.max(1);
+        self
+    }
+
     /// Formats and writes on a worker thread: the traced thread encodes each record
     /// once ([`tracing_trace2_record::codec`]) and queues it; the worker formats it for every target and
     /// writes the lines (see [`crate::background`] for the guarantees). The worker
@@ -182,7 +199,8 @@ impl Trace2LayerBuilder {
                 exe: self.exe,
                 session,
                 version: Once::new(),
-                closed: AtomicBool::new(false),
+                closed: Gate::new(),
+                lanes: LaneBook::new(self.max_task_lanes),
                 mode: self.mode,
                 max_level: self.max_level,
                 announce: self.announce,
@@ -203,13 +221,19 @@ struct Inner {
     exe: String,
     session: &'static Session,
     version: Once,
-    /// Set once `atexit` is written: git's Trace2 turns itself off there, and so do we.
-    closed: AtomicBool,
+    /// Closed once `atexit` is written (git's Trace2 turns itself off there, and so do
+    /// we), and to all but the exiting thread from [`crate::api::end_threads`] on.
+    closed: Gate,
+    /// Lanes announced and not ended; task lanes.
+    lanes: LaneBook,
     mode: RegionMode,
     max_level: LevelFilter,
     /// Announce every thread that writes (see `with_thread_announcement`).
     announce: bool,
 }
+
+/// A span's nearest ancestor with a region had it left out (no task lane was free).
+struct LeftOut;
 
 /// Stack marker of a region opened by `api::region_enter` (span ids are never 0 or
 /// `u64::MAX`).
@@ -278,7 +302,7 @@ impl Trace2Layer {
     /// Marks the thread as inside the layer, unless it already is or the layer is closed.
     #[inline]
     fn busy(&self) -> Option<Busy> {
-        if self.inner.closed.load(Ordering::Relaxed) {
+        if !self.inner.closed.admits_caller() {
             return None;
         }
         Busy::enter_layer(self.key(), &self.inner.closed)
@@ -293,7 +317,7 @@ impl Trace2Layer {
     /// at the time are waited for (at most 2 s), so none of their lines comes later. The
     /// layer closes itself this way before it writes `atexit`.
     pub fn close(&self) {
-        busy::close(self.key(), &self.inner.closed);
+        busy::close(self.key(), &self.inner.closed, false);
     }
 
     /// The targets, in the order they are visited.
@@ -377,6 +401,7 @@ impl Trace2Layer {
         lines: &mut Pending,
     ) {
         t.announced = true;
+        self.inner.lanes.announced(&t.me);
         t.set_start_site(callsite.file, callsite.line);
         let start = self.record(t, Event::ThreadStart, now, callsite, 0);
         self.format_all(&start, lines);
@@ -519,6 +544,7 @@ impl Trace2Layer {
         self.format_all(&record, lines);
         t.announced = false;
         t.owner = None;
+        self.inner.lanes.ended(&t.me);
     }
 
     /// The end of an OS thread whose lane was announced (its thread-local destructor):
@@ -537,16 +563,69 @@ impl Trace2Layer {
             line: start_site.as_ref().map_or(0, |&(_, line)| line),
         };
         with_pending(|lines| {
-            for total in timers::take_thread_totals() {
-                let event = thread_total_event(&total);
-                let record = self.record(t, event, now, callsite, 0);
-                self.format_all(&record, lines);
-            }
+            self.thread_totals(t, now, callsite, lines);
             if t.announced {
                 self.exit_lane(t, now, callsite, lines);
             }
             self.write_lines(t, lines);
         });
+    }
+
+    /// The `th_timer`/`th_counter` lines of lane `t`'s OS thread (none for a task lane);
+    /// its values join the process totals.
+    fn thread_totals(
+        &self,
+        t: &ThreadState,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        lines: &mut Pending,
+    ) {
+        let Some(values) = &t.values else { return };
+        for total in timers::take_totals_of(values) {
+            let event = thread_total_event(&total);
+            let record = self.record(t, event, now, callsite, 0);
+            self.format_all(&record, lines);
+        }
+    }
+
+    /// The process end: every lane still announced but `main` and `caller` (the lane
+    /// the calling thread writes on now, which ends with its `atexit`) gets its totals
+    /// and `thread_exit`, and the number of regions left out for want of a task lane is
+    /// written on `caller`. The calling thread's own lane is spared too unless this is
+    /// the `atexit` call (`last`): the thread's own totals and the process totals come
+    /// on it before. The layer is closed to other threads when this runs.
+    fn end_other_lanes(&self, caller: &Lane, last: bool, now: Timestamp, callsite: Callsite<'_>) {
+        for lane in self.inner.lanes.open_lanes() {
+            if Arc::ptr_eq(&lane, caller) || (!last && thread::is_own_base(&lane)) {
+                continue;
+            }
+            with_pending(|lines| {
+                let mut t = thread::lock(&lane);
+                if !t.announced || t.is_main {
+                    return;
+                }
+                self.thread_totals(&t, now, callsite, lines);
+                self.exit_lane(&mut t, now, callsite, lines);
+                self.write_lines(&t, lines);
+            });
+        }
+        let refused = self.inner.lanes.take_refused();
+        if refused > 0 {
+            with_pending(|lines| {
+                let mut t = thread::lock(caller);
+                let value = refused.to_string();
+                let event = Event::Data {
+                    repo: None,
+                    category: "trace2",
+                    key: "task_regions_dropped",
+                    value: &value,
+                    nesting: 1,
+                    t_rel_us: t.since_region(0, now.t_abs_us),
+                };
+                self.emit(&mut t, event, now, callsite, 0, lines);
+                self.write_lines(&t, lines);
+            });
+        }
     }
 
     /// Region-per-entry mode: runs `f` with the calling thread's lane and the region of
@@ -578,23 +657,22 @@ impl Trace2Layer {
         });
     }
 
-    /// The id of the nearest ancestor of `span` whose region is open.
-    fn parent_region<S>(span: &SpanRef<'_, S>) -> Option<u64>
+    /// The id of the nearest ancestor of `span` whose region is open (`Err` when that
+    /// ancestor's region was left out).
+    fn parent_region<S>(span: &SpanRef<'_, S>) -> Result<Option<u64>, LeftOut>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let mut next = span.parent();
         while let Some(parent) = next {
-            if parent
-                .extensions()
-                .get::<SpanRegion>()
-                .is_some_and(|r| r.lane().is_some())
-            {
-                return Some(parent.id().into_u64());
+            match parent.extensions().get::<SpanRegion>() {
+                Some(r) if r.is_left_out() => return Err(LeftOut),
+                Some(r) if r.lane().is_some() => return Ok(Some(parent.id().into_u64())),
+                _ => {}
             }
             next = parent.parent();
         }
-        None
+        Ok(None)
     }
 
     /// Region-per-span mode, `on_enter`: the first entry opens the region on the lane
@@ -616,7 +694,7 @@ impl Trace2Layer {
                     thread::push_entered(key, lane.clone());
                     return;
                 }
-                if region.state().is_none() {
+                if region.state().is_none() || region.is_left_out() {
                     return;
                 }
             }
@@ -627,19 +705,41 @@ impl Trace2Layer {
         }
         let now = clock::now();
         let callsite = callsite::of(span.metadata());
-        let parent = Self::parent_region(&span);
+        let parent = match Self::parent_region(&span) {
+            Ok(parent) => parent,
+            Err(LeftOut) => {
+                if let Some(region) = extensions.get_mut::<SpanRegion>() {
+                    region.leave_out();
+                }
+                return;
+            }
+        };
         let Some((current, _)) = thread::current_lane(now.t_abs_us) else {
             return;
         };
         // The current lane keeps a strict stack if the parent's region is on top of it
-        // (or it is empty); else the region opens a lane of its own. Checked and pushed
+        // (or it is empty); else the region goes on an idle task lane. Checked and pushed
         // under one lock, as other threads may write on the same lane.
         let guard = thread::lock(&current);
         let fits = guard
             .stack
             .last()
             .is_none_or(|top| Some(top.span) == parent);
-        let task_lane = (!fits).then(|| ThreadState::task(span.name(), now.t_abs_us));
+        let task_lane = if fits {
+            None
+        } else {
+            // (The book's lock is a leaf: taking it with a lane locked is allowed.)
+            match self.inner.lanes.task_lane(now.t_abs_us) {
+                Some(task) => Some(task),
+                None => {
+                    // Every task lane is busy: the region is left out, and counted.
+                    if let Some(region) = extensions.get_mut::<SpanRegion>() {
+                        region.leave_out();
+                    }
+                    return;
+                }
+            }
+        };
         let (lane, mut t) = match &task_lane {
             None => (&current, guard),
             Some(task) => {
@@ -679,13 +779,21 @@ impl Trace2Layer {
         let now = clock::now();
         let callsite = callsite::of(span.metadata());
         let mut t = thread::lock(lane);
-        with_pending(|lines| {
+        let idle = with_pending(|lines| {
             self.leave_region(&mut t, id.into_u64(), state.info(), now, callsite, lines);
-            if t.stack.is_empty() && t.announced && (t.task || t.os_gone) {
+            let empty = t.stack.is_empty() && t.announced;
+            if empty && t.os_gone && !t.task {
                 self.exit_lane(&mut t, now, callsite, lines);
             }
             self.write_lines(&t, lines);
+            empty && t.task
         });
+        if idle {
+            // Its last region closed: the task lane waits for the next span that needs
+            // one (handed back under its lock, so that no span can take it while a line
+            // of this one is still being written).
+            self.inner.lanes.idle(lane.clone());
+        }
     }
 
     fn on_user_event<S>(&self, event: &TracingEvent<'_>, ctx: &Context<'_, S>)
@@ -837,11 +945,24 @@ impl Trace2Layer {
     pub(crate) fn on_api_call(&self, call: &ApiCall<'_>, callsite: Callsite<'_>) {
         let Some(_busy) = self.busy() else { return };
         let now = clock::now();
+        if matches!(call, ApiCall::EndThreads) {
+            // From here on only this thread writes: the other threads' lanes end now,
+            // and nothing may come on them before `atexit`.
+            busy::close(self.key(), &self.inner.closed, true);
+            if let Some((lane, _)) = thread::current_lane(now.t_abs_us) {
+                self.end_other_lanes(&lane, false, now, callsite);
+            }
+            return;
+        }
         if matches!(call, ApiCall::Atexit { .. }) {
             // `atexit` is the last line: no other thread may write after it, so close
-            // first (waiting for threads still inside); then flush, so that a background
-            // writer's report of dropped lines (written by its worker) comes before it.
+            // first (waiting for threads still inside), end the lanes still announced
+            // (when `end_threads` did not); then flush, so that a background writer's
+            // report of dropped lines (written by its worker) comes before it.
             self.close();
+            if let Some((lane, _)) = thread::current_lane(now.t_abs_us) {
+                self.end_other_lanes(&lane, true, now, callsite);
+            }
             self.flush();
         }
         let lane = match *call {
@@ -907,6 +1028,7 @@ impl Trace2Layer {
                 }
                 t.register(name, now.t_abs_us);
                 t.announced = true;
+                self.inner.lanes.announced(&t.me);
                 t.set_start_site(callsite.file, callsite.line);
                 let record = self.record(t, Event::ThreadStart, now, callsite, 0);
                 self.format_all(&record, lines);
@@ -925,6 +1047,13 @@ impl Trace2Layer {
             // the subscriber was installed) was never seen: nothing to end.
             ApiCall::ThreadExit if !t.announced && self.inner.announce => {}
             ApiCall::ThreadExit => self.exit_lane(t, now, callsite, lines),
+            ApiCall::Atexit { code } if t.announced && !t.is_main => {
+                // Written from a thread other than `main`: its lane ends first, and
+                // `atexit` follows on it without a second `thread_start`.
+                self.exit_lane(t, now, callsite, lines);
+                let record = self.record(t, Event::Atexit { code }, now, callsite, 0);
+                self.format_all(&record, lines);
+            }
             ApiCall::Atexit { code } => {
                 t.stack.clear();
                 self.emit(t, Event::Atexit { code }, now, callsite, 0, lines);
@@ -1099,6 +1228,7 @@ fn plain_event<'a>(
         | ApiCall::RegionLeave(_)
         | ApiCall::ThreadStart { .. }
         | ApiCall::ThreadExit
+        | ApiCall::EndThreads
         | ApiCall::Atexit { .. } => return None,
     })
 }

@@ -15,7 +15,7 @@
 //! | `targets` | the fan-out: format for every target, one `write` per line, disable on failure |
 //! | `background` | the background writers: options, guard, queue, deferred replay, single-sink writer |
 //! | `region`, `fields` | span state in extensions; the visitors of user fields |
-//! | `thread` | per-thread names and region stacks |
+//! | `thread`, `lanes` | per-thread names and region stacks; the layer's announced and task lanes |
 //! | `api`, `wire` | typed Trace2 events; how they travel through `tracing` and are read back |
 //! | `clock`, `session` | the process clock; the session id and depth |
 //! | `timers`, `redact` | stopwatch timers and counters; URL redaction |
@@ -54,6 +54,7 @@ mod busy;
 pub mod callsite;
 pub mod clock;
 mod fields;
+mod lanes;
 mod layer;
 mod output;
 pub mod redact;
@@ -65,6 +66,7 @@ pub mod timers;
 mod wire;
 
 pub use busy::in_panic_hook;
+pub use lanes::DEFAULT_MAX_TASK_LANES;
 pub use layer::{RegionMode, Trace2Layer, Trace2LayerBuilder};
 pub use session::Session;
 pub use targets::Target;

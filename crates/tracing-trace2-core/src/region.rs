@@ -202,6 +202,9 @@ impl RegionState {
 pub(crate) struct SpanRegion {
     state: Option<Box<RegionState>>,
     lane: Option<Lane>,
+    /// Entered, but its region was left out (no task lane was free): so are those of
+    /// the spans under it.
+    left_out: bool,
 }
 
 impl SpanRegion {
@@ -209,6 +212,7 @@ impl SpanRegion {
         SpanRegion {
             state: Some(state),
             lane: None,
+            left_out: false,
         }
     }
 
@@ -227,6 +231,16 @@ impl SpanRegion {
 
     pub(crate) fn set_lane(&mut self, lane: Lane) {
         self.lane = Some(lane);
+    }
+
+    /// Whether the span's region was left out (see [`Self::leave_out`]).
+    pub(crate) fn is_left_out(&self) -> bool {
+        self.left_out
+    }
+
+    /// Leaves the span's region out of the trace, and those of the spans under it.
+    pub(crate) fn leave_out(&mut self) {
+        self.left_out = true;
     }
 }
 

@@ -8,16 +8,21 @@
 //! Rust thread name, else `unknown`. A lane that was not announced gets its
 //! `thread_start` before its first line; an OS thread's lane gets `thread_exit` (with the
 //! thread's `th_timer`/`th_counter` lines) from a thread-local destructor when the thread
-//! ends, unless it said `thread_exit` itself.
+//! ends, unless it said `thread_exit` itself, or from the thread that writes `atexit`
+//! when the thread is still running then (the lane keeps a handle on the thread's timer
+//! and counter values for that).
 //!
 //! In the default region mode (one region per span lifetime) a region may stay open
-//! while its span is suspended (an `async fn` waiting), so the layer also makes *task
+//! while its span is suspended (an `async fn` waiting), so the layer also uses *task
 //! lanes*: a span whose first entry cannot go on top of the current lane's stack without
-//! breaking its strict order (its parent is not on top) opens a lane of its own, named
-//! `thNN:<span name>`, announced with `thread_start` and ended with `thread_exit` when
-//! its last region closes. Lanes are shared (`Arc<Mutex<…>>`) because a task moves
-//! between OS threads; each OS thread remembers which lanes the spans it has entered are
-//! on (`entered`), so lines it writes go to the lane of its innermost entered span.
+//! breaking its strict order (its parent is not on top) opens its region on a task lane,
+//! named `task-lane-NN`. The layer keeps a bounded set of them and hands an idle one
+//! (empty stack) to the next span that needs one, so their number follows how many such
+//! regions are open at once, never how many there were; they are announced once and end
+//! (`thread_exit`) before `atexit`. Lanes are shared (`Arc<Mutex<…>>`) because a task
+//! moves between OS threads; each OS thread remembers which lanes the spans it has
+//! entered are on (`entered`), so lines it writes go to the lane of its innermost
+//! entered span.
 //!
 //! The region stack holds one frame per open region: the span it belongs to and its
 //! start time. Region nesting and Perf's indentation dots are positions in that stack.
@@ -26,6 +31,8 @@ use std::cell::RefCell;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use crate::timers::{self, ThreadValues};
 
 /// Longest Trace2 thread name, in bytes.
 pub const MAX_THREAD_NAME: usize = 24;
@@ -67,7 +74,8 @@ pub(crate) struct ThreadState {
     pub stack: Vec<Frame>,
     /// `thread_start` was written (always true for `main`, which git never announces).
     pub announced: bool,
-    /// A lane of its own for an async task tree (ends when its stack empties).
+    /// A task lane (not an OS thread's): idle when its stack is empty, ended before
+    /// `atexit`.
     pub task: bool,
     /// The OS thread of this base lane has ended; its `thread_exit` follows the last
     /// region still open on it.
@@ -82,6 +90,11 @@ pub(crate) struct ThreadState {
     owner_addr: usize,
     /// Created under the name `thread_start` gave, by that same call.
     fresh: bool,
+    /// The OS thread's timer and counter values (base lanes), so that another thread
+    /// can end this lane at the process end.
+    pub values: Option<Arc<ThreadValues>>,
+    /// This lane itself, for the layer's list of announced lanes.
+    pub me: Weak<Mutex<ThreadState>>,
 }
 
 impl std::fmt::Debug for ThreadState {
@@ -96,7 +109,8 @@ impl std::fmt::Debug for ThreadState {
 }
 
 impl ThreadState {
-    fn new(base: Option<&str>, start_us: u64) -> ThreadState {
+    /// The calling OS thread's base lane.
+    fn base(base: Option<&str>, start_us: u64) -> Lane {
         let current = std::thread::current();
         let is_main = current.name() == Some("main");
         let name = if is_main {
@@ -104,36 +118,46 @@ impl ThreadState {
         } else {
             numbered_name(base.or(current.name()).unwrap_or("unknown"))
         };
-        ThreadState {
-            name,
-            is_main,
-            start_us: if is_main { 0 } else { start_us },
-            stack: Vec::with_capacity(16),
-            announced: is_main,
-            task: false,
-            os_gone: false,
-            owner: None,
-            start_site: None,
-            owner_addr: 0,
-            fresh: base.is_some(),
-        }
+        Arc::new_cyclic(|me| {
+            Mutex::new(ThreadState {
+                name,
+                is_main,
+                start_us: if is_main { 0 } else { start_us },
+                stack: Vec::with_capacity(16),
+                announced: is_main,
+                task: false,
+                os_gone: false,
+                owner: None,
+                start_site: None,
+                owner_addr: 0,
+                fresh: base.is_some(),
+                values: timers::this_thread_values(),
+                me: me.clone(),
+            })
+        })
     }
 
-    /// A task lane named after its first span.
-    pub fn task(span_name: &str, start_us: u64) -> Lane {
-        Arc::new(Mutex::new(ThreadState {
-            name: numbered_name(span_name),
-            is_main: false,
-            start_us,
-            stack: Vec::with_capacity(8),
-            announced: false,
-            task: true,
-            os_gone: false,
-            owner: None,
-            start_site: None,
-            owner_addr: 0,
-            fresh: false,
-        }))
+    /// Task lane number `number` (see the module documentation).
+    pub fn task(number: usize, start_us: u64) -> Lane {
+        let mut name = String::with_capacity(16);
+        let _ = std::fmt::Write::write_fmt(&mut name, format_args!("task-lane-{number:02}"));
+        Arc::new_cyclic(|me| {
+            Mutex::new(ThreadState {
+                name,
+                is_main: false,
+                start_us,
+                stack: Vec::with_capacity(8),
+                announced: false,
+                task: true,
+                os_gone: false,
+                owner: None,
+                start_site: None,
+                owner_addr: 0,
+                fresh: false,
+                values: None,
+                me: me.clone(),
+            })
+        })
     }
 
     /// Renames this thread as `thread_start` asks: a new number and the given base
@@ -244,7 +268,7 @@ pub(crate) fn base_lane(base: Option<&str>, now_us: u64) -> Option<Lane> {
         let mut os = os.try_borrow_mut().ok()?;
         Some(
             os.base
-                .get_or_insert_with(|| Arc::new(Mutex::new(ThreadState::new(base, now_us))))
+                .get_or_insert_with(|| ThreadState::base(base, now_us))
                 .clone(),
         )
     })
@@ -262,7 +286,7 @@ pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
         }
         let base = os
             .base
-            .get_or_insert_with(|| Arc::new(Mutex::new(ThreadState::new(None, now_us))));
+            .get_or_insert_with(|| ThreadState::base(None, now_us));
         Some((base.clone(), None))
     })
     .ok()
@@ -285,7 +309,7 @@ pub(crate) fn with_current_lane<R>(
         };
         if needs_base {
             let mut os = os.try_borrow_mut().ok()?;
-            os.base = Some(Arc::new(Mutex::new(ThreadState::new(None, now_us))));
+            os.base = Some(ThreadState::base(None, now_us));
         }
         let os = os.try_borrow().ok()?;
         match os.entered.last() {
@@ -315,6 +339,15 @@ pub(crate) fn pop_entered(span: u64) {
             os.entered.remove(pos);
         }
     });
+}
+
+/// Whether `lane` is the calling OS thread's base lane.
+pub(crate) fn is_own_base(lane: &Lane) -> bool {
+    OS.try_with(|os| {
+        os.try_borrow()
+            .is_ok_and(|os| os.base.as_ref().is_some_and(|base| Arc::ptr_eq(base, lane)))
+    })
+    .unwrap_or(false)
 }
 
 /// Forgets this OS thread's base lane (after `thread_exit`): a later line starts a new one.
@@ -362,7 +395,8 @@ mod tests {
     fn the_innermost_entered_span_names_the_lane() {
         std::thread::spawn(|| {
             let base = base_lane(None, 0).unwrap();
-            let task = ThreadState::task("fetch", 0);
+            let task = ThreadState::task(1, 0);
+            assert_eq!(lock(&task).name, "task-lane-01");
             assert!(Arc::ptr_eq(&current_lane(0).unwrap().0, &base));
             push_entered(7, task.clone());
             let (lane, span) = current_lane(0).unwrap();

@@ -16,22 +16,25 @@
 //! parse(&["a", "b"]);
 //! ```
 //!
-//! Values are kept per thread and cost no lock and no allocation once a thread has used
-//! a given timer or counter: each static gets an index the first time any thread uses it
-//! (the only lock, taken once per static), and each thread keeps its values in a
-//! thread-local table at that index. Nothing is written while timing. When a thread
-//! leaves through [`emit_thread_totals`] (the thread helpers of the facade call it, and
-//! the process lifecycle calls it for the main thread), its `th_timer`/`th_counter`
-//! lines are written and its values are added to the process totals, which
-//! [`emit_process_totals`] writes just before `atexit`. A thread that never calls it is
-//! never added, as in Git.
+//! Values are kept per thread and cost no allocation once a thread has used a given
+//! timer or counter: each static gets an index the first time any thread uses it (a
+//! process-wide lock, taken once per static), and each thread keeps its values in a
+//! table of its own at that index, behind a lock that only that thread takes, except
+//! once at the process end (so it is never contended while the program runs). Nothing
+//! is written while timing. When a thread leaves through [`emit_thread_totals`] (the
+//! thread helpers of the facade call it, and the process lifecycle calls it for the
+//! main thread), its `th_timer`/`th_counter` lines are written and its values are added
+//! to the process totals, which [`emit_process_totals`] writes just before `atexit`. A
+//! thread still running at the process end (a worker of a runtime that is shut down
+//! after `main` returns, as `#[tokio::main]`'s) is ended by the layer before the totals:
+//! its lines are written from the exiting thread, with the values its table holds then.
+//! A thread that is never ended is never added, as in Git.
 //!
 //! The table order Git uses for its compiled-in table is here the order in which the
 //! statics were first used (or [`Timer::register`]ed / [`Counter::register`]ed).
 
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use crate::api;
@@ -381,20 +384,39 @@ impl Local {
     }
 }
 
+/// One thread's values, reachable from the thread that ends it at the process end.
+pub(crate) struct ThreadValues(Mutex<Local>);
+
+impl ThreadValues {
+    fn lock(&self) -> MutexGuard<'_, Local> {
+        // Each update is a few plain stores: a panic cannot leave the table half done.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for ThreadValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadValues").finish_non_exhaustive()
+    }
+}
+
 thread_local! {
-    static LOCAL: RefCell<Local> = const {
-        RefCell::new(Local { timers: Vec::new(), counters: Vec::new() })
-    };
+    static LOCAL: Arc<ThreadValues> = Arc::new(ThreadValues(Mutex::new(Local {
+        timers: Vec::new(),
+        counters: Vec::new(),
+    })));
 }
 
 /// Runs `f` on this thread's values; does nothing while the thread is being torn down.
 #[inline]
 fn with_local(f: impl FnOnce(&mut Local)) {
-    let _ = LOCAL.try_with(|cell| {
-        if let Ok(mut local) = cell.try_borrow_mut() {
-            f(&mut local);
-        }
-    });
+    let _ = LOCAL.try_with(|values| f(&mut values.lock()));
+}
+
+/// The calling thread's values, for its lane to keep (`None` while the thread is being
+/// torn down).
+pub(crate) fn this_thread_values() -> Option<Arc<ThreadValues>> {
+    LOCAL.try_with(Arc::clone).ok()
 }
 
 /// A timer's or counter's declaration, as the registry keeps it.
@@ -507,11 +529,16 @@ pub(crate) struct ThreadCounter {
 /// [`emit_thread_totals`]); its values are added to the process totals and cleared.
 /// Empty when the thread's values are gone (its thread-locals are being destroyed).
 pub(crate) fn take_thread_totals() -> Vec<ThreadTotal> {
-    let mut taken = None;
-    with_local(|local| taken = Some(local.take()));
-    let Some((timers, counters)) = taken else {
-        return Vec::new();
-    };
+    LOCAL
+        .try_with(|values| take_totals_of(values))
+        .unwrap_or_default()
+}
+
+/// The `th_timer` then `th_counter` lines of the thread whose values are `values` (it
+/// may be another thread than the caller); its values are added to the process totals
+/// and cleared, as [`take_thread_totals`] does for the calling thread.
+pub(crate) fn take_totals_of(values: &ThreadValues) -> Vec<ThreadTotal> {
+    let (timers, counters) = values.lock().take();
     if timers.iter().all(|t| t.intervals == 0) && counters.iter().all(|&c| c == 0) {
         return Vec::new();
     }

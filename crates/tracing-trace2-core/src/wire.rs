@@ -96,6 +96,8 @@ pub(crate) enum ApiCall<'a> {
         name: &'a str,
     },
     ThreadExit,
+    /// Every other lane ends; only the calling thread writes from then on.
+    EndThreads,
     Timer(ApiTimer<'a>),
     Counter {
         per_thread: bool,

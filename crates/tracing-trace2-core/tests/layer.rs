@@ -454,33 +454,134 @@ fn a_span_entered_many_times_is_one_region_for_its_lifetime() {
     );
 }
 
-/// A sibling entered while a kept span's region is still open cannot go on top of it
-/// (that region may close first): it gets a lane of its own, announced and ended.
-#[test]
-fn a_region_that_would_break_the_stack_gets_its_own_lane() {
+/// Runs `f` under a region-per-span layer writing [`Lanes`] lines, built by `build`;
+/// returns the lines without `version`.
+fn lanes_of(
+    build: impl FnOnce(
+        tracing_trace2_core::Trace2LayerBuilder,
+    ) -> tracing_trace2_core::Trace2LayerBuilder,
+    f: impl FnOnce(),
+) -> Vec<String> {
     let sink = MemorySink::new();
-    let layer = Trace2Layer::builder()
-        .with_target(Target::new("GIT_TRACE2_EVENT", Lanes, sink.clone()))
-        .build();
-    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
-        let kept = info_span!("kept");
-        kept.in_scope(|| {});
-        info_span!("sibling").in_scope(|| info!(key = "k", value = 1));
-        drop(kept);
-    });
-    let text = sink.to_string_lossy();
-    let lines: Vec<&str> = text.lines().skip(1).collect();
+    let layer = build(Trace2Layer::builder().with_target(Target::new(
+        "GIT_TRACE2_EVENT",
+        Lanes,
+        sink.clone(),
+    )))
+    .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), f);
+    sink.to_string_lossy()
+        .lines()
+        .skip(1)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A sibling entered while a kept span's region is still open cannot go on top of it
+/// (that region may close first): it goes on a task lane, announced once and ended
+/// (with every lane still announced) before `atexit`.
+#[test]
+fn a_region_that_would_break_the_stack_goes_on_a_task_lane() {
+    let lines = lanes_of(
+        |b| b,
+        || {
+            let kept = info_span!("kept");
+            kept.in_scope(|| {});
+            info_span!("sibling").in_scope(|| info!(key = "k", value = 1));
+            drop(kept);
+            api::atexit();
+        },
+    );
     let thread = |i: usize| lines[i].split(' ').next().unwrap();
-    assert_eq!(lines.len(), 8, "{lines:?}");
+    assert_eq!(lines.len(), 10, "{lines:?}");
     assert!(lines[1].ends_with("region_enter kept 1"), "{lines:?}");
-    // The sibling's lane: thread_start, its region at nesting 1, its datum, its end.
-    assert!(lines[2].ends_with(":sibling thread_start"), "{lines:?}");
+    // The task lane: thread_start, the sibling's region at nesting 1, its datum.
+    assert_eq!(lines[2], "task-lane-01 thread_start", "{lines:?}");
     assert!(lines[3].ends_with("region_enter sibling 1"), "{lines:?}");
     assert!(lines[4].ends_with("data layer 2"), "{lines:?}");
     assert!(lines[5].ends_with("region_leave sibling 1"), "{lines:?}");
-    assert!(lines[6].ends_with("thread_exit"), "{lines:?}");
-    assert!((2..7).all(|i| thread(i) == thread(2)) && thread(2) != thread(1));
-    assert!(lines[7].ends_with("region_leave kept 1") && thread(7) == thread(1));
+    assert!((2..6).all(|i| thread(i) == "task-lane-01"));
+    assert!(lines[6].ends_with("region_leave kept 1") && thread(6) == thread(1));
+    // The process end: the test thread's lane and the task lane end before `atexit`.
+    let mut exits: Vec<&str> = vec![&lines[7], &lines[8]];
+    exits.sort();
+    assert_eq!(
+        exits,
+        [
+            "task-lane-01 thread_exit".to_owned(),
+            format!("{} thread_exit", thread(1))
+        ]
+    );
+    assert_eq!(lines[9], format!("{} atexit", thread(1)));
+}
+
+/// Siblings of a kept region, one after the other: the task lane of the first is idle
+/// again when the next one comes, which takes it rather than a new one.
+#[test]
+fn an_idle_task_lane_is_reused() {
+    let lines = lanes_of(
+        |b| b,
+        || {
+            let kept = info_span!("kept");
+            kept.in_scope(|| {});
+            for _ in 0..20 {
+                info_span!("sibling").in_scope(|| {});
+            }
+        },
+    );
+    let starts: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.ends_with("thread_start"))
+        .collect();
+    // The test thread's lane, and one task lane for all twenty siblings.
+    assert_eq!(starts.len(), 2, "{lines:?}");
+    assert_eq!(starts[1], "task-lane-01 thread_start");
+    let on_task = lines
+        .iter()
+        .filter(|l| l.starts_with("task-lane-01 region_enter sibling 1"))
+        .count();
+    assert_eq!(on_task, 20, "{lines:?}");
+    assert!(
+        !lines.iter().any(|l| l.ends_with("thread_exit")),
+        "{lines:?}"
+    );
+}
+
+/// Past the bound, a region that needs a task lane is left out, with the spans under
+/// it, and the number left out is written at the process end.
+#[test]
+fn task_lanes_are_bounded() {
+    let lines = lanes_of(
+        |b| b.with_max_task_lanes(2),
+        || {
+            let kept = info_span!("kept");
+            kept.in_scope(|| {});
+            // Each sibling stays open: each needs a lane of its own.
+            let siblings: Vec<_> = (0..4).map(|_| info_span!("sibling")).collect();
+            for sibling in &siblings {
+                sibling.in_scope(|| info_span!("child").in_scope(|| {}));
+            }
+            drop(siblings);
+            api::atexit();
+        },
+    );
+    let lanes: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| l.ends_with("thread_start"))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(lanes.len(), 3, "{lines:?}");
+    assert!(lanes.contains("task-lane-01") && lanes.contains("task-lane-02"));
+    let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(count("region_enter sibling"), 2, "{lines:?}");
+    assert_eq!(count("region_leave sibling"), 2, "{lines:?}");
+    // A child of a region left out is left out too, not moved under another one.
+    assert_eq!(count("region_enter child"), 2, "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.ends_with("data trace2 1")),
+        "the count of regions left out: {lines:?}"
+    );
+    assert!(lines.last().unwrap().ends_with("atexit"), "{lines:?}");
 }
 
 #[test]

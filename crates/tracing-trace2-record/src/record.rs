@@ -34,7 +34,7 @@ pub struct Record<'a> {
     pub sid: &'a str,
     /// The process depth in the session tree (`dN` in Perf): 0 without a parent.
     pub depth: u32,
-    /// The Trace2 thread name: `main` or `thNN:name` (at most 24 bytes).
+    /// The Trace2 thread name: `main`, `thNN:name` or `task-lane-NN` (at most 24 bytes).
     pub thread: &'a str,
     /// The callsite of the call.
     pub callsite: Callsite<'a>,

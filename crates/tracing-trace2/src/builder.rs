@@ -37,6 +37,7 @@ pub struct Trace2 {
     max_level: LevelFilter,
     announce_threads: bool,
     env_export: bool,
+    max_task_lanes: usize,
 }
 
 impl Trace2 {
@@ -59,6 +60,7 @@ impl Trace2 {
             max_level: LevelFilter::INFO,
             announce_threads: true,
             env_export: true,
+            max_task_lanes: tracing_trace2_core::DEFAULT_MAX_TASK_LANES,
         }
     }
 
@@ -111,6 +113,16 @@ impl Trace2 {
     /// Whether the lifecycle exports the session into the environment.
     pub(crate) fn env_export(&self) -> bool {
         self.env_export
+    }
+
+    /// The most task lanes: Trace2 threads (`task-lane-NN`) that carry the regions of
+    /// spans that cannot go on their OS thread's stack, such as a second connection
+    /// polled by a worker while the first one's region is open. Idle lanes are reused;
+    /// default [`tracing_trace2_core::DEFAULT_MAX_TASK_LANES`] (see
+    /// [`tracing_trace2_core::Trace2LayerBuilder::with_max_task_lanes`]).
+    pub fn with_max_task_lanes(mut self, lanes: usize) -> Trace2 {
+        self.max_task_lanes = lanes;
+        self
     }
 
     /// Formats and writes every enabled target on a background thread: the traced
@@ -243,7 +255,8 @@ impl Trace2 {
             .with_exe_version(&self.exe_version)
             .with_region_mode(self.region_mode)
             .with_max_level(self.max_level)
-            .with_thread_announcement(self.announce_threads);
+            .with_thread_announcement(self.announce_threads)
+            .with_max_task_lanes(self.max_task_lanes);
         let mut any = false;
         if let Some((sink, _)) = open(targets::NORMAL_ENV, &s.normal_target) {
             let format = NormalFormat::new()

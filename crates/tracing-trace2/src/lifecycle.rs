@@ -49,7 +49,9 @@
 //! | a child made by `fork` without `exec` ends | nothing: its lines are traced, but `exit` and `atexit` are the parent's |
 //!
 //! Timer and counter totals (the calling thread's `th_timer`/`th_counter`, then the
-//! process's `timer`/`counter`) are written right before every `atexit`. Each line is
+//! process's `timer`/`counter`) are written right before every `atexit`, after every
+//! other thread still running (the workers of `#[tokio::main]`'s runtime) has been
+//! ended with its own `th_timer`/`th_counter` and `thread_exit` ([`api::end_threads`]). Each line is
 //! written once: whichever path runs first writes `exit` and `atexit`; the others then
 //! write nothing. After `atexit` the layer's sinks are flushed.
 //!
@@ -489,6 +491,9 @@ fn finish_process_at(code: i32, at: Option<&'static Location<'static>>) {
 }
 
 fn write_atexit(shared: &Shared, at: &'static Location<'static>) {
+    // Threads still running (the workers of `#[tokio::main]`'s runtime, shut down after
+    // `main` returns) end first, their values joining the totals below.
+    api::end_threads_at(at);
     timers::emit_thread_totals();
     timers::emit_handed_over_totals();
     timers::emit_process_totals();

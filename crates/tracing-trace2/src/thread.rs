@@ -25,10 +25,17 @@
 //! ```
 //!
 //! A thread that writes Trace2 lines without any of these is named `thNN:unknown` (or
-//! after its Rust name) when it first writes, and its timers and counters are never
-//! added to the process totals, as in Git. Its `thread_exit` comes from a thread-local
-//! destructor when it ends, and names the call site of its `thread_start` (the line
-//! that first traced on it), as nothing in the program called for it.
+//! after its Rust name) when it first writes. Its `thread_exit` (after its
+//! `th_timer`/`th_counter` lines) comes from a thread-local destructor when it ends, and
+//! names the call site of its `thread_start` (the line that first traced on it), as
+//! nothing in the program called for it.
+//!
+//! A thread still running when the process ends, such as a worker of the runtime that
+//! `#[tokio::main]` shuts down only after `main` returns, is ended by the process
+//! lifecycle before the totals and `atexit`: its `th_timer`/`th_counter` lines (its
+//! values join the process totals) and `thread_exit`, naming where the process ended
+//! (see [`tracing_trace2_core::api::end_threads`]). So every announced thread ends
+//! before `atexit`, with or without these helpers.
 //!
 //! On the main thread Git turns `thread_start`/`thread_exit` into a region
 //! (`thread-proc on main`) and leaves the main thread's totals to the process exit;
@@ -411,6 +418,55 @@ mod tests {
         // nothing else: a thread that was never seen is not ended either.
         let events: Vec<String> = named(&lines).into_iter().map(|(_, e)| e).collect();
         assert!(events.is_empty(), "{events:?}");
+    }
+
+    /// A thread still running when the process ends (a `#[tokio::main]` worker): the
+    /// end of the process (`end_threads`, the lifecycle's first step there) writes its
+    /// `th_counter` and `thread_exit` from the ending thread, its value joins the process
+    /// total written after, and nothing it does later is written.
+    #[test]
+    fn a_thread_still_running_is_ended_before_atexit() {
+        static WORK: Counter = Counter::new("thread-test", "running", PerThread::Yes);
+        let lines = traced(|d| {
+            let (ready_tx, ready) = std::sync::mpsc::channel();
+            let (done, done_rx) = std::sync::mpsc::channel::<()>();
+            let on_worker = d.clone();
+            let worker = std::thread::spawn(move || {
+                tracing::dispatcher::with_default(&on_worker, || {
+                    WORK.add(4);
+                    tracing::info!(category = "t", key = "k", value = 1);
+                    ready_tx.send(()).unwrap();
+                    done_rx.recv().ok();
+                    WORK.add(100);
+                    tracing::info!(category = "t", key = "late", value = 2);
+                })
+            });
+            ready.recv().unwrap();
+            api::end_threads();
+            timers::emit_process_totals();
+            api::atexit();
+            done.send(()).unwrap();
+            worker.join().unwrap();
+        });
+        let lines = named(&lines);
+        let worker = &lines[0].0;
+        let on_worker: Vec<&str> = lines
+            .iter()
+            .filter(|(t, _)| t == worker)
+            .map(|(_, e)| e.as_str())
+            .collect();
+        assert_eq!(
+            on_worker,
+            ["thread_start", "data", "th_counter 4", "thread_exit"],
+            "{lines:?}"
+        );
+        let exit = lines
+            .iter()
+            .position(|(t, e)| t == worker && e == "thread_exit");
+        let total = lines.iter().position(|(_, e)| e == "counter 4");
+        let atexit = lines.iter().position(|(_, e)| e == "atexit");
+        assert!(exit < total && total < atexit, "{lines:?}");
+        assert_eq!(atexit, Some(lines.len() - 1), "{lines:?}");
     }
 
     /// Runs `f` on a new thread under a layer writing the Perf stream, keeping the layer
