@@ -15,6 +15,7 @@ use tracing_trace2_record::Format;
 
 use crate::event::{LineError, TraceEvent};
 use crate::progress::Progress;
+use crate::visible::visible;
 
 /// First bytes of a binary (`t2b`) trace: frame marker `89 'T' '2'`, then a STREAM frame.
 pub const BINARY_MAGIC: [u8; 4] = [0x89, b'T', b'2', 0x01];
@@ -197,11 +198,11 @@ fn read_binary(
         }
     });
     let damage = match decoded {
-        Ok(report) if report.is_complete() => None,
-        Ok(report) => Some(format!(
-            "binary trace damaged: {}",
-            report.to_string().trim().replace('\n', "; ")
-        )),
+        // A stream that stops without its END frame lost nothing: its process shows as
+        // unfinished in the summary, as the same process's Event text does.
+        Ok(report) => crate::binary_report::assess(&report)
+            .damage
+            .map(|damage| format!("binary trace damaged: {damage}")),
         Err(e) => Some(format!("binary trace unreadable: {e}")),
     };
     (file, damage)
@@ -464,11 +465,15 @@ impl Report {
         self.inputs
             .iter()
             .filter_map(|(name, input)| match input {
-                InputReport::Read(file) if file.damaged() => {
-                    Some(format!("trace2: {name}: {}", file.message()))
-                }
+                InputReport::Read(file) if file.damaged() => Some(format!(
+                    "trace2: {}: {}",
+                    visible(name),
+                    visible(&file.message())
+                )),
                 InputReport::Read(_) => None,
-                InputReport::Unread(why) => Some(format!("trace2: {name}: {why}")),
+                InputReport::Unread(why) => {
+                    Some(format!("trace2: {}: {}", visible(name), visible(why)))
+                }
             })
             .collect()
     }

@@ -32,6 +32,7 @@
 //! print!("{}", trace2_cli::summary::render_text(&summary, 10));
 //! ```
 
+pub mod binary_report;
 pub mod event;
 pub mod export;
 pub mod input;
@@ -40,3 +41,4 @@ pub mod progress;
 pub mod run;
 pub mod summary;
 pub mod time;
+pub mod visible;

@@ -162,3 +162,41 @@ fn summary_reads_binary_input() {
     assert!(text.contains("do_read_index"), "{text}");
     assert!(text.contains(SID), "{text}");
 }
+
+/// The records of `stream()` written by a process that is killed before it ends: every batch is
+/// flushed, but no END frame follows.
+fn killed_stream() -> Vec<u8> {
+    let sink = MemorySink::new();
+    let writer = BinaryWriter::builder()
+        .with_anchor_wall_us(ANCHOR)
+        .with_utc_offset(0)
+        .with_exit_handler(false)
+        .build(sink.clone());
+    let records = records();
+    for record in &records[..records.len() - 2] {
+        writer.record(record);
+    }
+    writer.flush_all();
+    sink.contents()
+}
+
+#[test]
+fn a_killed_process_is_not_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("killed.t2b");
+    fs::write(&file, killed_stream()).unwrap();
+    let file = file.to_str().unwrap();
+    let out = run_trace2(&["decode", "--format", "event", file]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(stdout(&out).lines().count(), records().len() - 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(SID) && err.contains("ended without an END frame") && !err.contains("damaged"),
+        "{err}"
+    );
+    let out = run_trace2(&["summary", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("no exit"), "{}", stdout(&out));
+    assert_eq!(stderr(&out), "");
+}

@@ -31,14 +31,14 @@ pub struct Summariser {
 }
 
 /// The finished summary: the processes in tree order (each parent before its children).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     /// Processes, roots in start order, each followed by its descendants.
     pub processes: Vec<ProcessSummary>,
 }
 
 /// One process.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ProcessSummary {
     /// Full session id.
     pub sid: String,
@@ -70,7 +70,8 @@ pub struct ProcessSummary {
     pub signal: Option<i64>,
     /// Wall time of its first line, Unix µs.
     pub start_unix_us: Option<i64>,
-    /// `t_abs` of its end (`atexit`, `signal` or `exit`), else of its last line that has one.
+    /// `t_abs` of its end (`atexit`, `signal` or `exit`); for a process that never ended, the
+    /// latest time known of it (`t_abs`, or a line's wall time after its clock's zero).
     pub elapsed_us: i64,
     /// False when the trace stops without `atexit`, `exit` or `signal`.
     pub ended: bool,
@@ -476,6 +477,17 @@ impl ProcessStats {
         self.end_t_abs = Some(self.end_t_abs.map_or(t_abs, |end| end.max(t_abs)));
     }
 
+    /// For a process whose trace stops without an end: the latest time known of it, from its
+    /// lines' `t_abs` and from their wall time on its clock (a region left after the last line
+    /// with `t_abs` still happened while the process ran).
+    fn last_known_t_abs(&self) -> i64 {
+        let by_wall_time = match (self.clock.zero_us, self.clock.last_us) {
+            (Some(zero), Some(last)) => last - zero,
+            _ => 0,
+        };
+        self.last_t_abs.max(by_wall_time)
+    }
+
     fn stack(&mut self, thread: &str) -> &mut Vec<OpenRegion> {
         if !self.stacks.contains_key(thread) {
             self.stacks.insert(thread.to_owned(), Vec::new());
@@ -541,6 +553,7 @@ impl ProcessStats {
         depth: usize,
         started_as: Option<String>,
     ) -> ProcessSummary {
+        let elapsed_us = self.end_t_abs.unwrap_or_else(|| self.last_known_t_abs());
         let mut regions: Vec<RegionSummary> = self
             .regions
             .into_iter()
@@ -583,7 +596,7 @@ impl ProcessStats {
             exit_code: self.exit_code,
             signal: self.signal,
             start_unix_us: self.first_us,
-            elapsed_us: self.end_t_abs.unwrap_or(self.last_t_abs),
+            elapsed_us,
             ended: self.end_t_abs.is_some(),
             regions,
             unclosed_regions,

@@ -1,6 +1,7 @@
 //! The summary as text for people: the process tree first (one line per process), then for each
 //! process its top regions, children, timers and counters in small aligned tables.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use super::{ProcessSummary, RegionSummary, Summary};
@@ -8,12 +9,15 @@ use std::collections::HashMap;
 
 use crate::process::{command_line, own_sid, program_name, shorten};
 use crate::time::human;
+use crate::visible::visible;
 
 /// Width of a command line in the tree.
 const COMMAND_WIDTH: usize = 60;
 
-/// Renders `summary`, with at most `top` rows per region table.
+/// Renders `summary`, with at most `top` rows per region table. Every text from the trace is
+/// shown with its control characters made visible (module `visible`).
 pub fn render_text(summary: &Summary, top: usize) -> String {
+    let summary = &visible_summary(summary);
     let mut out = String::new();
     let processes = &summary.processes;
     if processes.is_empty() {
@@ -37,6 +41,57 @@ pub fn render_text(summary: &Summary, top: usize) -> String {
         details(&mut out, process, top, &names);
     }
     out
+}
+
+/// A copy of `summary` whose texts hold no control character: a trace is untrusted input, and a
+/// region label may carry terminal escapes.
+fn visible_summary(summary: &Summary) -> Summary {
+    let text = |s: &mut String| {
+        if let Cow::Owned(shown) = visible(s) {
+            *s = shown;
+        }
+    };
+    let texts = |v: &mut Vec<String>| v.iter_mut().for_each(text);
+    let maybe = |s: &mut Option<String>| s.iter_mut().for_each(text);
+    let mut summary = summary.clone();
+    for p in &mut summary.processes {
+        for s in [&mut p.sid, &mut p.name] {
+            text(s);
+        }
+        for s in [
+            &mut p.parent_sid,
+            &mut p.cmd_name,
+            &mut p.hierarchy,
+            &mut p.cmd_mode,
+            &mut p.alias,
+            &mut p.exe_version,
+            &mut p.started_as,
+        ] {
+            maybe(s);
+        }
+        texts(&mut p.argv);
+        texts(&mut p.first_errors);
+        for r in &mut p.regions {
+            text(&mut r.category);
+            text(&mut r.label);
+        }
+        for c in &mut p.children {
+            text(&mut c.class);
+            maybe(&mut c.hook_name);
+            maybe(&mut c.ready);
+            texts(&mut c.argv);
+            texts(&mut c.processes);
+        }
+        for t in &mut p.timers {
+            text(&mut t.category);
+            text(&mut t.name);
+        }
+        for c in &mut p.counters {
+            text(&mut c.category);
+            text(&mut c.name);
+        }
+    }
+    summary
 }
 
 fn plural(n: usize, suffix: &str) -> &str {
