@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::binary_report::assess;
-use crate::export::ChromeExporter;
+use crate::export::{ChromeExporter, Exporter, PerfettoExporter, Sink};
 use crate::input::{self, InputSpec, Report};
 use crate::progress::Progress;
 use crate::summary::{Summariser, render_text};
@@ -114,6 +114,20 @@ pub fn summary(paths: &[PathBuf], as_json: bool, top: usize) -> ExitCode {
 
 /// `trace2 export --format chrome`.
 pub fn export_chrome(paths: &[PathBuf], output: &Path) -> ExitCode {
+    export(paths, output, ChromeExporter::new)
+}
+
+/// `trace2 export --format perfetto`.
+pub fn export_perfetto(paths: &[PathBuf], output: &Path) -> ExitCode {
+    export(paths, output, PerfettoExporter::new)
+}
+
+/// Reads every input into the exporter that `start` makes on the output file.
+fn export<S: Sink>(
+    paths: &[PathBuf],
+    output: &Path,
+    start: impl FnOnce(BufWriter<Box<dyn Write>>) -> io::Result<Exporter<S>>,
+) -> ExitCode {
     let mut report = Report::default();
     let specs = input::expand(paths);
     let sink: Box<dyn Write> = if output.as_os_str() == "-" {
@@ -129,7 +143,7 @@ pub fn export_chrome(paths: &[PathBuf], output: &Path) -> ExitCode {
     };
     let progress = progress_for(&specs);
     let written = (|| {
-        let mut exporter = ChromeExporter::new(BufWriter::with_capacity(1 << 20, sink))?;
+        let mut exporter = start(BufWriter::with_capacity(1 << 20, sink))?;
         let mut failure = None;
         input::for_each_event(&specs, &progress, &mut report, |event| {
             if failure.is_none()
