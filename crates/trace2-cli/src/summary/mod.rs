@@ -337,62 +337,8 @@ impl ProcessStats {
                     self.first_errors.push(text.to_owned());
                 }
             }
-            Kind::ChildStart {
-                child_id,
-                class,
-                hook_name,
-                ..
-            } => {
-                if self.children.len() >= MAX_CHILDREN {
-                    self.children_not_listed += 1;
-                    return;
-                }
-                let argv = argv_of(event).unwrap_or_default();
-                let index = self.children.len();
-                self.launches.push((
-                    Launch {
-                        start_us: at,
-                        end_us: None,
-                        argv_tail: argv_tail_hash(&argv),
-                    },
-                    Some(index),
-                ));
-                self.children.push(ChildSummary {
-                    child_id: *child_id,
-                    class: class.to_string(),
-                    hook_name: hook_name.as_deref().map(str::to_owned),
-                    argv,
-                    pid: None,
-                    code: None,
-                    ready: None,
-                    elapsed_us: None,
-                    processes: Vec::new(),
-                });
-                self.open_children.insert(*child_id, index);
-            }
-            Kind::ChildEnd {
-                child_id,
-                pid,
-                code,
-                ready,
-                elapsed_us,
-            } => {
-                if let Some(index) = self.open_children.remove(child_id) {
-                    let child = &mut self.children[index];
-                    child.pid = *pid;
-                    child.code = *code;
-                    child.ready = ready.as_deref().map(str::to_owned);
-                    child.elapsed_us = Some(*elapsed_us);
-                    if let Some((launch, _)) = self
-                        .launches
-                        .iter_mut()
-                        .rev()
-                        .find(|(_, c)| *c == Some(index))
-                    {
-                        launch.end_us = Some(at);
-                    }
-                }
-            }
+            Kind::ChildStart { .. } => self.child_start(event, at),
+            Kind::ChildEnd { .. } => self.child_end(event, at),
             Kind::Exec { .. } if self.launches.len() < 2 * MAX_CHILDREN => {
                 let argv = argv_of(event).unwrap_or_default();
                 self.launches.push((
@@ -409,49 +355,8 @@ impl ProcessStats {
             Kind::ThreadExit(_) if self.stacks.get(&*event.thread).is_some_and(Vec::is_empty) => {
                 self.stacks.remove(&*event.thread);
             }
-            Kind::Timer {
-                per_thread,
-                category,
-                name,
-                intervals,
-                total_us,
-                min_us,
-                max_us,
-            } => {
-                let key = (category.to_string(), name.to_string(), *per_thread);
-                let timer = self.timers.entry(key).or_insert_with(|| TimerSummary {
-                    category: category.to_string(),
-                    name: name.to_string(),
-                    per_thread: *per_thread,
-                    threads: 0,
-                    intervals: 0,
-                    total_us: 0,
-                    min_us: i64::MAX,
-                    max_us: 0,
-                });
-                timer.threads += 1;
-                timer.intervals = timer.intervals.saturating_add(*intervals);
-                timer.total_us = timer.total_us.saturating_add(*total_us);
-                timer.min_us = timer.min_us.min(*min_us);
-                timer.max_us = timer.max_us.max(*max_us);
-            }
-            Kind::Counter {
-                per_thread,
-                category,
-                name,
-                count,
-            } => {
-                let key = (category.to_string(), name.to_string(), *per_thread);
-                let counter = self.counters.entry(key).or_insert_with(|| CounterSummary {
-                    category: category.to_string(),
-                    name: name.to_string(),
-                    per_thread: *per_thread,
-                    threads: 0,
-                    count: 0,
-                });
-                counter.threads += 1;
-                counter.count = counter.count.wrapping_add(*count);
-            }
+            Kind::Timer { .. } => self.timer(event),
+            Kind::Counter { .. } => self.counter(event),
             Kind::Exit { code } => {
                 // A later atexit (the same process, or a forked one under the same SID) wins.
                 if !self.atexit_seen {
@@ -470,6 +375,129 @@ impl ProcessStats {
             }
             _ => {}
         }
+    }
+
+    /// `child_start`: a child listed, and a launch to link the child process to.
+    fn child_start(&mut self, event: &TraceEvent<'_>, at: i64) {
+        let Kind::ChildStart {
+            child_id,
+            class,
+            hook_name,
+            ..
+        } = &event.kind
+        else {
+            return;
+        };
+        if self.children.len() >= MAX_CHILDREN {
+            self.children_not_listed += 1;
+            return;
+        }
+        let argv = argv_of(event).unwrap_or_default();
+        let index = self.children.len();
+        self.launches.push((
+            Launch {
+                start_us: at,
+                end_us: None,
+                argv_tail: argv_tail_hash(&argv),
+            },
+            Some(index),
+        ));
+        self.children.push(ChildSummary {
+            child_id: *child_id,
+            class: class.to_string(),
+            hook_name: hook_name.as_deref().map(str::to_owned),
+            argv,
+            pid: None,
+            code: None,
+            ready: None,
+            elapsed_us: None,
+            processes: Vec::new(),
+        });
+        self.open_children.insert(*child_id, index);
+    }
+
+    /// `child_exit`/`child_ready`: how the child ended.
+    fn child_end(&mut self, event: &TraceEvent<'_>, at: i64) {
+        let Kind::ChildEnd {
+            child_id,
+            pid,
+            code,
+            ready,
+            elapsed_us,
+        } = &event.kind
+        else {
+            return;
+        };
+        if let Some(index) = self.open_children.remove(child_id) {
+            let child = &mut self.children[index];
+            child.pid = *pid;
+            child.code = *code;
+            child.ready = ready.as_deref().map(str::to_owned);
+            child.elapsed_us = Some(*elapsed_us);
+            if let Some((launch, _)) = self
+                .launches
+                .iter_mut()
+                .rev()
+                .find(|(_, c)| *c == Some(index))
+            {
+                launch.end_us = Some(at);
+            }
+        }
+    }
+
+    /// `timer`/`th_timer`: summed per category and name.
+    fn timer(&mut self, event: &TraceEvent<'_>) {
+        let Kind::Timer {
+            per_thread,
+            category,
+            name,
+            intervals,
+            total_us,
+            min_us,
+            max_us,
+        } = &event.kind
+        else {
+            return;
+        };
+        let key = (category.to_string(), name.to_string(), *per_thread);
+        let timer = self.timers.entry(key).or_insert_with(|| TimerSummary {
+            category: category.to_string(),
+            name: name.to_string(),
+            per_thread: *per_thread,
+            threads: 0,
+            intervals: 0,
+            total_us: 0,
+            min_us: i64::MAX,
+            max_us: 0,
+        });
+        timer.threads += 1;
+        timer.intervals = timer.intervals.saturating_add(*intervals);
+        timer.total_us = timer.total_us.saturating_add(*total_us);
+        timer.min_us = timer.min_us.min(*min_us);
+        timer.max_us = timer.max_us.max(*max_us);
+    }
+
+    /// `counter`/`th_counter`: summed per category and name.
+    fn counter(&mut self, event: &TraceEvent<'_>) {
+        let Kind::Counter {
+            per_thread,
+            category,
+            name,
+            count,
+        } = &event.kind
+        else {
+            return;
+        };
+        let key = (category.to_string(), name.to_string(), *per_thread);
+        let counter = self.counters.entry(key).or_insert_with(|| CounterSummary {
+            category: category.to_string(),
+            name: name.to_string(),
+            per_thread: *per_thread,
+            threads: 0,
+            count: 0,
+        });
+        counter.threads += 1;
+        counter.count = counter.count.wrapping_add(*count);
     }
 
     fn end(&mut self, t_abs: Option<i64>) {
