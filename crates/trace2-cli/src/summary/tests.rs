@@ -468,3 +468,42 @@ fn terminal_escapes_in_a_trace_are_shown_not_sent() {
     assert!(text.contains("\\e[2J"), "{text}");
     assert!(text.contains("bad \\u{9b}31m"), "{text}");
 }
+
+#[test]
+fn the_check_for_hidden_text_sees_what_the_copy_escapes() {
+    let value = |s: &Summary| serde_json::to_value(s).unwrap();
+    for capture in captures() {
+        let (summary, _) = summarise(&[capture]);
+        let escaped = value(&text::visible_summary(&summary)) != value(&summary);
+        assert_eq!(text::has_hidden(&summary), escaped);
+    }
+    // One control character in each kind of text, one at a time.
+    let base =
+        summarise_text(&[line("start", "main", r#","t_abs":0.1,"argv":["tool"]"#)].join("\n"));
+    let edits: Vec<Box<dyn Fn(&mut ProcessSummary)>> = vec![
+        Box::new(|p| p.name.push('\u{1b}')),
+        Box::new(|p| p.alias = Some("\u{7}".into())),
+        Box::new(|p| p.argv.push("\u{9b}".into())),
+        Box::new(|p| p.first_errors.push("\r".into())),
+        Box::new(|p| {
+            p.timers.push(TimerSummary {
+                category: "c".into(),
+                name: "\u{202e}".into(),
+                per_thread: false,
+                threads: 1,
+                intervals: 1,
+                total_us: 1,
+                min_us: 1,
+                max_us: 1,
+            })
+        }),
+    ];
+    for edit in edits {
+        let mut summary = Summary {
+            processes: base.processes.clone(),
+        };
+        edit(&mut summary.processes[0]);
+        assert!(text::has_hidden(&summary));
+        assert_ne!(value(&text::visible_summary(&summary)), value(&summary));
+    }
+}

@@ -17,7 +17,14 @@ const COMMAND_WIDTH: usize = 60;
 /// Renders `summary`, with at most `top` rows per region table. Every text from the trace is
 /// shown with its control characters made visible (module `visible`).
 pub fn render_text(summary: &Summary, top: usize) -> String {
-    let summary = &visible_summary(summary);
+    // Copied only when some text needs it: most traces hold no control character.
+    let shown;
+    let summary = if has_hidden(summary) {
+        shown = visible_summary(summary);
+        &shown
+    } else {
+        summary
+    };
     let mut out = String::new();
     let processes = &summary.processes;
     if processes.is_empty() {
@@ -43,9 +50,43 @@ pub fn render_text(summary: &Summary, top: usize) -> String {
     out
 }
 
+/// True when a text of `summary` holds a character that [`visible`] would escape (the same texts
+/// as [`visible_summary`] goes through).
+pub(super) fn has_hidden(summary: &Summary) -> bool {
+    let hidden = |s: &str| matches!(visible(s), Cow::Owned(_));
+    summary.processes.iter().any(|p| {
+        let optional = [
+            &p.parent_sid,
+            &p.cmd_name,
+            &p.hierarchy,
+            &p.cmd_mode,
+            &p.alias,
+            &p.exe_version,
+            &p.started_as,
+        ];
+        [&p.sid, &p.name].into_iter().any(|s| hidden(s))
+            || optional.into_iter().flatten().any(|s| hidden(s))
+            || p.argv.iter().chain(&p.first_errors).any(|s| hidden(s))
+            || p.regions
+                .iter()
+                .any(|r| hidden(&r.category) || hidden(&r.label))
+            || p.children.iter().any(|c| {
+                hidden(&c.class)
+                    || c.hook_name.iter().chain(&c.ready).any(|s| hidden(s))
+                    || c.argv.iter().chain(&c.processes).any(|s| hidden(s))
+            })
+            || p.timers
+                .iter()
+                .any(|t| hidden(&t.category) || hidden(&t.name))
+            || p.counters
+                .iter()
+                .any(|c| hidden(&c.category) || hidden(&c.name))
+    })
+}
+
 /// A copy of `summary` whose texts hold no control character: a trace is untrusted input, and a
 /// region label may carry terminal escapes.
-fn visible_summary(summary: &Summary) -> Summary {
+pub(super) fn visible_summary(summary: &Summary) -> Summary {
     let text = |s: &mut String| {
         if let Cow::Owned(shown) = visible(s) {
             *s = shown;
