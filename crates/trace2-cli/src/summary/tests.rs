@@ -480,7 +480,8 @@ fn the_check_for_hidden_text_sees_what_the_copy_escapes() {
     // One control character in each kind of text, one at a time.
     let base =
         summarise_text(&[line("start", "main", r#","t_abs":0.1,"argv":["tool"]"#)].join("\n"));
-    let edits: Vec<Box<dyn Fn(&mut ProcessSummary)>> = vec![
+    type Edit = Box<dyn Fn(&mut ProcessSummary)>;
+    let edits: Vec<Edit> = vec![
         Box::new(|p| p.name.push('\u{1b}')),
         Box::new(|p| p.alias = Some("\u{7}".into())),
         Box::new(|p| p.argv.push("\u{9b}".into())),
