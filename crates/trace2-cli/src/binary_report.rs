@@ -1,5 +1,6 @@
 //! What the binary decoder's report means to a reader of the trace: real damage (bytes skipped,
-//! batches lost or cut short, streams that could not be read) against streams that simply stop.
+//! batches lost or cut short, events of unknown kinds, streams that could not be read) against
+//! streams that simply stop.
 //!
 //! A stream without its END frame is a process that was killed, or is still running: every event
 //! it wrote is there, nothing was lost. It is worth a note naming the process, not exit status 1.
@@ -78,7 +79,8 @@ fn stream_damage(stream: &StreamReport) -> Option<String> {
     }
     let lost: u64 = stream.threads.iter().map(|t| t.lost_batches).sum();
     let cut: u64 = stream.threads.iter().map(|t| t.abandoned_batches).sum();
-    if lost + cut == 0 {
+    let unknown: u64 = stream.threads.iter().map(|t| t.unknown_events).sum();
+    if lost + cut + unknown == 0 {
         return None;
     }
     let mut parts = Vec::new();
@@ -87,6 +89,11 @@ fn stream_damage(stream: &StreamReport) -> Option<String> {
     }
     if cut > 0 {
         parts.push(format!("{cut} batch(es) cut short"));
+    }
+    if unknown > 0 {
+        parts.push(format!(
+            "{unknown} event(s) of kinds this decoder does not know"
+        ));
     }
     if !stream.ended {
         parts.push("no END frame".to_owned());
@@ -161,5 +168,20 @@ mod tests {
         );
         assert!(!damage.contains("sid-1"), "{damage}");
         assert!(assessment.unfinished.is_empty());
+    }
+
+    #[test]
+    fn events_of_unknown_kinds_are_damage() {
+        let mut unknown = stream(1, true, 0);
+        unknown.threads[0].unknown_events = 3;
+        let report = DecodeReport {
+            streams: vec![unknown],
+            ..DecodeReport::default()
+        };
+        let damage = assess(&report).damage.unwrap();
+        assert!(
+            damage.contains("3 event(s) of kinds this decoder does not know"),
+            "{damage}"
+        );
     }
 }
