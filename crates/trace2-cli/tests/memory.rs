@@ -1,6 +1,6 @@
-//! Memory stays bounded: peak RSS of `trace2 summary` and both `trace2 export` formats on a 200 000-line trace
-//! is about what it is on a 20 000-line one. The peak is the child's own `ru_maxrss`, taken with
-//! `wait4` so that no other test's processes count.
+//! Memory stays bounded: peak RSS of `trace2 summary` and of both `trace2 export` formats on a
+//! 200 000-line trace is about what it is on a 20 000-line one. The peak is the child's own
+//! `ru_maxrss`, taken with `wait4` so that no other test's processes count.
 
 mod common;
 #[path = "common/synthetic.rs"]
