@@ -39,6 +39,7 @@ pub mod export;
 pub mod input;
 pub mod process;
 pub mod progress;
+pub mod record_event;
 pub mod run;
 pub mod summary;
 pub mod time;

@@ -200,3 +200,23 @@ fn a_killed_process_is_not_damage() {
     assert!(stdout(&out).contains("no exit"), "{}", stdout(&out));
     assert_eq!(stderr(&out), "");
 }
+
+#[test]
+fn a_binary_trace_summarises_and_exports_as_its_event_text_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("trace.t2b");
+    fs::write(&binary, stream()).unwrap();
+    let text = dir.path().join("trace.event");
+    fs::write(&text, formatted(&EventFormat::new())).unwrap();
+    let run = |args: &[&str], file: &std::path::Path| {
+        let mut args = args.to_vec();
+        args.push(file.to_str().unwrap());
+        let out = run_trace2(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out.stdout
+    };
+    let summary = ["summary", "--json"];
+    assert_eq!(run(&summary, &binary), run(&summary, &text));
+    let export = ["export", "--format", "chrome", "-o", "-"];
+    assert_eq!(run(&export, &binary), run(&export, &text));
+}
