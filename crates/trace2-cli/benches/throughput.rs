@@ -1,4 +1,4 @@
-//! Throughput of `trace2 summary` and `trace2 export --format chrome` on a made-up trace of
+//! Throughput of `trace2 summary` and `trace2 export --format chrome|perfetto` on a made-up trace of
 //! 100 000 Event lines (about 23 MB), read from a file through the same path as the tool.
 
 use std::fs::File;
@@ -6,7 +6,7 @@ use std::io::{BufWriter, sink};
 use std::path::PathBuf;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use trace2_cli::export::ChromeExporter;
+use trace2_cli::export::{ChromeExporter, PerfettoExporter};
 use trace2_cli::input::{self, Report};
 use trace2_cli::progress::Progress;
 use trace2_cli::summary::Summariser;
@@ -42,6 +42,16 @@ fn throughput(c: &mut Criterion) {
     group.bench_function("export_chrome", |b| {
         b.iter(|| {
             let mut exporter = ChromeExporter::new(BufWriter::new(sink())).unwrap();
+            let mut report = Report::default();
+            input::for_each_event(&specs, &Progress::hidden(), &mut report, |event| {
+                exporter.event(event).unwrap()
+            });
+            exporter.finish().unwrap().1
+        })
+    });
+    group.bench_function("export_perfetto", |b| {
+        b.iter(|| {
+            let mut exporter = PerfettoExporter::new(BufWriter::new(sink())).unwrap();
             let mut report = Report::default();
             input::for_each_event(&specs, &Progress::hidden(), &mut report, |event| {
                 exporter.event(event).unwrap()

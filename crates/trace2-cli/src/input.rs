@@ -2,19 +2,18 @@
 //! line at a time with bounded memory, and what was skipped in each.
 //!
 //! Every input is opened as a [`TraceSource`]. Event JSON is parsed here line by line; a binary
-//! `.t2b` trace (it starts with `89 54 32 01`) is decoded by `tracing-trace2-binary` into the Event
-//! lines its process's Event target would have written (no brief mode, no nesting limit), which then
-//! take the same path as a text file.
+//! `.t2b` trace (it starts with `89 54 32 01`) is decoded by `tracing-trace2-binary` into records,
+//! each handed on as the event its Event line would parse to (module `record_event`), so that
+//! both inputs reach the summary and the exports as one event type.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use tracing_trace2_binary::DecodeOptions;
-use tracing_trace2_event::EventFormat;
-use tracing_trace2_record::Format;
 
 use crate::event::{LineError, TraceEvent};
 use crate::progress::Progress;
+use crate::visible::visible;
 
 /// First bytes of a binary (`t2b`) trace: frame marker `89 'T' '2'`, then a STREAM frame.
 pub const BINARY_MAGIC: [u8; 4] = [0x89, b'T', b'2', 0x01];
@@ -48,7 +47,7 @@ impl InputSpec {
 pub enum TraceSource {
     /// Event-format JSON lines (git's `GIT_TRACE2_EVENT` output, ours, or a concatenation).
     EventJson(Box<dyn BufRead>),
-    /// A binary `t2b` trace: decoded to Event records, which then take a text file's path.
+    /// A binary `t2b` trace: decoded to records, each handed on as its Event line's event.
     Binary(Box<dyn BufRead>),
 }
 
@@ -168,40 +167,25 @@ pub fn for_each_event(
     }
 }
 
-/// Decodes one binary (`t2b`) input into Event lines (no brief mode, no nesting limit) and
-/// parses them like a text file's. The second value says what the decoder skipped, when it
-/// skipped anything.
+/// Decodes one binary (`t2b`) input and hands each record on as the event its Event line would
+/// be (module `record_event`: no JSON text in between). The second value says what the
+/// decoder skipped, when it skipped anything.
 fn read_binary(
     reader: Box<dyn BufRead>,
     on_event: &mut impl FnMut(&TraceEvent<'_>),
 ) -> (FileReport, Option<String>) {
-    let format = EventFormat::new()
-        .with_brief(false)
-        .with_max_nesting(u32::MAX);
     let mut file = FileReport::default();
-    let mut line = Vec::new();
     let decoded = tracing_trace2_binary::decode(reader, &DecodeOptions::default(), |_, record| {
-        line.clear();
-        format.format(record, &mut line);
-        if line.is_empty() {
-            return;
-        }
         file.lines += 1;
-        let text = String::from_utf8_lossy(&line);
-        match TraceEvent::parse(text.trim_end_matches('\n')) {
-            Ok(event) => {
-                file.events += 1;
-                on_event(&event);
-            }
-            Err(error) => file.skip(file.lines, SkipReason::Line(error)),
-        }
+        file.events += 1;
+        crate::record_event::with_event(record, |event| on_event(event));
     });
     let damage = match decoded {
-        Ok(report) if report.is_complete() => None,
-        Ok(report) => Some(format!(
-            "binary trace damaged: {}",
-            report.to_string().trim().replace('\n', "; ")
-        )),
+        // A stream that stops without its END frame lost nothing: its process shows as
+        // unfinished in the summary, as the same process's Event text does.
+        Ok(report) => crate::binary_report::assess(&report)
+            .damage
+            .map(|damage| format!("binary trace damaged: {damage}")),
         Err(e) => Some(format!("binary trace unreadable: {e}")),
     };
     (file, damage)
@@ -464,11 +448,15 @@ impl Report {
         self.inputs
             .iter()
             .filter_map(|(name, input)| match input {
-                InputReport::Read(file) if file.damaged() => {
-                    Some(format!("trace2: {name}: {}", file.message()))
-                }
+                InputReport::Read(file) if file.damaged() => Some(format!(
+                    "trace2: {}: {}",
+                    visible(name),
+                    visible(&file.message())
+                )),
                 InputReport::Read(_) => None,
-                InputReport::Unread(why) => Some(format!("trace2: {name}: {why}")),
+                InputReport::Unread(why) => {
+                    Some(format!("trace2: {}: {}", visible(name), visible(why)))
+                }
             })
             .collect()
     }

@@ -1,6 +1,7 @@
 //! `trace2`, the command-line tool that reads Git Trace2 traces: a summary a person reads in ten
-//! seconds (`trace2 summary`) and Chrome trace event JSON for the Perfetto UI, chrome://tracing
-//! and speedscope (`trace2 export --format chrome`).
+//! seconds (`trace2 summary`), Chrome trace event JSON for the Perfetto UI, chrome://tracing
+//! and speedscope (`trace2 export --format chrome`) and Perfetto's own protobuf trace
+//! (`trace2 export --format perfetto`).
 //!
 //! Its input is Event-format JSON, as git writes it for `GIT_TRACE2_EVENT` (and as
 //! `tracing-trace2` writes it): one file with one or many processes appended, or a directory of
@@ -32,11 +33,14 @@
 //! print!("{}", trace2_cli::summary::render_text(&summary, 10));
 //! ```
 
+pub mod binary_report;
 pub mod event;
 pub mod export;
 pub mod input;
 pub mod process;
 pub mod progress;
+pub mod record_event;
 pub mod run;
 pub mod summary;
 pub mod time;
+pub mod visible;

@@ -75,6 +75,8 @@ enum TextKind {
 enum Format {
     /// Chrome trace event JSON.
     Chrome,
+    /// Perfetto's protobuf trace (smaller; the Perfetto UI and trace processor read it).
+    Perfetto,
 }
 
 fn main() -> ExitCode {
@@ -101,9 +103,12 @@ fn main() -> ExitCode {
         }
         Command::Summary { json, top, files } => trace2_cli::run::summary(&files, json, top),
         Command::Export {
-            format: Format::Chrome,
+            format,
             output,
             files,
-        } => trace2_cli::run::export_chrome(&files, &output),
+        } => match format {
+            Format::Chrome => trace2_cli::run::export_chrome(&files, &output),
+            Format::Perfetto => trace2_cli::run::export_perfetto(&files, &output),
+        },
     }
 }

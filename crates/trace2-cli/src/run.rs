@@ -6,10 +6,12 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::export::ChromeExporter;
+use crate::binary_report::assess;
+use crate::export::{ChromeExporter, Exporter, PerfettoExporter, Sink};
 use crate::input::{self, InputSpec, Report};
 use crate::progress::Progress;
 use crate::summary::{Summariser, render_text};
+use crate::visible::visible;
 
 /// Exit code when an input was damaged, foreign or unreadable (what was intact is still used).
 pub const EXIT_DAMAGED: u8 = 1;
@@ -31,7 +33,7 @@ pub fn decode(paths: &[PathBuf], options: &tracing_trace2_binary::TextOptions) -
             match File::open(path) {
                 Ok(file) => Box::new(file),
                 Err(e) => {
-                    eprintln!("trace2: {name}: {e}");
+                    warn(&format!("{name}: {e}"));
                     damaged = true;
                     continue;
                 }
@@ -46,35 +48,37 @@ pub fn decode(paths: &[PathBuf], options: &tracing_trace2_binary::TextOptions) -
                 } else {
                     "not a binary trace"
                 };
-                eprintln!("trace2: {name}: {what}; skipped");
+                warn(&format!("{name}: {what}; skipped"));
                 damaged = true;
                 continue;
             }
             Err(e) => {
-                eprintln!("trace2: {name}: {e}");
+                warn(&format!("{name}: {e}"));
                 damaged = true;
                 continue;
             }
             Ok(_) => {}
         }
         match tracing_trace2_binary::decode_to_text(input, &mut out, options) {
-            Ok(report) if report.is_complete() => {}
             Ok(report) => {
-                eprintln!(
-                    "trace2: {name}: damaged, intact events written: {}",
-                    report.to_string().trim().replace('\n', "; ")
-                );
-                damaged = true;
+                let assessment = assess(&report);
+                for note in &assessment.unfinished {
+                    warn(&format!("{name}: {note}"));
+                }
+                if let Some(damage) = &assessment.damage {
+                    warn(&format!("{name}: damaged, intact events written: {damage}"));
+                    damaged = true;
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("trace2: {name}: {e}");
+                warn(&format!("{name}: {e}"));
                 return ExitCode::from(EXIT_FAILED);
             }
         }
     }
     if let Err(e) = out.flush() {
-        eprintln!("trace2: standard output: {e}");
+        warn(&format!("standard output: {e}"));
         return ExitCode::from(EXIT_FAILED);
     }
     if damaged {
@@ -110,6 +114,20 @@ pub fn summary(paths: &[PathBuf], as_json: bool, top: usize) -> ExitCode {
 
 /// `trace2 export --format chrome`.
 pub fn export_chrome(paths: &[PathBuf], output: &Path) -> ExitCode {
+    export(paths, output, ChromeExporter::new)
+}
+
+/// `trace2 export --format perfetto`.
+pub fn export_perfetto(paths: &[PathBuf], output: &Path) -> ExitCode {
+    export(paths, output, PerfettoExporter::new)
+}
+
+/// Reads every input into the exporter that `start` makes on the output file.
+fn export<S: Sink>(
+    paths: &[PathBuf],
+    output: &Path,
+    start: impl FnOnce(BufWriter<Box<dyn Write>>) -> io::Result<Exporter<S>>,
+) -> ExitCode {
     let mut report = Report::default();
     let specs = input::expand(paths);
     let sink: Box<dyn Write> = if output.as_os_str() == "-" {
@@ -118,14 +136,14 @@ pub fn export_chrome(paths: &[PathBuf], output: &Path) -> ExitCode {
         match File::create(output) {
             Ok(file) => Box::new(file),
             Err(e) => {
-                eprintln!("trace2: {}: {e}", output.display());
+                warn(&format!("{}: {e}", output.display()));
                 return ExitCode::from(EXIT_FAILED);
             }
         }
     };
     let progress = progress_for(&specs);
     let written = (|| {
-        let mut exporter = ChromeExporter::new(BufWriter::with_capacity(1 << 20, sink))?;
+        let mut exporter = start(BufWriter::with_capacity(1 << 20, sink))?;
         let mut failure = None;
         input::for_each_event(&specs, &progress, &mut report, |event| {
             if failure.is_none()
@@ -155,7 +173,7 @@ fn finish(report: &Report, written: io::Result<()>, output: &str) -> ExitCode {
     if let Err(e) = written {
         // A reader that went away (`| head`) is not an error of ours.
         if e.kind() != io::ErrorKind::BrokenPipe {
-            eprintln!("trace2: {output}: {e}");
+            warn(&format!("{output}: {e}"));
             return ExitCode::from(EXIT_FAILED);
         }
     }
@@ -164,4 +182,10 @@ fn finish(report: &Report, written: io::Result<()>, output: &str) -> ExitCode {
     } else {
         ExitCode::from(EXIT_DAMAGED)
     }
+}
+
+/// One line on stderr, `trace2: ` first, with control characters made visible: file names and
+/// messages can come from the trace.
+fn warn(message: &str) {
+    eprintln!("trace2: {}", visible(message));
 }

@@ -162,3 +162,61 @@ fn summary_reads_binary_input() {
     assert!(text.contains("do_read_index"), "{text}");
     assert!(text.contains(SID), "{text}");
 }
+
+/// The records of `stream()` written by a process that is killed before it ends: every batch is
+/// flushed, but no END frame follows.
+fn killed_stream() -> Vec<u8> {
+    let sink = MemorySink::new();
+    let writer = BinaryWriter::builder()
+        .with_anchor_wall_us(ANCHOR)
+        .with_utc_offset(0)
+        .with_exit_handler(false)
+        .build(sink.clone());
+    let records = records();
+    for record in &records[..records.len() - 2] {
+        writer.record(record);
+    }
+    writer.flush_all();
+    sink.contents()
+}
+
+#[test]
+fn a_killed_process_is_not_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("killed.t2b");
+    fs::write(&file, killed_stream()).unwrap();
+    let file = file.to_str().unwrap();
+    let out = run_trace2(&["decode", "--format", "event", file]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(stdout(&out).lines().count(), records().len() - 2);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(SID) && err.contains("ended without an END frame") && !err.contains("damaged"),
+        "{err}"
+    );
+    let out = run_trace2(&["summary", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("no exit"), "{}", stdout(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn a_binary_trace_summarises_and_exports_as_its_event_text_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("trace.t2b");
+    fs::write(&binary, stream()).unwrap();
+    let text = dir.path().join("trace.event");
+    fs::write(&text, formatted(&EventFormat::new())).unwrap();
+    let run = |args: &[&str], file: &std::path::Path| {
+        let mut args = args.to_vec();
+        args.push(file.to_str().unwrap());
+        let out = run_trace2(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        out.stdout
+    };
+    let summary = ["summary", "--json"];
+    assert_eq!(run(&summary, &binary), run(&summary, &text));
+    let export = ["export", "--format", "chrome", "-o", "-"];
+    assert_eq!(run(&export, &binary), run(&export, &text));
+}

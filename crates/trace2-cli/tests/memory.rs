@@ -1,6 +1,6 @@
-//! Memory stays bounded: peak RSS of `trace2 summary` and `trace2 export` on a 200 000-line trace
-//! is about what it is on a 20 000-line one. The peak is the child's own `ru_maxrss`, taken with
-//! `wait4` so that no other test's processes count.
+//! Memory stays bounded: peak RSS of `trace2 summary` and of both `trace2 export` formats on a
+//! 200 000-line trace is about what it is on a 20 000-line one. The peak is the child's own
+//! `ru_maxrss`, taken with `wait4` so that no other test's processes count.
 
 mod common;
 #[path = "common/synthetic.rs"]
@@ -51,10 +51,11 @@ fn memory_does_not_grow_with_the_number_of_lines() {
     let large_size = std::fs::metadata(&large).unwrap().len();
     assert!(large_size > 40 << 20, "{large_size} bytes");
 
-    // The four runs go in parallel (wait4 reaps each child by its pid).
+    // The six runs go in parallel (wait4 reaps each child by its pid).
     let commands = [
         &["summary"][..],
         &["export", "--format", "chrome", "-o", "/dev/null"],
+        &["export", "--format", "perfetto", "-o", "/dev/null"],
     ];
     let runs: Vec<(&[&str], &Path)> = commands
         .iter()

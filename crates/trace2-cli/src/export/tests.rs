@@ -425,3 +425,49 @@ fn jittered_wall_times_are_nested_by_moving_bounds_a_little() {
     assert_eq!(span("c:next"), (300, 400));
     assert_eq!(span("c:outer"), (195, 400));
 }
+
+/// A tool that runs git through a plain `Command` (jj): no `child_start` in the parent, but the
+/// git's SID names it as the parent.
+pub(crate) fn parent_without_launches() -> String {
+    let git_sid = format!("{SID}/20260101T000000.000300Z-H0a7c9cdf-P00000020");
+    let git = |event: &str, time_us: u32, rest: &str| {
+        line(event, time_us, rest).replace(
+            &format!(r#""sid":"{SID}""#),
+            &format!(r#""sid":"{git_sid}""#),
+        )
+    };
+    [
+        line("version", 10, r#","evt":"4","exe":"0.30""#),
+        line("start", 20, r#","t_abs":0.000020,"argv":["jj","status"]"#),
+        line("cmd_name", 30, r#","name":"status","hierarchy":"status""#),
+        git("version", 300, r#","evt":"4","exe":"2.47.3""#),
+        git("start", 310, r#","t_abs":0.000010,"argv":["git","status"]"#),
+        git("cmd_name", 320, r#","name":"status","hierarchy":"status""#),
+        git("atexit", 900, r#","t_abs":0.000600,"code":0"#),
+        line("atexit", 990_000, r#","t_abs":0.99,"code":0"#),
+    ]
+    .join("\n")
+}
+
+#[test]
+fn a_git_run_without_child_start_is_connected_by_its_sid() {
+    let (doc, stats) = export_text(&parent_without_launches());
+    check(&doc);
+    assert_eq!(stats.processes, 2);
+    assert_eq!(stats.flows, 1);
+    let starts = of_phase(&doc, "s");
+    let ends = of_phase(&doc, "f");
+    assert_eq!((starts.len(), ends.len()), (1, 1));
+    // From the parent's main thread at the child's start, to the child's process slice.
+    assert_eq!(starts[0]["pid"], 0x10);
+    assert_eq!(starts[0]["tid"], 0x10);
+    assert_eq!(ends[0]["pid"], 0x20);
+    assert_eq!(starts[0]["id"], ends[0]["id"]);
+    let git_start = of_phase(&doc, "X")
+        .into_iter()
+        .find(|x| x["cat"] == "process" && x["pid"] == 0x20)
+        .unwrap()["ts"]
+        .as_i64()
+        .unwrap();
+    assert!(starts[0]["ts"].as_i64().unwrap() <= git_start);
+}

@@ -183,6 +183,11 @@ impl<T> Track<T> {
         }
     }
 
+    /// The payload of the slice opened last and still open.
+    pub fn top_payload(&self) -> Option<&T> {
+        self.stack.last().map(|open| &open.payload)
+    }
+
     /// True when nothing is open.
     pub fn is_empty(&self) -> bool {
         self.stack.is_empty()

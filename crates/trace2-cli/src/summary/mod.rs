@@ -31,14 +31,14 @@ pub struct Summariser {
 }
 
 /// The finished summary: the processes in tree order (each parent before its children).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     /// Processes, roots in start order, each followed by its descendants.
     pub processes: Vec<ProcessSummary>,
 }
 
 /// One process.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ProcessSummary {
     /// Full session id.
     pub sid: String,
@@ -70,7 +70,8 @@ pub struct ProcessSummary {
     pub signal: Option<i64>,
     /// Wall time of its first line, Unix µs.
     pub start_unix_us: Option<i64>,
-    /// `t_abs` of its end (`atexit`, `signal` or `exit`), else of its last line that has one.
+    /// `t_abs` of its end (`atexit`, `signal` or `exit`); for a process that never ended, the
+    /// latest time known of it (`t_abs`, or a line's wall time after its clock's zero).
     pub elapsed_us: i64,
     /// False when the trace stops without `atexit`, `exit` or `signal`.
     pub ended: bool,
@@ -336,62 +337,8 @@ impl ProcessStats {
                     self.first_errors.push(text.to_owned());
                 }
             }
-            Kind::ChildStart {
-                child_id,
-                class,
-                hook_name,
-                ..
-            } => {
-                if self.children.len() >= MAX_CHILDREN {
-                    self.children_not_listed += 1;
-                    return;
-                }
-                let argv = argv_of(event).unwrap_or_default();
-                let index = self.children.len();
-                self.launches.push((
-                    Launch {
-                        start_us: at,
-                        end_us: None,
-                        argv_tail: argv_tail_hash(&argv),
-                    },
-                    Some(index),
-                ));
-                self.children.push(ChildSummary {
-                    child_id: *child_id,
-                    class: class.to_string(),
-                    hook_name: hook_name.as_deref().map(str::to_owned),
-                    argv,
-                    pid: None,
-                    code: None,
-                    ready: None,
-                    elapsed_us: None,
-                    processes: Vec::new(),
-                });
-                self.open_children.insert(*child_id, index);
-            }
-            Kind::ChildEnd {
-                child_id,
-                pid,
-                code,
-                ready,
-                elapsed_us,
-            } => {
-                if let Some(index) = self.open_children.remove(child_id) {
-                    let child = &mut self.children[index];
-                    child.pid = *pid;
-                    child.code = *code;
-                    child.ready = ready.as_deref().map(str::to_owned);
-                    child.elapsed_us = Some(*elapsed_us);
-                    if let Some((launch, _)) = self
-                        .launches
-                        .iter_mut()
-                        .rev()
-                        .find(|(_, c)| *c == Some(index))
-                    {
-                        launch.end_us = Some(at);
-                    }
-                }
-            }
+            Kind::ChildStart { .. } => self.child_start(event, at),
+            Kind::ChildEnd { .. } => self.child_end(event, at),
             Kind::Exec { .. } if self.launches.len() < 2 * MAX_CHILDREN => {
                 let argv = argv_of(event).unwrap_or_default();
                 self.launches.push((
@@ -408,49 +355,8 @@ impl ProcessStats {
             Kind::ThreadExit(_) if self.stacks.get(&*event.thread).is_some_and(Vec::is_empty) => {
                 self.stacks.remove(&*event.thread);
             }
-            Kind::Timer {
-                per_thread,
-                category,
-                name,
-                intervals,
-                total_us,
-                min_us,
-                max_us,
-            } => {
-                let key = (category.to_string(), name.to_string(), *per_thread);
-                let timer = self.timers.entry(key).or_insert_with(|| TimerSummary {
-                    category: category.to_string(),
-                    name: name.to_string(),
-                    per_thread: *per_thread,
-                    threads: 0,
-                    intervals: 0,
-                    total_us: 0,
-                    min_us: i64::MAX,
-                    max_us: 0,
-                });
-                timer.threads += 1;
-                timer.intervals = timer.intervals.saturating_add(*intervals);
-                timer.total_us = timer.total_us.saturating_add(*total_us);
-                timer.min_us = timer.min_us.min(*min_us);
-                timer.max_us = timer.max_us.max(*max_us);
-            }
-            Kind::Counter {
-                per_thread,
-                category,
-                name,
-                count,
-            } => {
-                let key = (category.to_string(), name.to_string(), *per_thread);
-                let counter = self.counters.entry(key).or_insert_with(|| CounterSummary {
-                    category: category.to_string(),
-                    name: name.to_string(),
-                    per_thread: *per_thread,
-                    threads: 0,
-                    count: 0,
-                });
-                counter.threads += 1;
-                counter.count = counter.count.wrapping_add(*count);
-            }
+            Kind::Timer { .. } => self.timer(event),
+            Kind::Counter { .. } => self.counter(event),
             Kind::Exit { code } => {
                 // A later atexit (the same process, or a forked one under the same SID) wins.
                 if !self.atexit_seen {
@@ -471,9 +377,143 @@ impl ProcessStats {
         }
     }
 
+    /// `child_start`: a child listed, and a launch to link the child process to.
+    fn child_start(&mut self, event: &TraceEvent<'_>, at: i64) {
+        let Kind::ChildStart {
+            child_id,
+            class,
+            hook_name,
+            ..
+        } = &event.kind
+        else {
+            return;
+        };
+        if self.children.len() >= MAX_CHILDREN {
+            self.children_not_listed += 1;
+            return;
+        }
+        let argv = argv_of(event).unwrap_or_default();
+        let index = self.children.len();
+        self.launches.push((
+            Launch {
+                start_us: at,
+                end_us: None,
+                argv_tail: argv_tail_hash(&argv),
+            },
+            Some(index),
+        ));
+        self.children.push(ChildSummary {
+            child_id: *child_id,
+            class: class.to_string(),
+            hook_name: hook_name.as_deref().map(str::to_owned),
+            argv,
+            pid: None,
+            code: None,
+            ready: None,
+            elapsed_us: None,
+            processes: Vec::new(),
+        });
+        self.open_children.insert(*child_id, index);
+    }
+
+    /// `child_exit`/`child_ready`: how the child ended.
+    fn child_end(&mut self, event: &TraceEvent<'_>, at: i64) {
+        let Kind::ChildEnd {
+            child_id,
+            pid,
+            code,
+            ready,
+            elapsed_us,
+        } = &event.kind
+        else {
+            return;
+        };
+        if let Some(index) = self.open_children.remove(child_id) {
+            let child = &mut self.children[index];
+            child.pid = *pid;
+            child.code = *code;
+            child.ready = ready.as_deref().map(str::to_owned);
+            child.elapsed_us = Some(*elapsed_us);
+            if let Some((launch, _)) = self
+                .launches
+                .iter_mut()
+                .rev()
+                .find(|(_, c)| *c == Some(index))
+            {
+                launch.end_us = Some(at);
+            }
+        }
+    }
+
+    /// `timer`/`th_timer`: summed per category and name.
+    fn timer(&mut self, event: &TraceEvent<'_>) {
+        let Kind::Timer {
+            per_thread,
+            category,
+            name,
+            intervals,
+            total_us,
+            min_us,
+            max_us,
+        } = &event.kind
+        else {
+            return;
+        };
+        let key = (category.to_string(), name.to_string(), *per_thread);
+        let timer = self.timers.entry(key).or_insert_with(|| TimerSummary {
+            category: category.to_string(),
+            name: name.to_string(),
+            per_thread: *per_thread,
+            threads: 0,
+            intervals: 0,
+            total_us: 0,
+            min_us: i64::MAX,
+            max_us: 0,
+        });
+        timer.threads += 1;
+        timer.intervals = timer.intervals.saturating_add(*intervals);
+        timer.total_us = timer.total_us.saturating_add(*total_us);
+        timer.min_us = timer.min_us.min(*min_us);
+        timer.max_us = timer.max_us.max(*max_us);
+    }
+
+    /// `counter`/`th_counter`: summed per category and name.
+    fn counter(&mut self, event: &TraceEvent<'_>) {
+        let Kind::Counter {
+            per_thread,
+            category,
+            name,
+            count,
+        } = &event.kind
+        else {
+            return;
+        };
+        let key = (category.to_string(), name.to_string(), *per_thread);
+        let counter = self.counters.entry(key).or_insert_with(|| CounterSummary {
+            category: category.to_string(),
+            name: name.to_string(),
+            per_thread: *per_thread,
+            threads: 0,
+            count: 0,
+        });
+        counter.threads += 1;
+        counter.count = counter.count.wrapping_add(*count);
+    }
+
     fn end(&mut self, t_abs: Option<i64>) {
         let t_abs = t_abs.unwrap_or(self.last_t_abs);
         self.end_t_abs = Some(self.end_t_abs.map_or(t_abs, |end| end.max(t_abs)));
+    }
+
+    /// For a process whose trace stops without an end: the latest time known of it, from its
+    /// lines' `t_abs` and from their wall time on its clock (a region left after the last line
+    /// with `t_abs` still happened while the process ran).
+    fn last_known_t_abs(&self) -> i64 {
+        let by_wall_time = match (self.clock.zero_us, self.clock.last_us) {
+            (Some(zero), Some(last)) => last - zero,
+            _ => 0,
+        };
+        self.last_t_abs.max(by_wall_time)
     }
 
     fn stack(&mut self, thread: &str) -> &mut Vec<OpenRegion> {
@@ -541,6 +581,7 @@ impl ProcessStats {
         depth: usize,
         started_as: Option<String>,
     ) -> ProcessSummary {
+        let elapsed_us = self.end_t_abs.unwrap_or_else(|| self.last_known_t_abs());
         let mut regions: Vec<RegionSummary> = self
             .regions
             .into_iter()
@@ -583,7 +624,7 @@ impl ProcessStats {
             exit_code: self.exit_code,
             signal: self.signal,
             start_unix_us: self.first_us,
-            elapsed_us: self.end_t_abs.unwrap_or(self.last_t_abs),
+            elapsed_us,
             ended: self.end_t_abs.is_some(),
             regions,
             unclosed_regions,

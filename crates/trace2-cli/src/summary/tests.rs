@@ -389,3 +389,122 @@ fn json_form_has_every_region_in_microseconds() {
             .all(|r| r["total_us"].is_i64() && r["self_us"].is_i64())
     );
 }
+
+#[test]
+fn an_unfinished_process_lasts_until_the_last_thing_known_of_it() {
+    // A server stopped by SIGTERM: its last line with `t_abs` is a printf at 2.94 ms, but its
+    // last line (a region left 48 ms later) came after that.
+    let time = |ms: f64| {
+        format!(
+            r#","time":"2026-01-01T00:00:00.{:06}Z""#,
+            (ms * 1000.0) as i64
+        )
+    };
+    let stream = [
+        line(
+            "version",
+            "main",
+            &format!(r#"{},"evt":"4","exe":"1""#, time(0.01)),
+        ),
+        line(
+            "start",
+            "main",
+            &format!(r#"{},"t_abs":0.000010,"argv":["server"]"#, time(0.01)),
+        ),
+        line(
+            "region_enter",
+            "main",
+            &format!(
+                r#"{},"nesting":1,"category":"serve","label":"loop""#,
+                time(1.0)
+            ),
+        ),
+        line(
+            "printf",
+            "main",
+            &format!(r#"{},"t_abs":0.002940,"msg":"ready""#, time(2.94)),
+        ),
+        line(
+            "region_leave",
+            "main",
+            &format!(
+                r#"{},"t_rel":0.050000,"nesting":1,"category":"serve","label":"loop""#,
+                time(51.0)
+            ),
+        ),
+    ]
+    .join("\n");
+    let summary = summarise_text(&stream);
+    let server = &summary.processes[0];
+    assert!(!server.ended);
+    assert_eq!(server.elapsed_us, 51_000);
+}
+
+#[test]
+fn terminal_escapes_in_a_trace_are_shown_not_sent() {
+    let stream = [
+        line("start", "main", r#","t_abs":0.000010,"argv":["tool","\u001b[2J"]"#),
+        line(
+            "region_leave",
+            "main",
+            r#","t_abs":0.5,"t_rel":0.1,"nesting":1,"category":"c","label":"x\u001b]0;pwned\u0007y""#,
+        ),
+        line("error", "main", r#","msg":"bad \u009b31m""#),
+        line("atexit", "main", r#","t_abs":0.6,"code":0"#),
+    ]
+    .join("\n");
+    let summary = summarise_text(&stream);
+    // The JSON form keeps the text as it is (JSON escapes it).
+    assert_eq!(
+        summary.processes[0].regions[0].label,
+        "x\u{1b}]0;pwned\u{7}y"
+    );
+    let text = render_text(&summary, 5);
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
+    assert!(text.contains("x\\e]0;pwned\\x07y"), "{text}");
+    assert!(text.contains("\\e[2J"), "{text}");
+    assert!(text.contains("bad \\u{9b}31m"), "{text}");
+}
+
+#[test]
+fn the_check_for_hidden_text_sees_what_the_copy_escapes() {
+    let value = |s: &Summary| serde_json::to_value(s).unwrap();
+    for capture in captures() {
+        let (summary, _) = summarise(&[capture]);
+        let escaped = value(&text::visible_summary(&summary)) != value(&summary);
+        assert_eq!(text::has_hidden(&summary), escaped);
+    }
+    // One control character in each kind of text, one at a time.
+    let base =
+        summarise_text(&[line("start", "main", r#","t_abs":0.1,"argv":["tool"]"#)].join("\n"));
+    type Edit = Box<dyn Fn(&mut ProcessSummary)>;
+    let edits: Vec<Edit> = vec![
+        Box::new(|p| p.name.push('\u{1b}')),
+        Box::new(|p| p.alias = Some("\u{7}".into())),
+        Box::new(|p| p.argv.push("\u{9b}".into())),
+        Box::new(|p| p.first_errors.push("\r".into())),
+        Box::new(|p| {
+            p.timers.push(TimerSummary {
+                category: "c".into(),
+                name: "\u{202e}".into(),
+                per_thread: false,
+                threads: 1,
+                intervals: 1,
+                total_us: 1,
+                min_us: 1,
+                max_us: 1,
+            })
+        }),
+    ];
+    for edit in edits {
+        let mut summary = Summary {
+            processes: base.processes.clone(),
+        };
+        edit(&mut summary.processes[0]);
+        assert!(text::has_hidden(&summary));
+        assert_ne!(value(&text::visible_summary(&summary)), value(&summary));
+    }
+}

@@ -1,6 +1,7 @@
 //! The summary as text for people: the process tree first (one line per process), then for each
 //! process its top regions, children, timers and counters in small aligned tables.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use super::{ProcessSummary, RegionSummary, Summary};
@@ -8,12 +9,22 @@ use std::collections::HashMap;
 
 use crate::process::{command_line, own_sid, program_name, shorten};
 use crate::time::human;
+use crate::visible::visible;
 
 /// Width of a command line in the tree.
 const COMMAND_WIDTH: usize = 60;
 
-/// Renders `summary`, with at most `top` rows per region table.
+/// Renders `summary`, with at most `top` rows per region table. Every text from the trace is
+/// shown with its control characters made visible (module `visible`).
 pub fn render_text(summary: &Summary, top: usize) -> String {
+    // Copied only when some text needs it: most traces hold no control character.
+    let shown;
+    let summary = if has_hidden(summary) {
+        shown = visible_summary(summary);
+        &shown
+    } else {
+        summary
+    };
     let mut out = String::new();
     let processes = &summary.processes;
     if processes.is_empty() {
@@ -37,6 +48,91 @@ pub fn render_text(summary: &Summary, top: usize) -> String {
         details(&mut out, process, top, &names);
     }
     out
+}
+
+/// True when a text of `summary` holds a character that [`visible`] would escape (the same texts
+/// as [`visible_summary`] goes through).
+pub(super) fn has_hidden(summary: &Summary) -> bool {
+    let hidden = |s: &str| matches!(visible(s), Cow::Owned(_));
+    summary.processes.iter().any(|p| {
+        let optional = [
+            &p.parent_sid,
+            &p.cmd_name,
+            &p.hierarchy,
+            &p.cmd_mode,
+            &p.alias,
+            &p.exe_version,
+            &p.started_as,
+        ];
+        [&p.sid, &p.name].into_iter().any(|s| hidden(s))
+            || optional.into_iter().flatten().any(|s| hidden(s))
+            || p.argv.iter().chain(&p.first_errors).any(|s| hidden(s))
+            || p.regions
+                .iter()
+                .any(|r| hidden(&r.category) || hidden(&r.label))
+            || p.children.iter().any(|c| {
+                hidden(&c.class)
+                    || c.hook_name.iter().chain(&c.ready).any(|s| hidden(s))
+                    || c.argv.iter().chain(&c.processes).any(|s| hidden(s))
+            })
+            || p.timers
+                .iter()
+                .any(|t| hidden(&t.category) || hidden(&t.name))
+            || p.counters
+                .iter()
+                .any(|c| hidden(&c.category) || hidden(&c.name))
+    })
+}
+
+/// A copy of `summary` whose texts hold no control character: a trace is untrusted input, and a
+/// region label may carry terminal escapes.
+pub(super) fn visible_summary(summary: &Summary) -> Summary {
+    let text = |s: &mut String| {
+        if let Cow::Owned(shown) = visible(s) {
+            *s = shown;
+        }
+    };
+    let texts = |v: &mut Vec<String>| v.iter_mut().for_each(text);
+    let maybe = |s: &mut Option<String>| s.iter_mut().for_each(text);
+    let mut summary = summary.clone();
+    for p in &mut summary.processes {
+        for s in [&mut p.sid, &mut p.name] {
+            text(s);
+        }
+        for s in [
+            &mut p.parent_sid,
+            &mut p.cmd_name,
+            &mut p.hierarchy,
+            &mut p.cmd_mode,
+            &mut p.alias,
+            &mut p.exe_version,
+            &mut p.started_as,
+        ] {
+            maybe(s);
+        }
+        texts(&mut p.argv);
+        texts(&mut p.first_errors);
+        for r in &mut p.regions {
+            text(&mut r.category);
+            text(&mut r.label);
+        }
+        for c in &mut p.children {
+            text(&mut c.class);
+            maybe(&mut c.hook_name);
+            maybe(&mut c.ready);
+            texts(&mut c.argv);
+            texts(&mut c.processes);
+        }
+        for t in &mut p.timers {
+            text(&mut t.category);
+            text(&mut t.name);
+        }
+        for c in &mut p.counters {
+            text(&mut c.category);
+            text(&mut c.name);
+        }
+    }
+    summary
 }
 
 fn plural(n: usize, suffix: &str) -> &str {
