@@ -959,7 +959,7 @@ mod tests {
         for tag in [0, 31, 200] {
             wrong[FRAME_HEADER] = tag;
             assert_eq!(
-                decode(&wrong, &mut list).unwrap_err(),
+                decode(&wrong, &mut Vec::new()).unwrap_err(),
                 DecodeError::Tag(tag)
             );
         }
