@@ -81,7 +81,11 @@ fn main() {
     }
     let (target, workload) = mode.split_once('-').expect("binary-<workload>");
     let target = match target {
-        "binary" => writer.target(false),
+        "binary" => Target::new(
+            tracing_trace2_binary::ENV_NAME,
+            tracing_trace2_binary::RecordingFormat(writer.clone()),
+            tracing_trace2_binary::FlushingSink(writer.clone()),
+        ),
         "nothing" => Target::new("NOTHING", Nothing, NullSink),
         other => panic!("no target {other}"),
     };
