@@ -66,8 +66,9 @@
 //!
 //! Frames ([`frame`]) hold a stream header, batches of records, clock changes and an
 //! end marker ([`header`]); the records of a batch follow the kind table of [`spec`].
-//! The design is in the project's `binary-format.md`; where this crate differs from it,
-//! the architecture document says how and why.
+//! The format is specified in the repository's `docs/binary-format.md` (for readers in
+//! other languages too); `docs/architecture.md` gives the design and where it departs
+//! from its first draft, and why.
 
 // The record model; the clock the writer anchors to is the destinations crate's.
 pub(crate) use tracing_trace2_record as record;

@@ -695,7 +695,7 @@ proptest! {
 #[test]
 fn reading_a_formatted_line_gives_the_record_back() {
     use tracing_trace2_test_support::random::{KINDS, Owned, Rng};
-    let mut rng = Rng(0x5EED_0F_E7E47);
+    let mut rng = Rng(0x05EE_D0FE_7E47);
     let full = EventFormat::new().with_max_nesting(100);
     let brief = EventFormat::new().with_max_nesting(100).with_brief(true);
     for round in 0..400 {

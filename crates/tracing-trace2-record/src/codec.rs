@@ -820,14 +820,14 @@ mod tests {
                 n += 1;
                 Ok::<_, FieldError>(match field.ty {
                     T::Text | T::TextOmittedWhenEmpty | T::Json => V::Text(field.name),
-                    T::OptText => V::OptText((n % 2 == 0).then_some(field.name)),
+                    T::OptText => V::OptText(n.is_multiple_of(2).then_some(field.name)),
                     T::TextList => V::TextList(&list),
                     T::Uint | T::Count | T::Micros | T::Nanos => V::Uint(n << 40),
                     T::Int => V::Int(-(n as i64)),
                     T::OptInt => V::OptInt(Some(n as i64)),
                     T::Nesting => V::Nesting(n as u32),
                     T::Code => V::Code(-(n as i32)),
-                    T::Flag => V::Flag(n % 2 == 1),
+                    T::Flag => V::Flag(!n.is_multiple_of(2)),
                 })
             })
             .unwrap();
