@@ -110,7 +110,7 @@ pub struct KindSpec {
 }
 
 /// The kinds of Trace2 events: the numbers of the record crate's catalogue
-/// ([`Kind`]).
+/// ([`Kind`](crate::record::Kind)).
 pub mod kind {
     #![allow(missing_docs)]
     use crate::record::Kind;
