@@ -109,7 +109,9 @@ fn main() {
         run_workload(workload, 1000);
         measured_workload(workload, n);
     });
-    guard.flush().expect("the worker writes to a sink that cannot fail");
+    guard
+        .flush()
+        .expect("the worker writes to a sink that cannot fail");
     let per_iter = match workload {
         "regions" => 6,
         "mixed" => 4,
