@@ -342,7 +342,7 @@ mod tests {
             assert_eq!(baseline(spec.id), Some(spec));
         }
         assert_eq!(baseline(0), None);
-        assert_eq!(baseline(0x1F), None);
+        assert_eq!(baseline(KIND_COUNT as u8 + 1), None);
         assert_eq!(baseline(control::STR_DEF), None);
     }
 
