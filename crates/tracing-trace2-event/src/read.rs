@@ -380,10 +380,10 @@ mod tests {
 
     #[test]
     fn an_unknown_kind_is_an_error_not_a_skip() {
-        let line = r#"{"event":"progress","sid":"s","thread":"main","title":"t","count":3}"#;
+        let line = r#"{"event":"future","sid":"s","thread":"main","title":"t","count":3}"#;
         assert_eq!(
             read_line(line).unwrap_err(),
-            ReadError::UnknownKind("progress".into())
+            ReadError::UnknownKind("future".into())
         );
         assert_eq!(read_line(r#"{"sid":"s"}"#).unwrap_err(), ReadError::NoEvent);
         assert!(matches!(read_line("{").unwrap_err(), ReadError::Json(_)));

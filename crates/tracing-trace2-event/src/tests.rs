@@ -760,10 +760,10 @@ fn reading_a_formatted_line_gives_the_record_back() {
 /// a line whose fields do not match its kind.
 #[test]
 fn the_reader_reports_unknown_kinds_and_bad_fields() {
-    let unknown = r#"{"event":"progress","sid":"s","thread":"main","title":"t","count":3}"#;
+    let unknown = r#"{"event":"future","sid":"s","thread":"main","title":"t","count":3}"#;
     assert!(matches!(
         read_line(unknown),
-        Err(crate::ReadError::UnknownKind(name)) if name == "progress"
+        Err(crate::ReadError::UnknownKind(name)) if name == "future"
     ));
     let bad = r#"{"event":"region_enter","sid":"s","thread":"main","nesting":"one"}"#;
     let mut list = Vec::new();

@@ -848,7 +848,7 @@ mod tests {
         }
         assert_eq!(Kind::from_id(0), None);
         assert_eq!(Kind::from_id(KIND_COUNT as u8 + 1), None);
-        assert_eq!(Kind::from_name("progress"), None);
+        assert_eq!(Kind::from_name("future"), None);
     }
 
     /// A sample event of every kind, built from the catalogue alone.
