@@ -916,7 +916,8 @@ mod tests {
         );
         let mut wrong = buf.clone();
         // A kind the catalogue does not have is reported, not skipped.
-        for tag in [0, 31, 200] {
+        let past = crate::catalogue::KIND_COUNT as u8 + 1;
+        for tag in [0, past, 200] {
             wrong[FRAME_HEADER] = tag;
             assert_eq!(
                 decode(&wrong, &mut Vec::new()).unwrap_err(),
