@@ -492,46 +492,146 @@ fn pad<'a, const N: usize>(values: [FieldValue<'a>; N]) -> ([FieldValue<'a>; MAX
     (all, N)
 }
 
+/// `$value` with `$k` bound to the kind of `$event`: the one list of which variant is
+/// which kind, for [`Event::kind`] and [`Event::name`] (each arm's value is a constant
+/// the compiler folds, so `name` is one table lookup).
+macro_rules! per_kind {
+    ($event:expr, $k:ident => $value:expr) => {
+        match $event {
+            $crate::record::Event::Version { .. } => {
+                let $k = $crate::catalogue::Kind::Version;
+                $value
+            }
+            $crate::record::Event::TooManyFiles => {
+                let $k = $crate::catalogue::Kind::TooManyFiles;
+                $value
+            }
+            $crate::record::Event::Start { .. } => {
+                let $k = $crate::catalogue::Kind::Start;
+                $value
+            }
+            $crate::record::Event::CmdAncestry { .. } => {
+                let $k = $crate::catalogue::Kind::CmdAncestry;
+                $value
+            }
+            $crate::record::Event::CmdPath { .. } => {
+                let $k = $crate::catalogue::Kind::CmdPath;
+                $value
+            }
+            $crate::record::Event::CmdName { .. } => {
+                let $k = $crate::catalogue::Kind::CmdName;
+                $value
+            }
+            $crate::record::Event::CmdMode { .. } => {
+                let $k = $crate::catalogue::Kind::CmdMode;
+                $value
+            }
+            $crate::record::Event::Alias { .. } => {
+                let $k = $crate::catalogue::Kind::Alias;
+                $value
+            }
+            $crate::record::Event::DefParam { .. } => {
+                let $k = $crate::catalogue::Kind::DefParam;
+                $value
+            }
+            $crate::record::Event::DefRepo { .. } => {
+                let $k = $crate::catalogue::Kind::DefRepo;
+                $value
+            }
+            $crate::record::Event::RegionEnter { .. } => {
+                let $k = $crate::catalogue::Kind::RegionEnter;
+                $value
+            }
+            $crate::record::Event::RegionLeave { .. } => {
+                let $k = $crate::catalogue::Kind::RegionLeave;
+                $value
+            }
+            $crate::record::Event::Data { .. } => {
+                let $k = $crate::catalogue::Kind::Data;
+                $value
+            }
+            $crate::record::Event::DataJson { .. } => {
+                let $k = $crate::catalogue::Kind::DataJson;
+                $value
+            }
+            $crate::record::Event::Printf { .. } => {
+                let $k = $crate::catalogue::Kind::Printf;
+                $value
+            }
+            $crate::record::Event::Error { .. } => {
+                let $k = $crate::catalogue::Kind::Error;
+                $value
+            }
+            $crate::record::Event::ChildStart(_) => {
+                let $k = $crate::catalogue::Kind::ChildStart;
+                $value
+            }
+            $crate::record::Event::ChildExit { .. } => {
+                let $k = $crate::catalogue::Kind::ChildExit;
+                $value
+            }
+            $crate::record::Event::ChildReady { .. } => {
+                let $k = $crate::catalogue::Kind::ChildReady;
+                $value
+            }
+            $crate::record::Event::Exec { .. } => {
+                let $k = $crate::catalogue::Kind::Exec;
+                $value
+            }
+            $crate::record::Event::ExecResult { .. } => {
+                let $k = $crate::catalogue::Kind::ExecResult;
+                $value
+            }
+            $crate::record::Event::ThreadStart => {
+                let $k = $crate::catalogue::Kind::ThreadStart;
+                $value
+            }
+            $crate::record::Event::ThreadExit { .. } => {
+                let $k = $crate::catalogue::Kind::ThreadExit;
+                $value
+            }
+            $crate::record::Event::Timer {
+                per_thread: true, ..
+            } => {
+                let $k = $crate::catalogue::Kind::ThTimer;
+                $value
+            }
+            $crate::record::Event::Timer { .. } => {
+                let $k = $crate::catalogue::Kind::Timer;
+                $value
+            }
+            $crate::record::Event::Counter {
+                per_thread: true, ..
+            } => {
+                let $k = $crate::catalogue::Kind::ThCounter;
+                $value
+            }
+            $crate::record::Event::Counter { .. } => {
+                let $k = $crate::catalogue::Kind::Counter;
+                $value
+            }
+            $crate::record::Event::Exit { .. } => {
+                let $k = $crate::catalogue::Kind::Exit;
+                $value
+            }
+            $crate::record::Event::Atexit { .. } => {
+                let $k = $crate::catalogue::Kind::Atexit;
+                $value
+            }
+            $crate::record::Event::Signal { .. } => {
+                let $k = $crate::catalogue::Kind::Signal;
+                $value
+            }
+        }
+    };
+}
+pub(crate) use per_kind;
+
 impl<'a> Event<'a> {
     /// The event's kind: its row of the [`CATALOGUE`].
     #[inline]
     pub fn kind(&self) -> Kind {
-        match self {
-            Event::Version { .. } => Kind::Version,
-            Event::TooManyFiles => Kind::TooManyFiles,
-            Event::Start { .. } => Kind::Start,
-            Event::CmdAncestry { .. } => Kind::CmdAncestry,
-            Event::CmdPath { .. } => Kind::CmdPath,
-            Event::CmdName { .. } => Kind::CmdName,
-            Event::CmdMode { .. } => Kind::CmdMode,
-            Event::Alias { .. } => Kind::Alias,
-            Event::DefParam { .. } => Kind::DefParam,
-            Event::DefRepo { .. } => Kind::DefRepo,
-            Event::RegionEnter { .. } => Kind::RegionEnter,
-            Event::RegionLeave { .. } => Kind::RegionLeave,
-            Event::Data { .. } => Kind::Data,
-            Event::DataJson { .. } => Kind::DataJson,
-            Event::Printf { .. } => Kind::Printf,
-            Event::Error { .. } => Kind::Error,
-            Event::ChildStart(_) => Kind::ChildStart,
-            Event::ChildExit { .. } => Kind::ChildExit,
-            Event::ChildReady { .. } => Kind::ChildReady,
-            Event::Exec { .. } => Kind::Exec,
-            Event::ExecResult { .. } => Kind::ExecResult,
-            Event::ThreadStart => Kind::ThreadStart,
-            Event::ThreadExit { .. } => Kind::ThreadExit,
-            Event::Timer {
-                per_thread: true, ..
-            } => Kind::ThTimer,
-            Event::Timer { .. } => Kind::Timer,
-            Event::Counter {
-                per_thread: true, ..
-            } => Kind::ThCounter,
-            Event::Counter { .. } => Kind::Counter,
-            Event::Exit { .. } => Kind::Exit,
-            Event::Atexit { .. } => Kind::Atexit,
-            Event::Signal { .. } => Kind::Signal,
-        }
+        per_kind!(self, k => k)
     }
 
     /// Hands every field to `visit` with its catalogue entry, in catalogue order.

@@ -304,7 +304,7 @@ impl Event<'_> {
     /// [`CATALOGUE`](crate::catalogue::CATALOGUE)).
     #[inline]
     pub fn name(&self) -> &'static str {
-        self.kind().name()
+        crate::catalogue::per_kind!(self, k => k.name())
     }
 
     /// The region nesting of the events the Event target filters by nesting
