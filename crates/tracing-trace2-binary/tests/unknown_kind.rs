@@ -16,7 +16,7 @@ fn put_u(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(&buf[..n]);
 }
 
-/// A stream header, one batch of `printf`, a `progress` (the declared kind `0x1F`,
+/// A stream header, one batch of `printf`, a `future` (the declared kind `0x20`,
 /// with a title and a count) and another `printf`, and the END frame.
 fn stream_with_a_declared_kind() -> Vec<u8> {
     let mut out = Vec::new();
@@ -35,8 +35,8 @@ fn stream_with_a_declared_kind() -> Vec<u8> {
         event_format_version: "4".into(),
         defaults: TextDefaults::default(),
         declared: vec![DeclaredKind {
-            id: 0x1F,
-            name: "progress".into(),
+            id: 0x20,
+            name: "future".into(),
             signature: "bu".into(),
         }],
     }
@@ -52,7 +52,7 @@ fn stream_with_a_declared_kind() -> Vec<u8> {
     // printf, 0 ticks later, no message.
     out.extend_from_slice(&[kind::PRINTF, 0, 0]);
     // progress "title" 3, one tick later.
-    out.extend_from_slice(&[0x1F, 1, 5]);
+    out.extend_from_slice(&[0x20, 1, 5]);
     out.extend_from_slice(b"title");
     put_u(&mut out, 3);
     out.extend_from_slice(&[kind::PRINTF, 1, 0]);
