@@ -498,140 +498,145 @@ fn pad<'a, const N: usize>(values: [FieldValue<'a>; N]) -> ([FieldValue<'a>; MAX
 macro_rules! per_kind {
     ($event:expr, $k:ident => $value:expr) => {
         match $event {
-            $crate::record::Event::Version { .. } => {
-                let $k = $crate::catalogue::Kind::Version;
+            Event::Version { .. } => {
+                let $k = Kind::Version;
                 $value
             }
-            $crate::record::Event::TooManyFiles => {
-                let $k = $crate::catalogue::Kind::TooManyFiles;
+            Event::TooManyFiles => {
+                let $k = Kind::TooManyFiles;
                 $value
             }
-            $crate::record::Event::Start { .. } => {
-                let $k = $crate::catalogue::Kind::Start;
+            Event::Start { .. } => {
+                let $k = Kind::Start;
                 $value
             }
-            $crate::record::Event::CmdAncestry { .. } => {
-                let $k = $crate::catalogue::Kind::CmdAncestry;
+            Event::CmdAncestry { .. } => {
+                let $k = Kind::CmdAncestry;
                 $value
             }
-            $crate::record::Event::CmdPath { .. } => {
-                let $k = $crate::catalogue::Kind::CmdPath;
+            Event::CmdPath { .. } => {
+                let $k = Kind::CmdPath;
                 $value
             }
-            $crate::record::Event::CmdName { .. } => {
-                let $k = $crate::catalogue::Kind::CmdName;
+            Event::CmdName { .. } => {
+                let $k = Kind::CmdName;
                 $value
             }
-            $crate::record::Event::CmdMode { .. } => {
-                let $k = $crate::catalogue::Kind::CmdMode;
+            Event::CmdMode { .. } => {
+                let $k = Kind::CmdMode;
                 $value
             }
-            $crate::record::Event::Alias { .. } => {
-                let $k = $crate::catalogue::Kind::Alias;
+            Event::Alias { .. } => {
+                let $k = Kind::Alias;
                 $value
             }
-            $crate::record::Event::DefParam { .. } => {
-                let $k = $crate::catalogue::Kind::DefParam;
+            Event::DefParam { .. } => {
+                let $k = Kind::DefParam;
                 $value
             }
-            $crate::record::Event::DefRepo { .. } => {
-                let $k = $crate::catalogue::Kind::DefRepo;
+            Event::DefRepo { .. } => {
+                let $k = Kind::DefRepo;
                 $value
             }
-            $crate::record::Event::RegionEnter { .. } => {
-                let $k = $crate::catalogue::Kind::RegionEnter;
+            Event::RegionEnter { .. } => {
+                let $k = Kind::RegionEnter;
                 $value
             }
-            $crate::record::Event::RegionLeave { .. } => {
-                let $k = $crate::catalogue::Kind::RegionLeave;
+            Event::RegionLeave { .. } => {
+                let $k = Kind::RegionLeave;
                 $value
             }
-            $crate::record::Event::Data { .. } => {
-                let $k = $crate::catalogue::Kind::Data;
+            Event::Data { .. } => {
+                let $k = Kind::Data;
                 $value
             }
-            $crate::record::Event::DataJson { .. } => {
-                let $k = $crate::catalogue::Kind::DataJson;
+            Event::DataJson { .. } => {
+                let $k = Kind::DataJson;
                 $value
             }
-            $crate::record::Event::Printf { .. } => {
-                let $k = $crate::catalogue::Kind::Printf;
+            Event::Printf { .. } => {
+                let $k = Kind::Printf;
                 $value
             }
-            $crate::record::Event::Error { .. } => {
-                let $k = $crate::catalogue::Kind::Error;
+            Event::Error { .. } => {
+                let $k = Kind::Error;
                 $value
             }
-            $crate::record::Event::ChildStart(_) => {
-                let $k = $crate::catalogue::Kind::ChildStart;
+            Event::ChildStart(_) => {
+                let $k = Kind::ChildStart;
                 $value
             }
-            $crate::record::Event::ChildExit { .. } => {
-                let $k = $crate::catalogue::Kind::ChildExit;
+            Event::ChildExit { .. } => {
+                let $k = Kind::ChildExit;
                 $value
             }
-            $crate::record::Event::ChildReady { .. } => {
-                let $k = $crate::catalogue::Kind::ChildReady;
+            Event::ChildReady { .. } => {
+                let $k = Kind::ChildReady;
                 $value
             }
-            $crate::record::Event::Exec { .. } => {
-                let $k = $crate::catalogue::Kind::Exec;
+            Event::Exec { .. } => {
+                let $k = Kind::Exec;
                 $value
             }
-            $crate::record::Event::ExecResult { .. } => {
-                let $k = $crate::catalogue::Kind::ExecResult;
+            Event::ExecResult { .. } => {
+                let $k = Kind::ExecResult;
                 $value
             }
-            $crate::record::Event::ThreadStart => {
-                let $k = $crate::catalogue::Kind::ThreadStart;
+            Event::ThreadStart => {
+                let $k = Kind::ThreadStart;
                 $value
             }
-            $crate::record::Event::ThreadExit { .. } => {
-                let $k = $crate::catalogue::Kind::ThreadExit;
+            Event::ThreadExit { .. } => {
+                let $k = Kind::ThreadExit;
                 $value
             }
-            $crate::record::Event::Timer {
+            Event::Timer {
                 per_thread: true, ..
             } => {
-                let $k = $crate::catalogue::Kind::ThTimer;
+                let $k = Kind::ThTimer;
                 $value
             }
-            $crate::record::Event::Timer { .. } => {
-                let $k = $crate::catalogue::Kind::Timer;
+            Event::Timer { .. } => {
+                let $k = Kind::Timer;
                 $value
             }
-            $crate::record::Event::Counter {
+            Event::Counter {
                 per_thread: true, ..
             } => {
-                let $k = $crate::catalogue::Kind::ThCounter;
+                let $k = Kind::ThCounter;
                 $value
             }
-            $crate::record::Event::Counter { .. } => {
-                let $k = $crate::catalogue::Kind::Counter;
+            Event::Counter { .. } => {
+                let $k = Kind::Counter;
                 $value
             }
-            $crate::record::Event::Exit { .. } => {
-                let $k = $crate::catalogue::Kind::Exit;
+            Event::Exit { .. } => {
+                let $k = Kind::Exit;
                 $value
             }
-            $crate::record::Event::Atexit { .. } => {
-                let $k = $crate::catalogue::Kind::Atexit;
+            Event::Atexit { .. } => {
+                let $k = Kind::Atexit;
                 $value
             }
-            $crate::record::Event::Signal { .. } => {
-                let $k = $crate::catalogue::Kind::Signal;
+            Event::Signal { .. } => {
+                let $k = Kind::Signal;
                 $value
             }
         }
     };
 }
-pub(crate) use per_kind;
 
 impl<'a> Event<'a> {
     /// The event's kind: its row of the [`CATALOGUE`].
     #[inline]
     pub fn kind(&self) -> Kind {
         per_kind!(self, k => k)
+    }
+
+    /// The event name as Trace2 writes it (its row's name).
+    #[inline]
+    pub fn name(&self) -> &'static str {
+        per_kind!(self, k => k.name())
     }
 
     /// Hands every field to `visit` with its catalogue entry, in catalogue order.

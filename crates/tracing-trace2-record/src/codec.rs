@@ -77,7 +77,7 @@ const NONE_LEN: u32 = u32::MAX;
 pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
     let start = out.len();
     {
-        let mut w = Writer {
+        let mut w = FrameWriter {
             out: Appender::new(out),
             budget: STRING_BUDGET,
         };
@@ -103,12 +103,12 @@ fn cut_len(s: &str, budget: usize) -> usize {
     len
 }
 
-struct Writer<'o> {
+struct FrameWriter<'o> {
     out: Appender<'o>,
     budget: usize,
 }
 
-impl Writer<'_> {
+impl FrameWriter<'_> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn body(&mut self, record: &Record<'_>) {
         // The fixed fields, as one store.
@@ -417,13 +417,13 @@ fn decode_checked<'b, 'l, R>(
     if version != VERSION {
         return Err(DecodeError::Version(version));
     }
-    let mut r = Reader { buf: rest, utf8 };
+    let mut r = FrameReader { buf: rest, utf8 };
     let len = r.u32()? as usize;
     if r.buf.len() < len {
         return Err(DecodeError::Truncated);
     }
     let (body, after) = r.buf.split_at(len);
-    let mut r = Reader { buf: body, utf8 };
+    let mut r = FrameReader { buf: body, utf8 };
     let tag = r.u8()?;
     let time = Timestamp {
         wall_us: r.i64()?,
@@ -452,12 +452,12 @@ fn decode_checked<'b, 'l, R>(
     Ok((then(record), after))
 }
 
-struct Reader<'b> {
+struct FrameReader<'b> {
     buf: &'b [u8],
     utf8: Utf8,
 }
 
-impl<'b> Reader<'b> {
+impl<'b> FrameReader<'b> {
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn take<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let (head, rest) = self
@@ -794,7 +794,7 @@ mod tests {
             let r = record(event);
             let mut buf = Vec::new();
             encode(&r, &mut buf);
-            let mut reader = Reader {
+            let mut reader = FrameReader {
                 buf: &buf[FRAME_HEADER..],
                 utf8: Utf8::Check,
             };
@@ -965,7 +965,7 @@ mod tests {
     #[test]
     fn long_strings_are_cut_at_a_character_boundary() {
         let mut buf = Vec::new();
-        let mut w = Writer {
+        let mut w = FrameWriter {
             out: Appender::new(&mut buf),
             budget: 4,
         };

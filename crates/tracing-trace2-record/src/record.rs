@@ -300,13 +300,6 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    /// The event name as Trace2 writes it (its row of the
-    /// [`CATALOGUE`](crate::catalogue::CATALOGUE)).
-    #[inline]
-    pub fn name(&self) -> &'static str {
-        crate::catalogue::per_kind!(self, k => k.name())
-    }
-
     /// The region nesting of the events the Event target filters by nesting
     /// (`region_enter`, `region_leave`, `data`, `data_json`); `None` for the others.
     pub fn nesting(&self) -> Option<u32> {
