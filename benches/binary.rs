@@ -332,7 +332,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                 empty(&path);
                 let writer = binary_writer(&path);
                 let layer = Trace2Layer::builder()
-                    .with_target(writer.target(false))
+                    .with_target(tracing_trace2::targets::binary(&writer, false))
                     .build();
                 traced(Some(layer), Some(path))
             }),

@@ -665,7 +665,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                 .with_exit_handler(false)
                 .build(dest.sink);
             let layer = Trace2Layer::builder()
-                .with_target(writer.target(false))
+                .with_target(tracing_trace2::targets::binary(&writer, false))
                 .build();
             let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
             Bench {

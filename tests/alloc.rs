@@ -118,7 +118,7 @@ fn layer(
             sink(&dir.join("event")),
         ));
     let builder = match binary {
-        Some(writer) => builder.with_target(writer.target(false)),
+        Some(writer) => builder.with_target(tracing_trace2::targets::binary(writer, false)),
         None => builder,
     };
     let builder = if deferred {

@@ -5,7 +5,8 @@
 //! process's main thread `main`: each scenario runs in a fresh child process (this same
 //! binary, with `TRACE2_REPLAY` set) whose main thread makes the calls, with the
 //! `GIT_TRACE2*` variables pointing at files, exactly as a real program would run. The
-//! calls are read from the capture's Event stream (top-level process only): spans for
+//! calls are read from the capture's Event stream (top-level process only, each line turned
+//! back into a record by the Event reader, `tracing_trace2_event::read_line`): spans for
 //! regions, `info!` for data, `tracing_trace2::api` for the rest, threads for threads.
 //! Then the Normal, Perf and Event files are compared with git's captures after masking
 //! only times, elapsed numbers, file:line, session ids and pids.
@@ -23,6 +24,8 @@ use tracing::info;
 use tracing::span::EnteredSpan;
 use tracing_subscriber::prelude::*;
 use tracing_trace2::api;
+use tracing_trace2_event::read_line;
+use tracing_trace2_record::Event;
 
 use support::first_difference;
 use support::process;
@@ -382,12 +385,12 @@ fn drive(calls: &Path) {
         let as_span = matching.get(&i).copied().unwrap_or(true);
         let thread = v["thread"].as_str().unwrap_or("main");
         if thread == "main" {
-            main.apply(v, raw, as_span);
+            main.apply(raw, as_span);
         } else {
             let worker = workers
                 .entry(thread.to_owned())
                 .or_insert_with(Worker::spawn);
-            worker.call(v.clone(), raw.to_owned(), as_span);
+            worker.call(raw.to_owned(), as_span);
             if v["event"] == "thread_exit"
                 && let Some(w) = workers.remove(thread)
             {
@@ -401,20 +404,20 @@ fn drive(calls: &Path) {
 
 /// A replay thread: runs the calls of one Trace2 thread, one at a time.
 struct Worker {
-    calls: mpsc::Sender<(Value, String, bool)>,
+    calls: mpsc::Sender<(String, bool)>,
     done: mpsc::Receiver<()>,
     handle: std::thread::JoinHandle<()>,
 }
 
 impl Worker {
     fn spawn() -> Worker {
-        let (calls, rx) = mpsc::channel::<(Value, String, bool)>();
+        let (calls, rx) = mpsc::channel::<(String, bool)>();
         let (tx, done) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .spawn(move || {
                 let mut replayer = Replayer::default();
-                for (v, raw, as_span) in rx {
-                    replayer.apply(&v, &raw, as_span);
+                for (raw, as_span) in rx {
+                    replayer.apply(&raw, as_span);
                     let _ = tx.send(());
                 }
             })
@@ -426,9 +429,9 @@ impl Worker {
         }
     }
 
-    fn call(&self, v: Value, raw: String, as_span: bool) {
+    fn call(&self, raw: String, as_span: bool) {
         self.calls
-            .send((v, raw, as_span))
+            .send((raw, as_span))
             .expect("replay thread alive");
         self.done.recv().expect("replay thread answered");
     }
@@ -439,137 +442,134 @@ impl Worker {
     }
 }
 
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| s.as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The raw text of the last key's value in a compact JSON line (`data_json` values keep
-/// git's key order this way).
-fn raw_value(line: &str) -> &str {
-    let start = line.rfind("\"value\":").expect("data_json has a value") + "\"value\":".len();
-    &line[start..line.len() - 1]
-}
-
 impl Replayer {
-    fn apply(&mut self, v: &Value, raw: &str, as_span: bool) {
-        let s = |key: &str| v[key].as_str();
-        let text = |key: &str| v[key].as_str().unwrap_or_default();
-        let int = |key: &str| v[key].as_i64().unwrap_or_default();
-        let secs_to_ns = |key: &str| (v[key].as_f64().unwrap_or_default() * 1e9).round() as u64;
-        let repo = v.get("repo").and_then(Value::as_i64);
-        match text("event") {
-            "version" => api::version(text("exe")),
-            "start" => api::start(&strings(&v["argv"])),
-            "cmd_ancestry" => api::cmd_ancestry(&strings(&v["ancestry"])),
-            "cmd_path" => api::cmd_path(text("path")),
-            "cmd_name" => api::cmd_name(text("name")),
-            "cmd_mode" => api::cmd_mode(text("name")),
-            "alias" => api::alias(text("alias"), &strings(&v["argv"])),
-            "def_param" => api::def_param(text("scope"), text("param"), s("value")),
-            "def_repo" => api::def_repo(int("repo"), text("worktree")),
-            "region_enter" if as_span => {
+    /// Makes the call behind one of git's Event lines, read back into a record by the
+    /// Event reader.
+    fn apply(&mut self, raw: &str, as_span: bool) {
+        let line = read_line(raw).unwrap_or_else(|e| panic!("{e}: {raw}"));
+        let mut list = Vec::new();
+        let record = line
+            .record(&mut list)
+            .unwrap_or_else(|e| panic!("{e}: {raw}"));
+        match record.event {
+            Event::Version { exe } => api::version(exe),
+            Event::Start { argv } => api::start(argv),
+            Event::CmdAncestry { ancestry } => api::cmd_ancestry(ancestry),
+            Event::CmdPath { path } => api::cmd_path(path),
+            Event::CmdName { name, .. } => api::cmd_name(name),
+            Event::CmdMode { name } => api::cmd_mode(name),
+            Event::Alias { alias, argv } => api::alias(alias, argv),
+            Event::DefParam {
+                scope,
+                param,
+                value,
+            } => api::def_param(scope, param, value),
+            Event::DefRepo { repo, worktree } => api::def_repo(repo, worktree),
+            Event::RegionEnter { region, .. } if as_span => {
                 let span = tracing::info_span!(
                     "region",
-                    category = s("category").unwrap_or(""),
-                    label = s("label").unwrap_or(""),
-                    msg = s("msg"),
-                    repo
+                    category = region.category.unwrap_or(""),
+                    label = region.label.unwrap_or(""),
+                    msg = region.msg,
+                    repo = region.repo
                 );
                 self.regions.push(Region::Span(span.entered()));
             }
-            "region_enter" | "region_leave" => {
-                let (category, label) = (text("category"), text("label"));
-                if text("event") == "region_enter" {
-                    api::region_enter(category, label, s("msg"), repo);
-                    self.regions.push(Region::Api);
-                } else if let Some(Region::Api) = self.regions.pop() {
-                    api::region_leave(category, label, s("msg"), repo);
+            Event::RegionEnter { region, .. } => {
+                let (category, label) = (region.category.unwrap_or(""), region.label.unwrap_or(""));
+                api::region_enter(category, label, region.msg, region.repo);
+                self.regions.push(Region::Api);
+            }
+            Event::RegionLeave { region, .. } => {
+                if let Some(Region::Api) = self.regions.pop() {
+                    let (category, label) =
+                        (region.category.unwrap_or(""), region.label.unwrap_or(""));
+                    api::region_leave(category, label, region.msg, region.repo);
                 }
             }
-            "data" => info!(
-                category = text("category"),
-                key = text("key"),
-                value = text("value"),
-                repo
-            ),
-            "data_json" => info!(
-                category = text("category"),
-                key = text("key"),
-                json = raw_value(raw),
-                repo
-            ),
+            Event::Data {
+                repo,
+                category,
+                key,
+                value,
+                ..
+            } => info!(category, key, value, repo),
+            Event::DataJson {
+                repo,
+                category,
+                key,
+                json,
+                ..
+            } => info!(category, key, json, repo),
             // A message-only event is a printf; git's captures also have printf lines
             // without a file or a message, which only the explicit form can express.
-            "printf" => match (s("file"), s("msg")) {
+            Event::Printf { msg } => match (record.callsite.file, msg) {
                 (Some(_), Some(msg)) => info!("{msg}"),
-                (file, msg) => api::printf_at(file, int("line") as u32, msg.unwrap_or("")),
+                (file, msg) => api::printf_at(file, record.callsite.line, msg.unwrap_or("")),
             },
-            "error" => api::error(text("msg"), text("fmt")),
-            "child_start" => {
-                let mut argv = strings(&v["argv"]);
-                let is_git = argv.first().is_some_and(|a| a == "git");
-                if is_git {
-                    argv.remove(0);
+            Event::Error { msg, fmt } => api::error(msg.unwrap_or(""), fmt.unwrap_or("")),
+            Event::ChildStart(child) => {
+                let mut start = api::ChildStart::new(child.class, child.argv)
+                    .with_cd(child.cd)
+                    .with_shell(child.use_shell)
+                    .with_git(child.is_git);
+                if let Some(hook_name) = child.hook_name {
+                    start = start.with_hook_name(hook_name);
                 }
-                let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-                let mut child = api::ChildStart::new(text("child_class"), &argv)
-                    .with_cd(s("cd"))
-                    .with_shell(v["use_shell"].as_bool().unwrap_or_default())
-                    .with_git(is_git);
-                if let Some(hook_name) = s("hook_name") {
-                    child = child.with_hook_name(hook_name);
-                }
-                let token = api::child_start(&child);
-                self.children.insert(int("child_id") as u64, token);
+                let token = api::child_start(&start);
+                self.children.insert(child.child_id, token);
             }
-            "child_exit" | "child_ready" => {
-                let Some(token) = self.children.remove(&(int("child_id") as u64)) else {
-                    return;
-                };
-                if text("event") == "child_exit" {
-                    api::child_exit(&token, int("pid"), int("code"));
-                } else {
-                    api::child_ready(&token, int("pid"), text("ready"));
+            Event::ChildExit {
+                child_id,
+                pid,
+                code,
+                ..
+            } => {
+                if let Some(token) = self.children.remove(&child_id) {
+                    api::child_exit(&token, pid, code);
                 }
             }
-            "exec" => {
-                api::exec(s("exe"), &strings(&v["argv"]));
+            Event::ChildReady {
+                child_id,
+                pid,
+                ready,
+                ..
+            } => {
+                if let Some(token) = self.children.remove(&child_id) {
+                    api::child_ready(&token, pid, ready);
+                }
             }
-            "exec_result" => api::exec_result(int("exec_id") as u64, int("code")),
-            "thread_start" => {
-                let name = text("thread");
+            Event::Exec { exe, argv, .. } => {
+                api::exec(exe, argv);
+            }
+            Event::ExecResult { exec_id, code, .. } => api::exec_result(exec_id, code),
+            Event::ThreadStart => {
+                let name = record.thread;
                 api::thread_start(name.split_once(':').map_or(name, |(_, base)| base));
             }
-            "thread_exit" => api::thread_exit(),
-            "timer" | "th_timer" => api::timer(
-                text("event") == "th_timer",
-                text("category"),
-                text("name"),
-                int("intervals") as u64,
-                secs_to_ns("t_total"),
-                secs_to_ns("t_min"),
-                secs_to_ns("t_max"),
+            Event::ThreadExit { .. } => api::thread_exit(),
+            Event::Timer { per_thread, timer } => api::timer(
+                per_thread,
+                timer.category,
+                timer.name,
+                timer.intervals,
+                timer.total_ns,
+                timer.min_ns,
+                timer.max_ns,
             ),
-            "counter" | "th_counter" => api::counter(
-                text("event") == "th_counter",
-                text("category"),
-                text("name"),
-                int("count") as u64,
-            ),
-            "exit" => {
-                api::exit(int("code") as i32);
+            Event::Counter {
+                per_thread,
+                category,
+                name,
+                value,
+            } => api::counter(per_thread, category, name, value),
+            Event::Exit { code } => {
+                api::exit(code);
             }
-            "atexit" => api::atexit(),
-            "signal" => api::signal(int("signo") as i32),
+            Event::Atexit { .. } => api::atexit(),
+            Event::Signal { signo } => api::signal(signo),
             // Written by the layer itself after `version`.
-            "too_many_files" => {}
-            other => panic!("no replay for event {other:?}"),
+            Event::TooManyFiles => {}
         }
     }
 }

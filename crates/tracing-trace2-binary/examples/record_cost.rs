@@ -11,7 +11,10 @@
 //! to the writer (the binary crate alone); `binary-<workload>` and `nothing-<workload>`
 //! run the benches' `regions`, `data` or `mixed` workload through the core layer with
 //! the binary target, or with a target that formats nothing: their difference is the
-//! binary target's share. The writer writes to a sink that drops the bytes (frames are
+//! binary target's share. `event-<workload>` runs them with an Event target writing on
+//! the traced thread (the direct path), `event_deferred-<workload>` with the deferred
+//! writer (the traced thread encodes; count the worker thread with
+//! `--separate-threads=yes`). The writer writes to a sink that drops the bytes (frames are
 //! still sealed, CRC included). Divide the collected instructions by the records made
 //! (printed on exit).
 
@@ -79,18 +82,36 @@ fn main() {
         println!("{n} records");
         return;
     }
-    let (target, workload) = mode.split_once('-').expect("binary-<workload>");
-    let target = match target {
-        "binary" => writer.target(false),
-        "nothing" => Target::new("NOTHING", Nothing, NullSink),
+    let (target_name, workload) = mode.split_once('-').expect("binary-<workload>");
+    let target = match target_name {
+        "binary" => Target::new(
+            tracing_trace2_binary::ENV_NAME,
+            tracing_trace2_binary::RecordingFormat(writer.clone()),
+            tracing_trace2_binary::FlushingSink(writer.clone()),
+        ),
+        "nothing" | "deferred" => Target::new("NOTHING", Nothing, NullSink),
+        "event" | "event_deferred" => Target::new(
+            "GIT_TRACE2_EVENT",
+            tracing_trace2_event::EventFormat::new().with_max_nesting(100),
+            NullSink,
+        ),
         other => panic!("no target {other}"),
     };
-    let layer = Trace2Layer::builder().with_target(target).build();
+    let mut builder = Trace2Layer::builder().with_target(target);
+    if target_name.ends_with("deferred") {
+        builder = builder.with_deferred(tracing_trace2_core::background::BackgroundOptions::new());
+    }
+    let layer = builder.build();
+    // Waits for the deferred writer's worker to have written everything.
+    let guard = layer.background_guard();
     let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
     dispatcher::with_default(&dispatch, || {
         run_workload(workload, 1000);
         measured_workload(workload, n);
     });
+    guard
+        .flush()
+        .expect("the worker writes to a sink that cannot fail");
     let per_iter = match workload {
         "regions" => 6,
         "mixed" => 4,

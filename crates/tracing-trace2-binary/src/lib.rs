@@ -4,7 +4,8 @@
 //!
 //! ```
 //! use tracing_trace2_binary::{BinaryWriter, TextFormat, TextOptions, decode_to_text};
-//! use tracing_trace2_core::{Callsite, Event, MemorySink, Record, Timestamp};
+//! use tracing_trace2_dst::MemorySink;
+//! use tracing_trace2_record::{Callsite, Event, Record, Timestamp};
 //!
 //! let sink = MemorySink::new();
 //! let writer = BinaryWriter::builder()
@@ -38,15 +39,18 @@
 //!
 //! # Writing
 //!
-//! [`BinaryWriter::record`] takes the same [`Record`](tracing_trace2_core::Record) the
+//! [`BinaryWriter::record`] takes the same [`Record`](tracing_trace2_record::Record) the
 //! text targets get (one clock reading for all of them) and encodes it into the
 //! calling thread's batch: no system call, no lock, no allocation per event. Batches
 //! are written whole, one `write` per frame, when full, after the flush interval (a
 //! thread that stopped recording has its batch written by the writer's idle flusher), at
 //! lifecycle events (`exit`, `atexit`, `signal`, `error`, `child_start`, `exec`,
 //! `thread_exit`), when the thread ends and at process exit; see [`writer`].
-//! [`dest::open`] opens a `TRACING_TRACE2_BINARY` value; [`BinaryWriter::target`] makes
-//! the writer a target of the core layer.
+//! [`dest::open`] opens a `TRACING_TRACE2_BINARY` value; [`RecordingFormat`] and
+//! [`FlushingSink`] make the writer a target of the core layer (the facade's
+//! `targets::binary` pairs them). The crate stands on the record crate, the formats and
+//! the destinations, not on the core: the `trace2` tool reads traces without compiling
+//! `tracing`.
 //!
 //! # Reading
 //!
@@ -62,10 +66,11 @@
 //!
 //! Frames ([`frame`]) hold a stream header, batches of records, clock changes and an
 //! end marker ([`header`]); the records of a batch follow the kind table of [`spec`].
-//! The design is in the project's `binary-format.md`; where this crate differs from it,
-//! the architecture document says how and why.
+//! The format is specified in the repository's `docs/binary-format.md` (for readers in
+//! other languages too); `docs/architecture.md` gives the design and where it departs
+//! from its first draft, and why.
 
-// The record model (and the clock the writer anchors to) live in the core crate today.
+// The record model; the clock the writer anchors to is the destinations crate's.
 pub(crate) use tracing_trace2_record as record;
 
 pub mod decode;

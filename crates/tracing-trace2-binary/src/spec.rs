@@ -33,6 +33,7 @@
 //! the record's value).
 
 use crate::record::Event;
+use crate::record::catalogue::{CATALOGUE, KIND_COUNT};
 
 /// The format's major version: a decoder refuses other majors.
 pub const MAJOR: u8 = 1;
@@ -108,39 +109,41 @@ pub struct KindSpec {
     pub signature: &'static str,
 }
 
-/// The kinds of Trace2 events.
+/// The kinds of Trace2 events: the numbers of the record crate's catalogue
+/// ([`Kind`](crate::record::Kind)).
 pub mod kind {
     #![allow(missing_docs)]
-    pub const VERSION: u8 = 0x01;
-    pub const START: u8 = 0x02;
-    pub const EXIT: u8 = 0x03;
-    pub const ATEXIT: u8 = 0x04;
-    pub const SIGNAL: u8 = 0x05;
-    pub const ERROR: u8 = 0x06;
-    pub const CMD_PATH: u8 = 0x07;
-    pub const CMD_ANCESTRY: u8 = 0x08;
-    pub const CMD_NAME: u8 = 0x09;
-    pub const CMD_MODE: u8 = 0x0A;
-    pub const ALIAS: u8 = 0x0B;
-    pub const CHILD_START: u8 = 0x0C;
-    pub const CHILD_EXIT: u8 = 0x0D;
-    pub const CHILD_READY: u8 = 0x0E;
-    pub const THREAD_START: u8 = 0x0F;
-    pub const THREAD_EXIT: u8 = 0x10;
-    pub const EXEC: u8 = 0x11;
-    pub const EXEC_RESULT: u8 = 0x12;
-    pub const DEF_PARAM: u8 = 0x13;
-    pub const DEF_REPO: u8 = 0x14;
-    pub const REGION_ENTER: u8 = 0x15;
-    pub const REGION_LEAVE: u8 = 0x16;
-    pub const DATA: u8 = 0x17;
-    pub const DATA_JSON: u8 = 0x18;
-    pub const PRINTF: u8 = 0x19;
-    pub const TIMER: u8 = 0x1A;
-    pub const TH_TIMER: u8 = 0x1B;
-    pub const COUNTER: u8 = 0x1C;
-    pub const TH_COUNTER: u8 = 0x1D;
-    pub const TOO_MANY_FILES: u8 = 0x1E;
+    use crate::record::Kind;
+    pub const VERSION: u8 = Kind::Version.id();
+    pub const START: u8 = Kind::Start.id();
+    pub const EXIT: u8 = Kind::Exit.id();
+    pub const ATEXIT: u8 = Kind::Atexit.id();
+    pub const SIGNAL: u8 = Kind::Signal.id();
+    pub const ERROR: u8 = Kind::Error.id();
+    pub const CMD_PATH: u8 = Kind::CmdPath.id();
+    pub const CMD_ANCESTRY: u8 = Kind::CmdAncestry.id();
+    pub const CMD_NAME: u8 = Kind::CmdName.id();
+    pub const CMD_MODE: u8 = Kind::CmdMode.id();
+    pub const ALIAS: u8 = Kind::Alias.id();
+    pub const CHILD_START: u8 = Kind::ChildStart.id();
+    pub const CHILD_EXIT: u8 = Kind::ChildExit.id();
+    pub const CHILD_READY: u8 = Kind::ChildReady.id();
+    pub const THREAD_START: u8 = Kind::ThreadStart.id();
+    pub const THREAD_EXIT: u8 = Kind::ThreadExit.id();
+    pub const EXEC: u8 = Kind::Exec.id();
+    pub const EXEC_RESULT: u8 = Kind::ExecResult.id();
+    pub const DEF_PARAM: u8 = Kind::DefParam.id();
+    pub const DEF_REPO: u8 = Kind::DefRepo.id();
+    pub const REGION_ENTER: u8 = Kind::RegionEnter.id();
+    pub const REGION_LEAVE: u8 = Kind::RegionLeave.id();
+    pub const DATA: u8 = Kind::Data.id();
+    pub const DATA_JSON: u8 = Kind::DataJson.id();
+    pub const PRINTF: u8 = Kind::Printf.id();
+    pub const TIMER: u8 = Kind::Timer.id();
+    pub const TH_TIMER: u8 = Kind::ThTimer.id();
+    pub const COUNTER: u8 = Kind::Counter.id();
+    pub const TH_COUNTER: u8 = Kind::ThCounter.id();
+    pub const TOO_MANY_FILES: u8 = Kind::TooManyFiles.id();
 }
 
 /// The batch's own records, which carry no event.
@@ -167,65 +170,25 @@ pub mod control {
     pub const FIRST: u8 = CUT;
 }
 
-/// The events of format 1.0, in kind order.
-pub const EVENT_KINDS: [KindSpec; 30] = {
-    use kind::*;
-    const fn k(id: u8, name: &'static str, signature: &'static str) -> KindSpec {
-        KindSpec {
-            id,
-            name,
-            signature,
-        }
+/// The events of format 1.0, in kind order: the record crate's catalogue, each row
+/// with its binary signature.
+pub const EVENT_KINDS: [KindSpec; KIND_COUNT] = {
+    let mut kinds = [KindSpec {
+        id: 0,
+        name: "",
+        signature: "",
+    }; KIND_COUNT];
+    let mut i = 0;
+    while i < kinds.len() {
+        let row = &CATALOGUE[i];
+        kinds[i] = KindSpec {
+            id: row.kind.id(),
+            name: row.name,
+            signature: row.binary,
+        };
+        i += 1;
     }
-    [
-        k(VERSION, "version", "s"),
-        k(START, "start", "v"),
-        k(EXIT, "exit", "i"),
-        k(ATEXIT, "atexit", "i"),
-        k(SIGNAL, "signal", "i"),
-        // fmt, msg
-        k(ERROR, "error", "oo"),
-        k(CMD_PATH, "cmd_path", "b"),
-        k(CMD_ANCESTRY, "cmd_ancestry", "v"),
-        // name, hierarchy
-        k(CMD_NAME, "cmd_name", "ss"),
-        k(CMD_MODE, "cmd_mode", "s"),
-        // alias, argv
-        k(ALIAS, "alias", "bv"),
-        // child_id, flags (bit 0 use_shell, bit 1 is_git), class, hook, cd, argv
-        k(CHILD_START, "child_start", "ufssov"),
-        // child_id, pid, code, t_rel
-        k(CHILD_EXIT, "child_exit", "uiiu"),
-        // child_id, pid, ready, t_rel
-        k(CHILD_READY, "child_ready", "uisu"),
-        k(THREAD_START, "thread_start", ""),
-        // t_rel
-        k(THREAD_EXIT, "thread_exit", "u"),
-        // exec_id, exe, argv
-        k(EXEC, "exec", "uov"),
-        // exec_id, code, err
-        k(EXEC_RESULT, "exec_result", "uio"),
-        // scope, param, value
-        k(DEF_PARAM, "def_param", "sso"),
-        // worktree (the repo id is in the head byte, always present)
-        k(DEF_REPO, "def_repo", "b"),
-        // nesting, category, label, msg (region messages repeat: interned)
-        k(REGION_ENTER, "region_enter", "usss"),
-        // nesting, t_rel, category, label, msg
-        k(REGION_LEAVE, "region_leave", "ursss"),
-        // nesting, t_rel, category, key, value
-        k(DATA, "data", "urssn"),
-        k(DATA_JSON, "data_json", "urssj"),
-        // msg
-        k(PRINTF, "printf", "d"),
-        // category, name, intervals, total_ns, min_ns, max_ns
-        k(TIMER, "timer", "ssuuuu"),
-        k(TH_TIMER, "th_timer", "ssuuuu"),
-        // category, name, value
-        k(COUNTER, "counter", "ssu"),
-        k(TH_COUNTER, "th_counter", "ssu"),
-        k(TOO_MANY_FILES, "too_many_files", ""),
-    ]
+    kinds
 };
 
 /// The table entry of an event kind of format 1.0.
@@ -234,45 +197,10 @@ pub fn baseline(id: u8) -> Option<&'static KindSpec> {
     EVENT_KINDS.get(index).filter(|spec| spec.id == id)
 }
 
-/// The kind an event is written as.
+/// The kind an event is written as: its number in the catalogue.
+#[inline]
 pub fn kind_of(event: &Event<'_>) -> u8 {
-    use kind::*;
-    match event {
-        Event::Version { .. } => VERSION,
-        Event::TooManyFiles => TOO_MANY_FILES,
-        Event::Start { .. } => START,
-        Event::CmdAncestry { .. } => CMD_ANCESTRY,
-        Event::CmdPath { .. } => CMD_PATH,
-        Event::CmdName { .. } => CMD_NAME,
-        Event::CmdMode { .. } => CMD_MODE,
-        Event::Alias { .. } => ALIAS,
-        Event::DefParam { .. } => DEF_PARAM,
-        Event::DefRepo { .. } => DEF_REPO,
-        Event::RegionEnter { .. } => REGION_ENTER,
-        Event::RegionLeave { .. } => REGION_LEAVE,
-        Event::Data { .. } => DATA,
-        Event::DataJson { .. } => DATA_JSON,
-        Event::Printf { .. } => PRINTF,
-        Event::Error { .. } => ERROR,
-        Event::ChildStart(_) => CHILD_START,
-        Event::ChildExit { .. } => CHILD_EXIT,
-        Event::ChildReady { .. } => CHILD_READY,
-        Event::Exec { .. } => EXEC,
-        Event::ExecResult { .. } => EXEC_RESULT,
-        Event::ThreadStart => THREAD_START,
-        Event::ThreadExit { .. } => THREAD_EXIT,
-        Event::Timer {
-            per_thread: true, ..
-        } => TH_TIMER,
-        Event::Timer { .. } => TIMER,
-        Event::Counter {
-            per_thread: true, ..
-        } => TH_COUNTER,
-        Event::Counter { .. } => COUNTER,
-        Event::Exit { .. } => EXIT,
-        Event::Atexit { .. } => ATEXIT,
-        Event::Signal { .. } => SIGNAL,
-    }
+    event.kind().id()
 }
 
 /// Kinds whose records the core writes with `open_regions` 0 whatever the stack holds
@@ -414,7 +342,7 @@ mod tests {
             assert_eq!(baseline(spec.id), Some(spec));
         }
         assert_eq!(baseline(0), None);
-        assert_eq!(baseline(0x1F), None);
+        assert_eq!(baseline(KIND_COUNT as u8 + 1), None);
         assert_eq!(baseline(control::STR_DEF), None);
     }
 

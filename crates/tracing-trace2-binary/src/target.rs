@@ -1,6 +1,7 @@
-//! An interim way to run the binary writer as one more target of today's core layer,
-//! with no change to the core: a [`Format`] that records instead of formatting, and a
-//! [`Sink`] whose `flush` writes every batch out.
+//! The binary writer as one more target of the core layer, with no change to the core:
+//! a [`Format`] that records instead of formatting, and a [`Sink`] whose `flush` writes
+//! every batch out. The facade pairs them into a core `Target`
+//! (`tracing_trace2::targets::binary`); this crate does not depend on the core.
 //!
 //! The layer hands every record to each target's format in turn, so this target sees
 //! the very records (and clock readings) the text targets see. It writes no line of its
@@ -10,9 +11,7 @@
 
 use std::io;
 
-use tracing_trace2_core::Target;
-
-use crate::dest::{ENV_NAME, Sink};
+use crate::dest::Sink;
 use crate::record::{Format, Record};
 use crate::writer::BinaryWriter;
 
@@ -39,19 +38,5 @@ impl Sink for FlushingSink {
     fn flush(&self) -> io::Result<()> {
         self.0.flush_all();
         Ok(())
-    }
-}
-
-impl BinaryWriter {
-    /// This writer as a target of the core layer (`Trace2Layer::builder().with_target`),
-    /// named after `TRACING_TRACE2_BINARY`. `too_many_files` is the destination's flag
-    /// ([`crate::Destination::too_many_files`]).
-    pub fn target(&self, too_many_files: bool) -> Target {
-        Target::new(
-            ENV_NAME,
-            RecordingFormat(self.clone()),
-            FlushingSink(self.clone()),
-        )
-        .with_too_many_files(too_many_files)
     }
 }

@@ -151,7 +151,7 @@ impl BinaryWriterBuilder {
     /// A writer that writes its frames to `sink`, one `write_line` call per frame.
     pub fn build(self, sink: impl Sink) -> BinaryWriter {
         install_fork_handler();
-        let start = tracing_trace2_core::clock::start();
+        let start = tracing_trace2_dst::clock::start();
         let interval_us = u64::try_from(self.flush_interval.as_micros()).unwrap_or(u64::MAX);
         let shared = Arc::new(Shared {
             sink: Box::new(sink),
@@ -165,7 +165,7 @@ impl BinaryWriterBuilder {
             anchor_wall_us: self.anchor_wall_us.unwrap_or_else(|| start.wall_us()),
             utc_offset_s: self
                 .utc_offset_s
-                .unwrap_or_else(tracing_trace2_core::clock::local_offset_secs),
+                .unwrap_or_else(tracing_trace2_dst::clock::local_offset_secs),
             defaults: self.defaults,
             writer_name: self.writer_name,
             dst_debug: self.dst_debug,
@@ -992,7 +992,7 @@ fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
 mod tests {
     use super::*;
     use crate::record::{Callsite, Event, Timestamp};
-    use tracing_trace2_core::MemorySink;
+    use tracing_trace2_dst::MemorySink;
 
     fn printf(writer: &BinaryWriter, msg: &str) {
         writer.record(&Record {

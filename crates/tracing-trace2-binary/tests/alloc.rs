@@ -13,7 +13,7 @@ use std::io::Write;
 use tracing::{info, info_span};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_trace2_binary::{BinaryWriter, DestSettings, MIN_BATCH_SIZE, dest};
-use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Trace2Layer, clock};
+use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Target, Trace2Layer, clock};
 
 struct Counting;
 
@@ -144,7 +144,11 @@ fn through_the_layer_nothing_is_allocated_either() {
     let dir = tempfile::tempdir().unwrap();
     let writer = file_writer(dir.path());
     let layer = Trace2Layer::builder()
-        .with_target(writer.target(false))
+        .with_target(Target::new(
+            tracing_trace2_binary::ENV_NAME,
+            tracing_trace2_binary::RecordingFormat(writer.clone()),
+            tracing_trace2_binary::FlushingSink(writer.clone()),
+        ))
         .build();
     let subscriber = tracing_subscriber::registry().with(layer);
     let _default = tracing::subscriber::set_default(subscriber);

@@ -11,6 +11,7 @@ use tracing_trace2_binary::{
     BinaryWriter, DecodeOptions, MIN_BATCH_SIZE, TextFormat, TextOptions, decode_to_text,
 };
 use tracing_trace2_core::{MemorySink, Record};
+use tracing_trace2_record::catalogue::{CATALOGUE, Kind};
 
 const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
 
@@ -22,9 +23,9 @@ fn live_records(seed: u64, count: usize) -> Vec<Owned> {
     (0..count)
         .map(|i| {
             // `atexit` and `signal` end the stream (with an END frame): not here.
-            let kind = match i % KINDS {
-                28 | 29 => 14,
-                k => k,
+            let kind = match CATALOGUE[i % KINDS].kind {
+                Kind::Atexit | Kind::Signal => Kind::Printf.id() as usize - 1,
+                _ => i % KINDS,
             };
             let mut o = Owned::new(&mut rng, kind);
             t += 1 + rng.below(50);

@@ -57,7 +57,11 @@ fn run(work: impl FnOnce()) -> Run {
             EventFormat::new().with_max_nesting(3),
             run.event.clone(),
         ))
-        .with_target(binary.target(false))
+        .with_target(Target::new(
+            tracing_trace2_binary::ENV_NAME,
+            tracing_trace2_binary::RecordingFormat(binary.clone()),
+            tracing_trace2_binary::FlushingSink(binary.clone()),
+        ))
         .build();
     let subscriber = tracing_subscriber::registry().with(layer);
     tracing::subscriber::with_default(subscriber, work);

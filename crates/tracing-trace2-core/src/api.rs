@@ -21,6 +21,7 @@ use std::borrow::Cow;
 use crate::redact::redact;
 use crate::session::Session;
 use crate::wire::{ApiCall, ApiChild, ApiRegion, ApiTimer, Origin};
+use tracing_trace2_record::Event;
 
 static NEXT_CHILD_ID: AtomicU64 = AtomicU64::new(0);
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(0);
@@ -73,16 +74,16 @@ pub fn start<S: AsRef<str>>(argv: &[S]) {
 #[track_caller]
 pub fn cmd_ancestry<S: AsRef<str>>(ancestry: &[S]) {
     let ancestry = list(ancestry, false);
-    ApiCall::CmdAncestry {
+    ApiCall::Plain(Event::CmdAncestry {
         ancestry: &items(&ancestry),
-    }
+    })
     .send(caller());
 }
 
 /// `cmd_path`: the resolved executable path.
 #[track_caller]
 pub fn cmd_path(path: &str) {
-    ApiCall::CmdPath { path }.send(caller());
+    ApiCall::Plain(Event::CmdPath { path }).send(caller());
 }
 
 /// `cmd_name`: the command verb. Its hierarchy (`<parent hierarchy>/<name>`) becomes the
@@ -121,17 +122,17 @@ pub fn set_after_first_cmd_name(hook: impl Fn() + Send + Sync + 'static) -> bool
 /// `cmd_mode`: a command sub-mode.
 #[track_caller]
 pub fn cmd_mode(mode: &str) {
-    ApiCall::CmdMode { name: mode }.send(caller());
+    ApiCall::Plain(Event::CmdMode { name: mode }).send(caller());
 }
 
 /// `alias`: an alias and what it expands to.
 #[track_caller]
 pub fn alias<S: AsRef<str>>(alias: &str, argv: &[S]) {
     let argv = list(argv, false);
-    ApiCall::Alias {
+    ApiCall::Plain(Event::Alias {
         alias,
         argv: &items(&argv),
-    }
+    })
     .send(caller());
 }
 
@@ -152,7 +153,7 @@ pub fn def_param(scope: &str, param: &str, value: Option<&str>) {
 /// `def_repo`: a repository got its id.
 #[track_caller]
 pub fn def_repo(repo: i64, worktree: &str) {
-    ApiCall::DefRepo { repo, worktree }.send(caller());
+    ApiCall::Plain(Event::DefRepo { repo, worktree }).send(caller());
 }
 
 /// `region_enter` without a span: for code that needs git's exact region calls, where

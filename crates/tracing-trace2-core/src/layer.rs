@@ -1116,11 +1116,7 @@ fn plain_event<'a>(
     let optional = |s: &'a str| Some(s).filter(|s| !s.is_empty());
     Some(match *call {
         ApiCall::Start { argv } => Event::Start { argv },
-        ApiCall::CmdAncestry { ancestry } => Event::CmdAncestry { ancestry },
-        ApiCall::CmdPath { path } => Event::CmdPath { path },
         ApiCall::CmdName { name, hierarchy } => Event::CmdName { name, hierarchy },
-        ApiCall::CmdMode { name } => Event::CmdMode { name },
-        ApiCall::Alias { alias, argv } => Event::Alias { alias, argv },
         ApiCall::DefParam {
             scope,
             param,
@@ -1130,7 +1126,6 @@ fn plain_event<'a>(
             param,
             value,
         },
-        ApiCall::DefRepo { repo, worktree } => Event::DefRepo { repo, worktree },
         ApiCall::Printf { msg } => Event::Printf { msg: optional(msg) },
         ApiCall::Error { msg, fmt } => Event::Error {
             msg: optional(fmt).map(|_| msg),
@@ -1223,6 +1218,7 @@ fn plain_event<'a>(
         },
         ApiCall::Exit { code } => Event::Exit { code },
         ApiCall::Signal { signo } => Event::Signal { signo },
+        ApiCall::Plain(event) => event,
         ApiCall::Version { .. }
         | ApiCall::RegionEnter(_)
         | ApiCall::RegionLeave(_)

@@ -11,7 +11,7 @@
 use std::panic::Location;
 
 use crate::layer::Trace2Layer;
-use tracing_trace2_record::Callsite;
+use tracing_trace2_record::{Callsite, Event};
 
 /// One typed Trace2 call.
 #[derive(Debug)]
@@ -22,31 +22,14 @@ pub(crate) enum ApiCall<'a> {
     Start {
         argv: &'a [&'a str],
     },
-    CmdAncestry {
-        ancestry: &'a [&'a str],
-    },
-    CmdPath {
-        path: &'a str,
-    },
     CmdName {
         name: &'a str,
         hierarchy: &'a str,
-    },
-    CmdMode {
-        name: &'a str,
-    },
-    Alias {
-        alias: &'a str,
-        argv: &'a [&'a str],
     },
     DefParam {
         scope: &'a str,
         param: &'a str,
         value: Option<&'a str>,
-    },
-    DefRepo {
-        repo: i64,
-        worktree: &'a str,
     },
     RegionEnter(ApiRegion<'a>),
     RegionLeave(ApiRegion<'a>),
@@ -114,6 +97,9 @@ pub(crate) enum ApiCall<'a> {
     Signal {
         signo: i32,
     },
+    /// A call the layer writes as its record's event, unchanged: every kind that needs
+    /// no handling of its own (a new one is a catalogue row and an API function).
+    Plain(Event<'a>),
 }
 
 /// A region opened or closed without a span ([`crate::api::region_enter`]).

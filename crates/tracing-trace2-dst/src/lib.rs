@@ -2,7 +2,8 @@
 //! as git opens them.
 //!
 //! Plain I/O: this crate knows nothing of `tracing`, of records or of formats. It takes
-//! bytes and hands them to the kernel.
+//! bytes and hands them to the kernel. It also keeps the process clock ([`clock`]), the
+//! other thing the core and the binary target share below the record's formatting.
 //!
 //! A target value (spec 7.1) is parsed by [`parse_target`] and opened by [`open`], which
 //! prints git's warnings (spec 7.5) to fd 2. The result is a [`Sink`] that hands each
@@ -17,10 +18,11 @@
 //! | `fd` | one-call writes that never raise SIGPIPE; the descriptor sink |
 //! | `file` | append to a file given by path |
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
-//! | `socket` | `af_unix:` stream and datagram sockets |
+//! | `socket` | `af_unix:` stream and datagram sockets (feature `sockets`, on by default) |
 //! | `stream` | whole lines on a stream socket, within a deadline |
 //! | `warn` | git's warning texts and `strerror` |
 //! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
+//! | `clock` | the process start, `t_abs` and the local UTC offset |
 //!
 //! ```
 //! use tracing_trace2_dst::{OpenSettings, Opened, SocketKind, TargetValue, open, parse_target};
@@ -52,11 +54,14 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub mod clock;
 mod dir;
 mod fd;
 mod file;
 mod sink;
+#[cfg(feature = "sockets")]
 mod socket;
+#[cfg(feature = "sockets")]
 mod stream;
 mod target_value;
 mod warn;
@@ -65,6 +70,7 @@ mod warn;
 mod test_support;
 
 pub use dir::DISCARD_SENTINEL;
+#[cfg(feature = "sockets")]
 pub use socket::SOCKET_TIMEOUT;
 pub use target_value::{SocketKind, TargetValue, parse_target};
 pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
@@ -143,8 +149,17 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
         TargetValue::Fd(fd) => Opened::Sink(Box::new(fd::FdSink::borrowed(fd))),
         TargetValue::Path(path) if path.is_dir() => dir::open_in_dir(&path, settings, report),
         TargetValue::Path(path) => file::open_file(&path, settings.env_name, report),
+        #[cfg(feature = "sockets")]
         TargetValue::UnixSocket { kind, path } => {
             socket::open_socket(value, kind, &path, settings.env_name, report)
+        }
+        #[cfg(not(feature = "sockets"))]
+        TargetValue::UnixSocket { .. } => {
+            report.always(&format!(
+                "trace2: '{}' cannot write to sockets in this build: '{value}'",
+                settings.env_name
+            ));
+            Opened::Disabled
         }
         TargetValue::Unknown(text) => {
             report.always(&format!(

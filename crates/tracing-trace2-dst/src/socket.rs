@@ -20,11 +20,10 @@ use socket2::{Domain, SockAddr, Socket, Type};
 
 use super::Opened;
 use super::fd::{FdSink, WriteMode};
+pub use super::stream::SOCKET_TIMEOUT;
+use super::stream::{StreamSink, is_stream};
 use super::target_value::SocketKind;
 use super::warn::{Reporter, strerror};
-
-/// Longest a connect or a single send may block before it fails with `EAGAIN`.
-pub const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Capacity of `sockaddr_un.sun_path` (108 on Linux); the path and its NUL must fit.
 #[cfg(test)]
@@ -70,9 +69,7 @@ pub(crate) fn open_socket(
         },
     };
     match connected {
-        Ok(fd) if super::stream::is_stream(&fd) => {
-            Opened::Sink(Box::new(super::stream::StreamSink::new(fd)))
-        }
+        Ok(fd) if is_stream(&fd) => Opened::Sink(Box::new(StreamSink::new(fd))),
         Ok(fd) => Opened::Sink(Box::new(FdSink::owned(fd, WriteMode::Send))),
         Err(err) => {
             report.debug(&format!(

@@ -26,7 +26,10 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::sink::Sink;
-use crate::socket::SOCKET_TIMEOUT;
+
+/// Longest a connect or a single send may block before it fails with `EAGAIN` (the
+/// socket module sets it as the send timeout; this module bounds whole lines by it).
+pub const SOCKET_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Room a line takes in the socket's buffer beyond its bytes (buffer bookkeeping),
 /// counted generously.

@@ -36,18 +36,33 @@
 //! let mut line = Vec::new();
 //! format.format(&record, &mut line);
 //! assert_eq!(
-//!     String::from_utf8(line).unwrap(),
+//!     String::from_utf8(line.clone()).unwrap(),
 //!     "{\"event\":\"exit\",\"sid\":\"20261121T232137.816920Z-H0a7c9cdf-P00002a1e\",\
 //!      \"thread\":\"main\",\"time\":\"2026-11-21T23:21:37.817165Z\",\
 //!      \"file\":\"src/main.rs\",\"line\":42,\"t_abs\":0.000563,\"code\":0}\n"
 //! );
+//!
+//! // And back: the reader gives the record the line was written from.
+//! let read = tracing_trace2_event::read_line(std::str::from_utf8(&line).unwrap()).unwrap();
+//! let mut list = Vec::new();
+//! let again = read.record(&mut list).unwrap();
+//! assert_eq!(again.time, record.time);
+//! assert_eq!(again.callsite, record.callsite);
+//! assert!(matches!(again.event, Event::Exit { code: 0 }));
 //! ```
+//!
+//! # Reading
+//!
+//! [`read_line`] turns an Event line back into a `Record` (owned by an [`EventLine`]),
+//! driven by the record crate's catalogue; a line of an unknown kind is an error.
 
 #![forbid(unsafe_code)]
 
 mod format;
+mod read;
 
 pub use format::EventFormat;
+pub use read::{EventLine, ReadError, read_line};
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,8 @@
 //! The Trace2 record: what one Trace2 call is, before it becomes bytes.
 //!
 //! This is the lowest floor of `tracing-trace2`. It knows nothing of `tracing` and does no
-//! I/O: a [`Record`] holds one [`Event`] of the Trace2 catalogue with its clock reading,
+//! I/O: a [`Record`] holds one [`Event`] of the Trace2 [`catalogue`] (every kind declared
+//! once, with its fields, Event JSON keys and wire types) with its clock reading,
 //! session, thread and callsite; a [`Format`] turns a record into the bytes of one line
 //! (the Normal, Perf and Event crates implement it); [`codec`] encodes records compactly
 //! and replays them, which is how the background writer and the binary target hand records
@@ -48,10 +49,12 @@
 
 #![deny(unsafe_code)]
 
+pub mod catalogue;
 pub mod codec;
 mod record;
 pub mod text;
 
+pub use catalogue::{CATALOGUE, Field, FieldType, FieldValue, Kind, KindSpec};
 pub use record::{Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp};
 
 /// The README's examples, run as doctests so that they stay true.

@@ -300,46 +300,6 @@ pub enum Event<'a> {
 }
 
 impl Event<'_> {
-    /// The event name as Trace2 writes it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Event::Version { .. } => "version",
-            Event::TooManyFiles => "too_many_files",
-            Event::Start { .. } => "start",
-            Event::CmdAncestry { .. } => "cmd_ancestry",
-            Event::CmdPath { .. } => "cmd_path",
-            Event::CmdName { .. } => "cmd_name",
-            Event::CmdMode { .. } => "cmd_mode",
-            Event::Alias { .. } => "alias",
-            Event::DefParam { .. } => "def_param",
-            Event::DefRepo { .. } => "def_repo",
-            Event::RegionEnter { .. } => "region_enter",
-            Event::RegionLeave { .. } => "region_leave",
-            Event::Data { .. } => "data",
-            Event::DataJson { .. } => "data_json",
-            Event::Printf { .. } => "printf",
-            Event::Error { .. } => "error",
-            Event::ChildStart(_) => "child_start",
-            Event::ChildExit { .. } => "child_exit",
-            Event::ChildReady { .. } => "child_ready",
-            Event::Exec { .. } => "exec",
-            Event::ExecResult { .. } => "exec_result",
-            Event::ThreadStart => "thread_start",
-            Event::ThreadExit { .. } => "thread_exit",
-            Event::Timer {
-                per_thread: true, ..
-            } => "th_timer",
-            Event::Timer { .. } => "timer",
-            Event::Counter {
-                per_thread: true, ..
-            } => "th_counter",
-            Event::Counter { .. } => "counter",
-            Event::Exit { .. } => "exit",
-            Event::Atexit { .. } => "atexit",
-            Event::Signal { .. } => "signal",
-        }
-    }
-
     /// The region nesting of the events the Event target filters by nesting
     /// (`region_enter`, `region_leave`, `data`, `data_json`); `None` for the others.
     pub fn nesting(&self) -> Option<u32> {

@@ -1,8 +1,12 @@
 //! Random records: a deterministic generator (a failure can be replayed from its seed)
-//! and records of every event kind with edge values: empty and absent texts, quotes,
+//! and records of every event kind of the catalogue (built from its rows, so a new kind
+//! is generated without code here) with edge values: empty and absent texts, quotes,
 //! backslashes, control bytes, multi-byte characters, 0 and the integer limits.
 
-use tracing_trace2_record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
+use tracing_trace2_record::catalogue::{
+    CATALOGUE, FieldError, FieldType, FieldValue, KIND_COUNT, Kind,
+};
+use tracing_trace2_record::{Callsite, Event, Record, Timestamp};
 
 /// A small deterministic generator (xorshift64*), so a failure can be replayed.
 pub struct Rng(pub u64);
@@ -96,9 +100,8 @@ pub struct Owned {
     pub thread: String,
 }
 
-/// How many kinds `event` knows: one per `Event` variant, plus the per-thread forms of
-/// `timer` and `counter`.
-pub const KINDS: usize = 30;
+/// How many kinds `event` knows: the rows of the catalogue.
+pub const KINDS: usize = KIND_COUNT;
 
 impl Owned {
     pub fn new(rng: &mut Rng, kind: usize) -> Owned {
@@ -124,131 +127,38 @@ impl Owned {
         }
     }
 
+    /// The kind of this record: row `kind` of the catalogue.
+    pub fn catalogue_kind(&self) -> Kind {
+        CATALOGUE[self.kind].kind
+    }
+
+    /// The event, built from the catalogue's row: each field takes the next unused
+    /// value of its type from the pools (`nesting` is kept small, as the formats draw
+    /// it; a `repo` is present when `b[0]` says so).
     pub fn event<'a>(&'a self, list: &'a [&'a str]) -> Event<'a> {
-        let s = |k: usize| self.s[k].as_str();
-        let o = |k: usize| self.o[k].as_deref();
-        let repo = self.b[0].then_some(self.i[0]);
-        let region = RegionInfo {
-            repo,
-            category: o(0),
-            label: o(1),
-            msg: o(2),
+        let (mut text, mut opt, mut uint, mut int, mut flag) = (0, 0, 0, 1, 1);
+        let next = |i: &mut usize| {
+            *i += 1;
+            *i - 1
         };
-        let nesting = (self.n[5] % 12) as u32;
-        match self.kind {
-            0 => Event::Version { exe: s(0) },
-            1 => Event::TooManyFiles,
-            2 => Event::Start { argv: list },
-            3 => Event::CmdAncestry { ancestry: list },
-            4 => Event::CmdPath { path: s(0) },
-            5 => Event::CmdName {
-                name: s(0),
-                hierarchy: s(1),
-            },
-            6 => Event::CmdMode { name: s(0) },
-            7 => Event::Alias {
-                alias: s(0),
-                argv: list,
-            },
-            8 => Event::DefParam {
-                scope: s(0),
-                param: s(1),
-                value: o(0),
-            },
-            9 => Event::DefRepo {
-                repo: self.i[0],
-                worktree: s(0),
-            },
-            10 => Event::RegionEnter { region, nesting },
-            11 => Event::RegionLeave {
-                region,
-                nesting,
-                t_rel_us: self.n[0],
-            },
-            12 => Event::Data {
-                repo,
-                category: s(0),
-                key: s(1),
-                value: s(2),
-                nesting,
-                t_rel_us: self.n[0],
-            },
-            13 => Event::DataJson {
-                repo,
-                category: s(0),
-                key: s(1),
-                json: s(2),
-                nesting,
-                t_rel_us: self.n[0],
-            },
-            14 => Event::Printf { msg: o(0) },
-            15 => Event::Error {
-                msg: o(0),
-                fmt: o(1),
-            },
-            16 => Event::ChildStart(ChildInfo {
-                child_id: self.n[0],
-                class: s(0),
-                hook_name: o(0),
-                cd: o(1),
-                use_shell: self.b[1],
-                is_git: self.b[2],
-                argv: list,
-            }),
-            17 => Event::ChildExit {
-                child_id: self.n[0],
-                pid: self.i[1],
-                code: self.i[2],
-                elapsed_us: self.n[1],
-            },
-            18 => Event::ChildReady {
-                child_id: self.n[0],
-                pid: self.i[1],
-                ready: s(0),
-                elapsed_us: self.n[1],
-            },
-            19 => Event::Exec {
-                exec_id: self.n[0],
-                exe: o(0),
-                argv: list,
-            },
-            20 => Event::ExecResult {
-                exec_id: self.n[0],
-                code: self.i[1],
-                err: o(0),
-            },
-            21 => Event::ThreadStart,
-            22 => Event::ThreadExit {
-                elapsed_us: self.n[0],
-            },
-            23 | 24 => Event::Timer {
-                per_thread: self.kind == 24,
-                timer: TimerInfo {
-                    category: s(0),
-                    name: s(1),
-                    intervals: self.n[0],
-                    total_ns: self.n[1],
-                    min_ns: self.n[2],
-                    max_ns: self.n[3],
-                },
-            },
-            25 | 26 => Event::Counter {
-                per_thread: self.kind == 26,
-                category: s(0),
-                name: s(1),
-                value: self.n[0],
-            },
-            27 => Event::Exit {
-                code: self.i[3] as i32,
-            },
-            28 => Event::Atexit {
-                code: self.i[3] as i32,
-            },
-            29 => Event::Signal {
-                signo: self.i[3] as i32,
-            },
-            other => panic!("no event kind {other}"),
-        }
+        Event::from_fields(self.catalogue_kind(), |field| {
+            Ok::<_, FieldError>(match field.ty {
+                FieldType::Text | FieldType::TextOmittedWhenEmpty | FieldType::Json => {
+                    FieldValue::Text(&self.s[next(&mut text)])
+                }
+                FieldType::OptText => FieldValue::OptText(self.o[next(&mut opt)].as_deref()),
+                FieldType::TextList => FieldValue::TextList(list),
+                FieldType::Uint | FieldType::Count | FieldType::Micros | FieldType::Nanos => {
+                    FieldValue::Uint(self.n[next(&mut uint)])
+                }
+                FieldType::Int => FieldValue::Int(self.i[next(&mut int) % 3]),
+                FieldType::OptInt => FieldValue::OptInt(self.b[0].then_some(self.i[0])),
+                FieldType::Nesting => FieldValue::Nesting((self.n[5] % 12) as u32),
+                FieldType::Code => FieldValue::Code(self.i[3] as i32),
+                FieldType::Flag => FieldValue::Flag(self.b[next(&mut flag)]),
+            })
+        })
+        .expect("the pools hold a value of every type")
     }
 
     /// The argument list, to borrow for [`Owned::record`] and [`Owned::record_in`].

@@ -298,7 +298,7 @@ impl Trace2 {
                     })
                     .with_dst_debug(s.dst_debug)
                     .build(opened.sink);
-                builder = builder.with_target(writer.target(opened.too_many_files));
+                builder = builder.with_target(targets::binary(&writer, opened.too_many_files));
                 any = true;
             }
         }

@@ -27,6 +27,7 @@
 
 mod condition;
 mod discover;
+mod home;
 mod parse;
 mod sources;
 #[cfg(test)]
@@ -181,16 +182,6 @@ impl Settings {
     /// repository whose config `def_param` lists is looked for from there.
     pub fn load_in(env: EnvFn<'_>, cwd: &Path) -> Settings {
         load_settings(env, Some(cwd))
-    }
-
-    /// The `def_param` lines the process will write after its first `cmd_name`, as
-    /// `(scope, key, value)`: the config entries matching `trace2.configParams`, then the
-    /// environment variables named by `trace2.envVars` (scope `command`, as git lists them).
-    pub fn def_param_listing(&self) -> Vec<(&'static str, String, Option<String>)> {
-        crate::params::def_params(self)
-            .into_iter()
-            .map(|p| (p.scope, p.param, p.value))
-            .collect()
     }
 
     /// Settings from config a program has already read itself (with gitoxide's

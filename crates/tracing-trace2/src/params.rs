@@ -39,6 +39,20 @@ fn key_matches(settings: &Settings, key: &str) -> bool {
         .any(|p| wildmatch(p, key, PARAM_FLAGS))
 }
 
+// The listing is a method of `Settings` written here, so that `config` (which
+// `params` reads) does not import `params` back.
+impl Settings {
+    /// The `def_param` lines the process will write after its first `cmd_name`, as
+    /// `(scope, key, value)`: the config entries matching `trace2.configParams`, then the
+    /// environment variables named by `trace2.envVars` (scope `command`, as git lists them).
+    pub fn def_param_listing(&self) -> Vec<(&'static str, String, Option<String>)> {
+        def_params(self)
+            .into_iter()
+            .map(|p| (p.scope, p.param, p.value))
+            .collect()
+    }
+}
+
 /// The `def_param` events git emits once per process after the first `cmd_name`:
 /// matching config entries (system, global, local, then command line), then the set and
 /// non-empty environment variables of [`Settings::env_vars`], in list order.

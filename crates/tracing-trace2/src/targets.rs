@@ -1,4 +1,4 @@
-//! The three text targets as git names them: each pairs its format with a sink under
+//! The three text targets as git names them, and the binary target: each pairs its format with a sink under
 //! the environment variable that enables it in git (the name appears in git's messages
 //! about the target). [`crate::Trace2`] builds them from git's settings; these
 //! constructors are for programs that assemble a [`Trace2Layer`] themselves.
@@ -14,6 +14,7 @@
 //! # drop(layer);
 //! ```
 
+use tracing_trace2_binary::{BinaryWriter, FlushingSink, RecordingFormat};
 #[cfg(doc)]
 use tracing_trace2_core::Trace2Layer;
 use tracing_trace2_core::{Sink, Target};
@@ -41,4 +42,17 @@ pub fn perf(format: PerfFormat, sink: impl Sink) -> Target {
 /// An Event target writing `format`'s lines to `sink`.
 pub fn event(format: EventFormat, sink: impl Sink) -> Target {
     Target::new(EVENT_ENV, format, sink)
+}
+
+/// The binary target (t2b): `writer` records every record the layer hands it, and
+/// writes its batches out when the layer flushes. Named after `TRACING_TRACE2_BINARY`;
+/// `too_many_files` is the destination's flag
+/// ([`Destination::too_many_files`](tracing_trace2_binary::Destination::too_many_files)).
+pub fn binary(writer: &BinaryWriter, too_many_files: bool) -> Target {
+    Target::new(
+        tracing_trace2_binary::ENV_NAME,
+        RecordingFormat(writer.clone()),
+        FlushingSink(writer.clone()),
+    )
+    .with_too_many_files(too_many_files)
 }

@@ -88,7 +88,8 @@ impl DecodeReport {
     }
 
     /// Whether the input was read whole: no byte skipped, no batch lost or cut short,
-    /// and every stream ended with its END frame.
+    /// no event of a kind this decoder does not know, and every stream ended with its
+    /// END frame.
     pub fn is_complete(&self) -> bool {
         self.skipped_bytes == 0
             && self.invalid_frames == 0
@@ -97,9 +98,9 @@ impl DecodeReport {
             && self.streams.iter().all(|s| {
                 s.ended
                     && s.unsupported.is_none()
-                    && s.threads
-                        .iter()
-                        .all(|t| t.lost_batches == 0 && t.abandoned_batches == 0)
+                    && s.threads.iter().all(|t| {
+                        t.lost_batches == 0 && t.abandoned_batches == 0 && t.unknown_events == 0
+                    })
             })
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use super::EnvFn;
 use super::discover::{GitDirTexts, real_path};
-use super::sources::home_of_user;
+use super::home::home_of_user;
 use super::wildmatch::{WildFlags, wildmatch_bytes};
 
 /// Whether the git directory `texts` describes matches a `gitdir:` pattern.

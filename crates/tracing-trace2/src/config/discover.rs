@@ -459,7 +459,7 @@ fn valid_ownership(
             safe = true;
             continue;
         }
-        let Some(allowed) = super::sources::expand_path(value, env) else {
+        let Some(allowed) = super::home::expand_path(value, env) else {
             let warning = format!("failed to expand user dir in: '{value}'");
             if !warnings.contains(&warning) {
                 warnings.push(warning);

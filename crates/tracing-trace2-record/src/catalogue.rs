@@ -1,0 +1,1014 @@
+//! The catalogue: every Trace2 event kind declared once, as data that writers and
+//! readers share.
+//!
+//! One row of [`CATALOGUE`] per kind gives its Trace2 name, its fields in the order the
+//! [`Event`] variant declares them (with each field's Event JSON key and type) and the
+//! argument signature of the binary target (see `docs/binary-format.md`). The kind's
+//! number ([`Kind`]) is the kind byte of the binary target and the tag of the record
+//! [`codec`](crate::codec).
+//!
+//! What reads or writes events generically goes through this module: [`Event::kind`]
+//! gives a record's row, [`Event::visit_fields`] hands its fields over in catalogue
+//! order as [`FieldValue`]s, and [`Event::from_fields`] builds an event of a kind from
+//! such values (the Event JSON reader, the binary decoder's checks and the random record
+//! generator use them). Those two functions and [`Event::kind`] are the only places that
+//! spell out every variant's fields; a test checks them against the table. What stays
+//! per kind elsewhere is what is irregular: the Normal and Perf payload text, the typed
+//! API call and the meaning a reader gives a kind.
+
+use std::fmt;
+
+use crate::record::{ChildInfo, Event, RegionInfo, TimerInfo};
+
+/// The kinds of Trace2 events. The number of each is its kind byte in the binary target
+/// (format 1.0) and its tag in the record codec.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum Kind {
+    Version = 0x01,
+    Start = 0x02,
+    Exit = 0x03,
+    Atexit = 0x04,
+    Signal = 0x05,
+    Error = 0x06,
+    CmdPath = 0x07,
+    CmdAncestry = 0x08,
+    CmdName = 0x09,
+    CmdMode = 0x0A,
+    Alias = 0x0B,
+    ChildStart = 0x0C,
+    ChildExit = 0x0D,
+    ChildReady = 0x0E,
+    ThreadStart = 0x0F,
+    ThreadExit = 0x10,
+    Exec = 0x11,
+    ExecResult = 0x12,
+    DefParam = 0x13,
+    DefRepo = 0x14,
+    RegionEnter = 0x15,
+    RegionLeave = 0x16,
+    Data = 0x17,
+    DataJson = 0x18,
+    Printf = 0x19,
+    Timer = 0x1A,
+    ThTimer = 0x1B,
+    Counter = 0x1C,
+    ThCounter = 0x1D,
+    TooManyFiles = 0x1E,
+}
+
+/// How many kinds the catalogue holds.
+pub const KIND_COUNT: usize = 30;
+
+impl Kind {
+    /// The kind numbered `id`, if the catalogue has one.
+    pub fn from_id(id: u8) -> Option<Kind> {
+        let row = CATALOGUE.get(usize::from(id).checked_sub(1)?)?;
+        Some(row.kind)
+    }
+
+    /// The kind whose Trace2 name is `name`.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        CATALOGUE
+            .iter()
+            .find(|row| row.name == name)
+            .map(|row| row.kind)
+    }
+
+    /// The kind's number (its binary kind byte and codec tag).
+    #[inline]
+    pub const fn id(self) -> u8 {
+        self as u8
+    }
+
+    /// The kind's row of the catalogue.
+    #[inline]
+    pub const fn spec(self) -> &'static KindSpec {
+        &CATALOGUE[self as usize - 1]
+    }
+
+    /// The Trace2 name.
+    #[inline]
+    pub const fn name(self) -> &'static str {
+        self.spec().name
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The type of a field: what Rust type it has in [`Event`], and how the record codec
+/// and Event JSON write it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldType {
+    /// `&str`; a JSON string.
+    Text,
+    /// `&str` that Event JSON leaves out when empty (`cmd_name`'s hierarchy).
+    TextOmittedWhenEmpty,
+    /// `Option<&str>`; a JSON string, or no key.
+    OptText,
+    /// `&[&str]`; a JSON array of strings.
+    TextList,
+    /// `&str` holding compact JSON, embedded verbatim (`null` when empty).
+    Json,
+    /// `u64`; a JSON integer.
+    Uint,
+    /// `u64` that Event JSON writes through a signed conversion, as git does.
+    Count,
+    /// `i64`; a JSON integer.
+    Int,
+    /// `Option<i64>`; a JSON integer, or no key.
+    OptInt,
+    /// `u32`; a JSON integer.
+    Nesting,
+    /// `i32`; a JSON integer.
+    Code,
+    /// `bool`; a JSON boolean.
+    Flag,
+    /// `u64` microseconds; JSON seconds with six decimals.
+    Micros,
+    /// `u64` nanoseconds; JSON seconds with six decimals.
+    Nanos,
+}
+
+/// One field of a kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// The field's name in [`Event`] (in [`ChildInfo`], [`RegionInfo`] or
+    /// [`TimerInfo`] for the kinds that group their fields).
+    pub name: &'static str,
+    /// The field's key in an Event JSON line; `None` when Event JSON does not write it
+    /// (the reader then gives it its default, see [`Field::json_default`]).
+    pub key: Option<&'static str>,
+    /// The field's type.
+    pub ty: FieldType,
+}
+
+impl Field {
+    /// Whether a reader of Event JSON cannot recover this field from the line alone:
+    /// it has no key, or it is written in a lossy unit.
+    pub fn json_default(&self) -> bool {
+        self.key.is_none()
+    }
+}
+
+/// One row of the catalogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindSpec {
+    /// The kind.
+    pub kind: Kind,
+    /// The Trace2 event name (`"region_enter"`).
+    pub name: &'static str,
+    /// The fields, in the order the [`Event`] variant declares them (the record codec's
+    /// wire order).
+    pub fields: &'static [Field],
+    /// The binary target's argument signature (one type code per argument, in wire
+    /// order; `docs/binary-format.md`, "Event kinds").
+    pub binary: &'static str,
+    /// Whether the event has a `nesting` that the Event target filters by.
+    pub nested: bool,
+}
+
+const fn f(name: &'static str, key: &'static str, ty: FieldType) -> Field {
+    Field {
+        name,
+        key: Some(key),
+        ty,
+    }
+}
+
+const fn hidden(name: &'static str, ty: FieldType) -> Field {
+    Field {
+        name,
+        key: None,
+        ty,
+    }
+}
+
+const fn row(
+    kind: Kind,
+    name: &'static str,
+    fields: &'static [Field],
+    binary: &'static str,
+) -> KindSpec {
+    KindSpec {
+        kind,
+        name,
+        fields,
+        binary,
+        nested: false,
+    }
+}
+
+const fn nested(mut spec: KindSpec) -> KindSpec {
+    spec.nested = true;
+    spec
+}
+
+use FieldType::*;
+
+const REGION_FIELDS: [Field; 4] = [
+    f("repo", "repo", OptInt),
+    f("category", "category", OptText),
+    f("label", "label", OptText),
+    f("msg", "msg", OptText),
+];
+const TIMER_FIELDS: &[Field] = &[
+    f("category", "category", Text),
+    f("name", "name", Text),
+    f("intervals", "intervals", Count),
+    f("total_ns", "t_total", Nanos),
+    f("min_ns", "t_min", Nanos),
+    f("max_ns", "t_max", Nanos),
+];
+const COUNTER_FIELDS: &[Field] = &[
+    f("category", "category", Text),
+    f("name", "name", Text),
+    f("value", "count", Count),
+];
+
+/// Every Trace2 event kind, in kind order (row `i` is kind `i + 1`).
+///
+/// Binary signatures (type codes in `docs/binary-format.md`): the repository id of
+/// `def_repo`, regions and data travels in the head byte, `child_start`'s two flags are
+/// one `f` argument, and the order of arguments is the wire's, which for some kinds
+/// differs from the field order (the comments say how).
+pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
+    row(Kind::Version, "version", &[f("exe", "exe", Text)], "s"),
+    row(Kind::Start, "start", &[f("argv", "argv", TextList)], "v"),
+    row(Kind::Exit, "exit", &[f("code", "code", Code)], "i"),
+    row(Kind::Atexit, "atexit", &[f("code", "code", Code)], "i"),
+    row(Kind::Signal, "signal", &[f("signo", "signo", Code)], "i"),
+    // Binary: fmt, then msg.
+    row(
+        Kind::Error,
+        "error",
+        &[f("msg", "msg", OptText), f("fmt", "fmt", OptText)],
+        "oo",
+    ),
+    row(Kind::CmdPath, "cmd_path", &[f("path", "path", Text)], "b"),
+    row(
+        Kind::CmdAncestry,
+        "cmd_ancestry",
+        &[f("ancestry", "ancestry", TextList)],
+        "v",
+    ),
+    row(
+        Kind::CmdName,
+        "cmd_name",
+        &[
+            f("name", "name", Text),
+            f("hierarchy", "hierarchy", TextOmittedWhenEmpty),
+        ],
+        "ss",
+    ),
+    row(Kind::CmdMode, "cmd_mode", &[f("name", "name", Text)], "s"),
+    row(
+        Kind::Alias,
+        "alias",
+        &[f("alias", "alias", Text), f("argv", "argv", TextList)],
+        "bv",
+    ),
+    // Binary: child_id, flags (bit 0 use_shell, bit 1 is_git), class, hook_name, cd,
+    // argv. Event JSON shows `is_git` as a `"git"` before the arguments.
+    row(
+        Kind::ChildStart,
+        "child_start",
+        &[
+            f("child_id", "child_id", Uint),
+            f("class", "child_class", Text),
+            f("hook_name", "hook_name", OptText),
+            f("cd", "cd", OptText),
+            f("use_shell", "use_shell", Flag),
+            hidden("is_git", Flag),
+            f("argv", "argv", TextList),
+        ],
+        "ufssov",
+    ),
+    row(
+        Kind::ChildExit,
+        "child_exit",
+        &[
+            f("child_id", "child_id", Uint),
+            f("pid", "pid", Int),
+            f("code", "code", Int),
+            f("elapsed_us", "t_rel", Micros),
+        ],
+        "uiiu",
+    ),
+    row(
+        Kind::ChildReady,
+        "child_ready",
+        &[
+            f("child_id", "child_id", Uint),
+            f("pid", "pid", Int),
+            f("ready", "ready", Text),
+            f("elapsed_us", "t_rel", Micros),
+        ],
+        "uisu",
+    ),
+    row(Kind::ThreadStart, "thread_start", &[], ""),
+    row(
+        Kind::ThreadExit,
+        "thread_exit",
+        &[f("elapsed_us", "t_rel", Micros)],
+        "u",
+    ),
+    row(
+        Kind::Exec,
+        "exec",
+        &[
+            f("exec_id", "exec_id", Uint),
+            f("exe", "exe", OptText),
+            f("argv", "argv", TextList),
+        ],
+        "uov",
+    ),
+    // git's Event target leaves the errno text to the other targets.
+    row(
+        Kind::ExecResult,
+        "exec_result",
+        &[
+            f("exec_id", "exec_id", Uint),
+            f("code", "code", Int),
+            hidden("err", OptText),
+        ],
+        "uio",
+    ),
+    row(
+        Kind::DefParam,
+        "def_param",
+        &[
+            f("scope", "scope", Text),
+            f("param", "param", Text),
+            f("value", "value", OptText),
+        ],
+        "sso",
+    ),
+    // Binary: the repository id is in the head byte (always present).
+    row(
+        Kind::DefRepo,
+        "def_repo",
+        &[f("repo", "repo", Int), f("worktree", "worktree", Text)],
+        "b",
+    ),
+    // Binary: nesting, category, label, msg.
+    nested(row(
+        Kind::RegionEnter,
+        "region_enter",
+        &[
+            REGION_FIELDS[0],
+            REGION_FIELDS[1],
+            REGION_FIELDS[2],
+            REGION_FIELDS[3],
+            f("nesting", "nesting", Nesting),
+        ],
+        "usss",
+    )),
+    // Binary: nesting, t_rel, category, label, msg.
+    nested(row(
+        Kind::RegionLeave,
+        "region_leave",
+        &[
+            REGION_FIELDS[0],
+            REGION_FIELDS[1],
+            REGION_FIELDS[2],
+            REGION_FIELDS[3],
+            f("nesting", "nesting", Nesting),
+            f("t_rel_us", "t_rel", Micros),
+        ],
+        "ursss",
+    )),
+    // Binary: nesting, t_rel, category, key, value.
+    nested(row(
+        Kind::Data,
+        "data",
+        &[
+            f("repo", "repo", OptInt),
+            f("category", "category", Text),
+            f("key", "key", Text),
+            f("value", "value", Text),
+            f("nesting", "nesting", Nesting),
+            f("t_rel_us", "t_rel", Micros),
+        ],
+        "urssn",
+    )),
+    nested(row(
+        Kind::DataJson,
+        "data_json",
+        &[
+            f("repo", "repo", OptInt),
+            f("category", "category", Text),
+            f("key", "key", Text),
+            f("json", "value", Json),
+            f("nesting", "nesting", Nesting),
+            f("t_rel_us", "t_rel", Micros),
+        ],
+        "urssj",
+    )),
+    row(Kind::Printf, "printf", &[f("msg", "msg", OptText)], "d"),
+    row(Kind::Timer, "timer", TIMER_FIELDS, "ssuuuu"),
+    row(Kind::ThTimer, "th_timer", TIMER_FIELDS, "ssuuuu"),
+    row(Kind::Counter, "counter", COUNTER_FIELDS, "ssu"),
+    row(Kind::ThCounter, "th_counter", COUNTER_FIELDS, "ssu"),
+    row(Kind::TooManyFiles, "too_many_files", &[], ""),
+];
+
+/// The value of one field, as [`Event::visit_fields`] hands it over and
+/// [`Event::from_fields`] takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValue<'a> {
+    /// [`FieldType::Text`], [`FieldType::TextOmittedWhenEmpty`], [`FieldType::Json`].
+    Text(&'a str),
+    /// [`FieldType::OptText`].
+    OptText(Option<&'a str>),
+    /// [`FieldType::TextList`].
+    TextList(&'a [&'a str]),
+    /// [`FieldType::Uint`], [`FieldType::Count`], [`FieldType::Micros`],
+    /// [`FieldType::Nanos`].
+    Uint(u64),
+    /// [`FieldType::Int`].
+    Int(i64),
+    /// [`FieldType::OptInt`].
+    OptInt(Option<i64>),
+    /// [`FieldType::Nesting`].
+    Nesting(u32),
+    /// [`FieldType::Code`].
+    Code(i32),
+    /// [`FieldType::Flag`].
+    Flag(bool),
+}
+
+impl FieldValue<'_> {
+    /// Whether this value has the Rust type that `ty` declares.
+    pub fn fits(&self, ty: FieldType) -> bool {
+        matches!(
+            (self, ty),
+            (FieldValue::Text(_), Text | TextOmittedWhenEmpty | Json)
+                | (FieldValue::OptText(_), OptText)
+                | (FieldValue::TextList(_), TextList)
+                | (FieldValue::Uint(_), Uint | Count | Micros | Nanos)
+                | (FieldValue::Int(_), Int)
+                | (FieldValue::OptInt(_), OptInt)
+                | (FieldValue::Nesting(_), Nesting)
+                | (FieldValue::Code(_), Code)
+                | (FieldValue::Flag(_), Flag)
+        )
+    }
+}
+
+/// Why [`Event::from_fields`] could not build an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// The kind being built.
+    pub kind: Kind,
+    /// The field whose value did not fit.
+    pub field: &'static str,
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: field {} has a value of the wrong type",
+            self.kind, self.field
+        )
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// The most fields a kind has.
+pub const MAX_FIELDS: usize = 7;
+
+/// `values` in a fixed array, with how many there are (no allocation).
+fn pad<'a, const N: usize>(values: [FieldValue<'a>; N]) -> ([FieldValue<'a>; MAX_FIELDS], usize) {
+    let mut all = [FieldValue::Flag(false); MAX_FIELDS];
+    all[..N].copy_from_slice(&values);
+    (all, N)
+}
+
+/// `$value` with `$k` bound to the kind of `$event`: the one list of which variant is
+/// which kind, for [`Event::kind`] and [`Event::name`] (each arm's value is a constant
+/// the compiler folds, so `name` is one table lookup).
+macro_rules! per_kind {
+    ($event:expr, $k:ident => $value:expr) => {
+        match $event {
+            Event::Version { .. } => {
+                let $k = Kind::Version;
+                $value
+            }
+            Event::TooManyFiles => {
+                let $k = Kind::TooManyFiles;
+                $value
+            }
+            Event::Start { .. } => {
+                let $k = Kind::Start;
+                $value
+            }
+            Event::CmdAncestry { .. } => {
+                let $k = Kind::CmdAncestry;
+                $value
+            }
+            Event::CmdPath { .. } => {
+                let $k = Kind::CmdPath;
+                $value
+            }
+            Event::CmdName { .. } => {
+                let $k = Kind::CmdName;
+                $value
+            }
+            Event::CmdMode { .. } => {
+                let $k = Kind::CmdMode;
+                $value
+            }
+            Event::Alias { .. } => {
+                let $k = Kind::Alias;
+                $value
+            }
+            Event::DefParam { .. } => {
+                let $k = Kind::DefParam;
+                $value
+            }
+            Event::DefRepo { .. } => {
+                let $k = Kind::DefRepo;
+                $value
+            }
+            Event::RegionEnter { .. } => {
+                let $k = Kind::RegionEnter;
+                $value
+            }
+            Event::RegionLeave { .. } => {
+                let $k = Kind::RegionLeave;
+                $value
+            }
+            Event::Data { .. } => {
+                let $k = Kind::Data;
+                $value
+            }
+            Event::DataJson { .. } => {
+                let $k = Kind::DataJson;
+                $value
+            }
+            Event::Printf { .. } => {
+                let $k = Kind::Printf;
+                $value
+            }
+            Event::Error { .. } => {
+                let $k = Kind::Error;
+                $value
+            }
+            Event::ChildStart(_) => {
+                let $k = Kind::ChildStart;
+                $value
+            }
+            Event::ChildExit { .. } => {
+                let $k = Kind::ChildExit;
+                $value
+            }
+            Event::ChildReady { .. } => {
+                let $k = Kind::ChildReady;
+                $value
+            }
+            Event::Exec { .. } => {
+                let $k = Kind::Exec;
+                $value
+            }
+            Event::ExecResult { .. } => {
+                let $k = Kind::ExecResult;
+                $value
+            }
+            Event::ThreadStart => {
+                let $k = Kind::ThreadStart;
+                $value
+            }
+            Event::ThreadExit { .. } => {
+                let $k = Kind::ThreadExit;
+                $value
+            }
+            Event::Timer {
+                per_thread: true, ..
+            } => {
+                let $k = Kind::ThTimer;
+                $value
+            }
+            Event::Timer { .. } => {
+                let $k = Kind::Timer;
+                $value
+            }
+            Event::Counter {
+                per_thread: true, ..
+            } => {
+                let $k = Kind::ThCounter;
+                $value
+            }
+            Event::Counter { .. } => {
+                let $k = Kind::Counter;
+                $value
+            }
+            Event::Exit { .. } => {
+                let $k = Kind::Exit;
+                $value
+            }
+            Event::Atexit { .. } => {
+                let $k = Kind::Atexit;
+                $value
+            }
+            Event::Signal { .. } => {
+                let $k = Kind::Signal;
+                $value
+            }
+        }
+    };
+}
+
+impl<'a> Event<'a> {
+    /// The event's kind: its row of the [`CATALOGUE`].
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        per_kind!(self, k => k)
+    }
+
+    /// The event name as Trace2 writes it (its row's name).
+    #[inline]
+    pub fn name(&self) -> &'static str {
+        per_kind!(self, k => k.name())
+    }
+
+    /// Hands every field to `visit` with its catalogue entry, in catalogue order.
+    pub fn visit_fields(&self, mut visit: impl FnMut(&'static Field, FieldValue<'a>)) {
+        use FieldValue as V;
+        let (values, count) = match *self {
+            Event::Version { exe } => pad([V::Text(exe)]),
+            Event::TooManyFiles | Event::ThreadStart => pad([]),
+            Event::Start { argv } => pad([V::TextList(argv)]),
+            Event::CmdAncestry { ancestry } => pad([V::TextList(ancestry)]),
+            Event::CmdPath { path } => pad([V::Text(path)]),
+            Event::CmdName { name, hierarchy } => pad([V::Text(name), V::Text(hierarchy)]),
+            Event::CmdMode { name } => pad([V::Text(name)]),
+            Event::Alias { alias, argv } => pad([V::Text(alias), V::TextList(argv)]),
+            Event::DefParam {
+                scope,
+                param,
+                value,
+            } => pad([V::Text(scope), V::Text(param), V::OptText(value)]),
+            Event::DefRepo { repo, worktree } => pad([V::Int(repo), V::Text(worktree)]),
+            Event::RegionEnter { region, nesting } => pad([
+                V::OptInt(region.repo),
+                V::OptText(region.category),
+                V::OptText(region.label),
+                V::OptText(region.msg),
+                V::Nesting(nesting),
+            ]),
+            Event::RegionLeave {
+                region,
+                nesting,
+                t_rel_us,
+            } => pad([
+                V::OptInt(region.repo),
+                V::OptText(region.category),
+                V::OptText(region.label),
+                V::OptText(region.msg),
+                V::Nesting(nesting),
+                V::Uint(t_rel_us),
+            ]),
+            Event::Data {
+                repo,
+                category,
+                key,
+                value: text,
+                nesting,
+                t_rel_us,
+            }
+            | Event::DataJson {
+                repo,
+                category,
+                key,
+                json: text,
+                nesting,
+                t_rel_us,
+            } => pad([
+                V::OptInt(repo),
+                V::Text(category),
+                V::Text(key),
+                V::Text(text),
+                V::Nesting(nesting),
+                V::Uint(t_rel_us),
+            ]),
+            Event::Printf { msg } => pad([V::OptText(msg)]),
+            Event::Error { msg, fmt } => pad([V::OptText(msg), V::OptText(fmt)]),
+            Event::ChildStart(c) => pad([
+                V::Uint(c.child_id),
+                V::Text(c.class),
+                V::OptText(c.hook_name),
+                V::OptText(c.cd),
+                V::Flag(c.use_shell),
+                V::Flag(c.is_git),
+                V::TextList(c.argv),
+            ]),
+            Event::ChildExit {
+                child_id,
+                pid,
+                code,
+                elapsed_us,
+            } => pad([
+                V::Uint(child_id),
+                V::Int(pid),
+                V::Int(code),
+                V::Uint(elapsed_us),
+            ]),
+            Event::ChildReady {
+                child_id,
+                pid,
+                ready,
+                elapsed_us,
+            } => pad([
+                V::Uint(child_id),
+                V::Int(pid),
+                V::Text(ready),
+                V::Uint(elapsed_us),
+            ]),
+            Event::Exec { exec_id, exe, argv } => {
+                pad([V::Uint(exec_id), V::OptText(exe), V::TextList(argv)])
+            }
+            Event::ExecResult { exec_id, code, err } => {
+                pad([V::Uint(exec_id), V::Int(code), V::OptText(err)])
+            }
+            Event::ThreadExit { elapsed_us } => pad([V::Uint(elapsed_us)]),
+            Event::Timer { timer: t, .. } => pad([
+                V::Text(t.category),
+                V::Text(t.name),
+                V::Uint(t.intervals),
+                V::Uint(t.total_ns),
+                V::Uint(t.min_ns),
+                V::Uint(t.max_ns),
+            ]),
+            Event::Counter {
+                category,
+                name,
+                value,
+                ..
+            } => pad([V::Text(category), V::Text(name), V::Uint(value)]),
+            Event::Exit { code } | Event::Atexit { code } => pad([V::Code(code)]),
+            Event::Signal { signo } => pad([V::Code(signo)]),
+        };
+        for (field, value) in self.kind().spec().fields.iter().zip(&values[..count]) {
+            visit(field, *value);
+        }
+    }
+
+    /// Builds an event of `kind`, asking `value` for each field of its row in catalogue
+    /// order. A value of the wrong type is an error; `value`'s own errors pass through.
+    pub fn from_fields<E: From<FieldError>>(
+        kind: Kind,
+        mut value: impl FnMut(&'static Field) -> Result<FieldValue<'a>, E>,
+    ) -> Result<Event<'a>, E> {
+        let mut fields = kind.spec().fields.iter();
+        let mut next = || -> Result<FieldValue<'a>, E> {
+            let field = fields
+                .next()
+                .expect("the catalogue row has as many fields as the variant");
+            let got = value(field)?;
+            if got.fits(field.ty) {
+                Ok(got)
+            } else {
+                Err(FieldError {
+                    kind,
+                    field: field.name,
+                }
+                .into())
+            }
+        };
+        // Each getter takes the next field; `fits` has checked its type already, so the
+        // `unreachable!` arms are never taken.
+        macro_rules! take {
+            ($variant:ident) => {
+                match next()? {
+                    FieldValue::$variant(v) => v,
+                    _ => unreachable!("checked by FieldValue::fits"),
+                }
+            };
+        }
+        let region = |next: &mut dyn FnMut() -> Result<FieldValue<'a>, E>| -> Result<_, E> {
+            let take_opt_text = |v| match v {
+                FieldValue::OptText(v) => v,
+                _ => unreachable!("checked by FieldValue::fits"),
+            };
+            Ok(RegionInfo {
+                repo: match next()? {
+                    FieldValue::OptInt(v) => v,
+                    _ => unreachable!("checked by FieldValue::fits"),
+                },
+                category: take_opt_text(next()?),
+                label: take_opt_text(next()?),
+                msg: take_opt_text(next()?),
+            })
+        };
+        let timer = |per_thread: bool, next: &mut dyn FnMut() -> Result<FieldValue<'a>, E>| {
+            let text = |v| match v {
+                FieldValue::Text(v) => v,
+                _ => unreachable!("checked by FieldValue::fits"),
+            };
+            let uint = |v| match v {
+                FieldValue::Uint(v) => v,
+                _ => unreachable!("checked by FieldValue::fits"),
+            };
+            Ok::<_, E>(Event::Timer {
+                per_thread,
+                timer: TimerInfo {
+                    category: text(next()?),
+                    name: text(next()?),
+                    intervals: uint(next()?),
+                    total_ns: uint(next()?),
+                    min_ns: uint(next()?),
+                    max_ns: uint(next()?),
+                },
+            })
+        };
+        Ok(match kind {
+            Kind::Version => Event::Version { exe: take!(Text) },
+            Kind::TooManyFiles => Event::TooManyFiles,
+            Kind::Start => Event::Start {
+                argv: take!(TextList),
+            },
+            Kind::CmdAncestry => Event::CmdAncestry {
+                ancestry: take!(TextList),
+            },
+            Kind::CmdPath => Event::CmdPath { path: take!(Text) },
+            Kind::CmdName => Event::CmdName {
+                name: take!(Text),
+                hierarchy: take!(Text),
+            },
+            Kind::CmdMode => Event::CmdMode { name: take!(Text) },
+            Kind::Alias => Event::Alias {
+                alias: take!(Text),
+                argv: take!(TextList),
+            },
+            Kind::DefParam => Event::DefParam {
+                scope: take!(Text),
+                param: take!(Text),
+                value: take!(OptText),
+            },
+            Kind::DefRepo => Event::DefRepo {
+                repo: take!(Int),
+                worktree: take!(Text),
+            },
+            Kind::RegionEnter => Event::RegionEnter {
+                region: region(&mut next)?,
+                nesting: take!(Nesting),
+            },
+            Kind::RegionLeave => Event::RegionLeave {
+                region: region(&mut next)?,
+                nesting: take!(Nesting),
+                t_rel_us: take!(Uint),
+            },
+            Kind::Data => Event::Data {
+                repo: take!(OptInt),
+                category: take!(Text),
+                key: take!(Text),
+                value: take!(Text),
+                nesting: take!(Nesting),
+                t_rel_us: take!(Uint),
+            },
+            Kind::DataJson => Event::DataJson {
+                repo: take!(OptInt),
+                category: take!(Text),
+                key: take!(Text),
+                json: take!(Text),
+                nesting: take!(Nesting),
+                t_rel_us: take!(Uint),
+            },
+            Kind::Printf => Event::Printf {
+                msg: take!(OptText),
+            },
+            Kind::Error => Event::Error {
+                msg: take!(OptText),
+                fmt: take!(OptText),
+            },
+            Kind::ChildStart => Event::ChildStart(ChildInfo {
+                child_id: take!(Uint),
+                class: take!(Text),
+                hook_name: take!(OptText),
+                cd: take!(OptText),
+                use_shell: take!(Flag),
+                is_git: take!(Flag),
+                argv: take!(TextList),
+            }),
+            Kind::ChildExit => Event::ChildExit {
+                child_id: take!(Uint),
+                pid: take!(Int),
+                code: take!(Int),
+                elapsed_us: take!(Uint),
+            },
+            Kind::ChildReady => Event::ChildReady {
+                child_id: take!(Uint),
+                pid: take!(Int),
+                ready: take!(Text),
+                elapsed_us: take!(Uint),
+            },
+            Kind::Exec => Event::Exec {
+                exec_id: take!(Uint),
+                exe: take!(OptText),
+                argv: take!(TextList),
+            },
+            Kind::ExecResult => Event::ExecResult {
+                exec_id: take!(Uint),
+                code: take!(Int),
+                err: take!(OptText),
+            },
+            Kind::ThreadStart => Event::ThreadStart,
+            Kind::ThreadExit => Event::ThreadExit {
+                elapsed_us: take!(Uint),
+            },
+            Kind::Timer => timer(false, &mut next)?,
+            Kind::ThTimer => timer(true, &mut next)?,
+            Kind::Counter | Kind::ThCounter => Event::Counter {
+                per_thread: kind == Kind::ThCounter,
+                category: take!(Text),
+                name: take!(Text),
+                value: take!(Uint),
+            },
+            Kind::Exit => Event::Exit { code: take!(Code) },
+            Kind::Atexit => Event::Atexit { code: take!(Code) },
+            Kind::Signal => Event::Signal { signo: take!(Code) },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_in_kind_order_with_unique_names() {
+        for (index, spec) in CATALOGUE.iter().enumerate() {
+            assert_eq!(usize::from(spec.kind.id()), index + 1, "{spec:?}");
+            assert_eq!(Kind::from_id(spec.kind.id()), Some(spec.kind));
+            assert_eq!(Kind::from_name(spec.name), Some(spec.kind));
+            assert_eq!(spec.kind.spec(), spec);
+        }
+        assert_eq!(Kind::from_id(0), None);
+        assert_eq!(Kind::from_id(KIND_COUNT as u8 + 1), None);
+        assert_eq!(Kind::from_name("future"), None);
+    }
+
+    /// A sample event of every kind, built from the catalogue alone.
+    fn sample(kind: Kind) -> Event<'static> {
+        Event::from_fields(kind, |field| {
+            Ok::<_, FieldError>(match field.ty {
+                Text | TextOmittedWhenEmpty | Json => FieldValue::Text(field.name),
+                OptText => FieldValue::OptText(Some(field.name)),
+                TextList => FieldValue::TextList(&["a", "b"]),
+                Uint | Count | Micros | Nanos => FieldValue::Uint(field.name.len() as u64),
+                Int => FieldValue::Int(-(field.name.len() as i64)),
+                OptInt => FieldValue::OptInt(Some(7)),
+                Nesting => FieldValue::Nesting(3),
+                Code => FieldValue::Code(-2),
+                Flag => FieldValue::Flag(true),
+            })
+        })
+        .unwrap()
+    }
+
+    /// `from_fields` and `visit_fields` agree with the table and with each other: every
+    /// kind's fields come back in order, with their types and the values put in.
+    #[test]
+    fn fields_round_trip_through_the_table() {
+        for spec in &CATALOGUE {
+            let event = sample(spec.kind);
+            assert_eq!(event.kind(), spec.kind);
+            assert_eq!(event.name(), spec.name);
+            assert_eq!(event.nesting().is_some(), spec.nested, "{}", spec.name);
+            let mut seen = Vec::new();
+            event.visit_fields(|field, value| {
+                assert!(value.fits(field.ty), "{}.{}", spec.name, field.name);
+                seen.push((field.name, value));
+            });
+            let names: Vec<_> = spec.fields.iter().map(|f| f.name).collect();
+            assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), names);
+            let mut values = seen.iter().map(|s| s.1);
+            let again =
+                Event::from_fields(spec.kind, |_| Ok::<_, FieldError>(values.next().unwrap()))
+                    .unwrap();
+            assert_eq!(format!("{again:?}"), format!("{event:?}"));
+        }
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_an_error() {
+        let err = Event::from_fields(Kind::Exit, |_| Ok::<_, FieldError>(FieldValue::Int(1)))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            FieldError {
+                kind: Kind::Exit,
+                field: "code"
+            }
+        );
+        assert!(err.to_string().contains("exit: field code"));
+    }
+}
