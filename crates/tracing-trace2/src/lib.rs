@@ -84,7 +84,7 @@ mod params;
 pub mod targets;
 pub mod thread;
 
-pub use builder::Trace2;
+pub use builder::{FilteredLayer, Trace2};
 #[cfg(feature = "tokio")]
 pub use command::tokio::Trace2TokioCommandExt;
 pub use command::{Trace2CommandExt, TracedChild};
@@ -101,7 +101,10 @@ pub use tracing_trace2_perf as perf;
 /// The Trace2 layer configured from the environment and git config, or `None` when no
 /// target is enabled. The `version` line names version `0.0.0`; use [`Trace2`] with
 /// [`Trace2::with_exe_version`] to name the program's.
-pub fn layer() -> Option<Trace2Layer> {
+pub fn layer<S>() -> Option<FilteredLayer<S>>
+where
+    S: tracing_core::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
     Trace2::from_env().layer()
 }
 
