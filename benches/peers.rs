@@ -122,7 +122,11 @@ impl Workload {
             Workload::Data => {
                 // The span is the context the data lives in; its two lines are outside
                 // the loop and do not count.
-                let span = info_span!("data", category = "bench", msg = "data events");
+                let span = info_span!(
+                    "data",
+                    trace2.category = "bench",
+                    trace2.msg = "data events"
+                );
                 let _entered = span.enter();
                 for i in 0..iters {
                     data(i);

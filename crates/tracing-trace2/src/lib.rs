@@ -9,7 +9,7 @@
 //! use tracing_subscriber::prelude::*;
 //! use tracing_trace2::{Settings, Trace2};
 //!
-//! #[tracing::instrument(fields(category = "index"))]
+//! #[tracing::instrument(fields(trace2.category = "index"))]
 //! fn read_index(path: &str) {
 //!     tracing::info!(key = "entries", value = 1500);
 //! }
