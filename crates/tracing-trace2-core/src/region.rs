@@ -108,9 +108,10 @@ impl Text {
 /// What a span contributes to its Trace2 region.
 #[derive(Clone, Debug, Default)]
 pub struct RegionState {
-    /// The span's target: the category when no `category` field is given.
+    /// The span's target: its last segment is the category when no `trace2.category`
+    /// field is given.
     target: &'static str,
-    /// The span's name: the label when no `label` field is given.
+    /// The span's name: the label when no `trace2.label` field is given.
     name: &'static str,
     /// Every field given so far.
     fields: RegionFields,

@@ -143,7 +143,10 @@ impl Trace2 {
     /// `0`, `false` or empty turn it off. [`Trace2::from_env`] takes it from
     /// `TRACING_TRACE2_BINARY`. It works alone or beside the text targets, and sees the
     /// same records; `trace2 decode` (or `tracing_trace2_binary::decode_to_text`) turns
-    /// it back into the Normal, Perf and Event text those targets write.
+    /// it back into the Normal, Perf and Event text those targets write. It records
+    /// regions as deep as the Event target writes them (`GIT_TRACE2_EVENT_NESTING`),
+    /// unless `trace2.binaryNesting` / `TRACING_TRACE2_BINARY_NESTING` says otherwise; a
+    /// decoded Perf stream then lacks the deeper regions a live Perf target writes.
     pub fn with_binary_target(mut self, value: impl Into<String>) -> Trace2 {
         self.binary = Some(value.into());
         self
