@@ -724,5 +724,9 @@ fn level_fields_and_binary_nesting_settings() {
     assert_eq!(got.max_level, None);
     assert_eq!(got.span_fields, None);
     assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
-    assert!(got.warnings[0].contains("trace2.maxLevel"), "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].contains("trace2.maxLevel"),
+        "{:?}",
+        got.warnings
+    );
 }
