@@ -4,7 +4,7 @@
 //!
 //! | workload | one iteration | Trace2 lines |
 //! |---|---|---|
-//! | `regions` | three nested spans with `category`, `label`, `msg`, entered and left | 6 |
+//! | `regions` | three nested spans with `trace2.category`, `trace2.label`, `trace2.msg`, entered and left | 6 |
 //! | `data` | one `info!(category, key, value)` inside an entered span | 1 |
 //! | `threads` | `regions` on two threads at once (wall time of the pair) | 12 |
 //! | `mixed` | one span holding two data events | 4 |
