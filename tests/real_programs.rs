@@ -26,7 +26,7 @@ use tracing_trace2::{Settings, Trace2, targets};
 
 fn main() -> ExitCode {
     let mut runner = runner::Runner::plain();
-    let tests: [runner::Test; 8] = [
+    let tests: [runner::Test; 10] = [
         ("jj_messages_are_bounded", jj_messages_are_bounded),
         (
             "jj_fields_of_regions_nobody_writes_are_not_formatted",
@@ -45,6 +45,14 @@ fn main() -> ExitCode {
             level_hint_beside_a_filtered_fmt_layer,
         ),
         ("configured_level_and_fields", configured_level_and_fields),
+        (
+            "level_filter_hides_nothing_from_other_layers",
+            level_filter_hides_nothing_from_other_layers,
+        ),
+        (
+            "a_further_filter_narrows_the_layer",
+            a_further_filter_narrows_the_layer,
+        ),
         (
             "mini_redis_arguments_take_no_role",
             mini_redis_arguments_take_no_role,
@@ -345,6 +353,78 @@ fn configured_level_and_fields() {
     assert_eq!(enters.len(), 1, "{text}");
     assert_eq!(enters[0]["label"], "debug_region");
     assert!(enters[0].get("msg").is_none(), "fields left out: {text}");
+}
+
+/// A writer into a shared buffer, for a fmt layer.
+#[derive(Clone, Default)]
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The level is a per-layer filter: a fmt layer without a filter of its own still gets
+/// every `debug!` (a hint on the bare layer would have silenced it).
+fn level_filter_hides_nothing_from_other_layers() {
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(targets::event(EventFormat::new(), sink.clone()))
+        .build();
+    let console = Shared::default();
+    let writer = console.clone();
+    let subscriber = Registry::default()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(move || writer.clone()),
+        )
+        .with(layer.filtered());
+    tracing::subscriber::with_default(subscriber, || {
+        assert_eq!(LevelFilter::current(), LevelFilter::TRACE);
+        tracing::debug!("for the console only");
+        tracing::info!("for both");
+    });
+    let console = String::from_utf8(console.0.lock().unwrap().clone()).unwrap();
+    assert!(console.contains("for the console only"), "{console}");
+    let printfs: Vec<Value> = events(&sink)
+        .into_iter()
+        .filter(|e| e["event"] == "printf")
+        .collect();
+    assert_eq!(printfs.len(), 1, "{printfs:?}");
+    assert_eq!(printfs[0]["msg"], "for both");
+}
+
+/// The README's further per-layer filter on the facade's (already filtered) layer.
+fn a_further_filter_narrows_the_layer() {
+    let path = temp_path("narrowed.event");
+    let mut settings = Settings::default();
+    settings.event_target = Some(path.display().to_string());
+    let layer = Trace2::with_settings(settings)
+        .layer()
+        .with_filter(EnvFilter::new("info,real_programs::client=warn"));
+    let subscriber = Registry::default().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        client::Client.lookup("c", "l", 7);
+        cli::ConfigEnv { layers: 1 }.reload_workspace_config(1);
+        tracing::debug_span!("below the level").in_scope(|| {});
+    });
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let labels: Vec<String> = regions(&lines, "region_enter")
+        .iter()
+        .map(|r| r["label"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(labels, ["reload_workspace_config"], "{text}");
 }
 
 /// Issue 21 items 8 and 9: `Client::ping(msg: Option<…>)` keeps `msg=` (no role), a
