@@ -93,7 +93,11 @@ impl Workload {
         match self {
             Workload::Regions | Workload::Threads => (0..iters).for_each(|_| regions()),
             Workload::Data => {
-                let span = info_span!("data", category = "bench", msg = "data events");
+                let span = info_span!(
+                    "data",
+                    trace2.category = "bench",
+                    trace2.msg = "data events"
+                );
                 let _entered = span.enter();
                 (0..iters).for_each(data);
             }

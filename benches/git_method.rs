@@ -98,7 +98,11 @@ fn child(lines: u64) {
     tracing_subscriber::registry().with(layer).init();
     // One step is a region holding two data events: four lines, close to git's mix.
     for i in 0..lines / 4 {
-        let span = tracing::info_span!("submodule", category = "submodule", label = "step");
+        let span = tracing::info_span!(
+            "submodule",
+            trace2.category = "submodule",
+            trace2.label = "step"
+        );
         let _entered = span.enter();
         tracing::info!(category = "submodule", key = "path", value = "sub/path");
         tracing::info!(category = "submodule", key = "index", value = i);

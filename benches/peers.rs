@@ -4,7 +4,7 @@
 //!
 //! | workload | one iteration | Trace2 lines |
 //! |---|---|---|
-//! | `regions` | three nested spans with `category`, `label`, `msg`, entered and left | 6 |
+//! | `regions` | three nested spans with `trace2.category`, `trace2.label`, `trace2.msg`, entered and left | 6 |
 //! | `data` | one `info!(category, key, value)` inside an entered span | 1 |
 //! | `threads` | `regions` on two threads at once (wall time of the pair) | 12 |
 //! | `mixed` | one span holding two data events | 4 |
@@ -122,7 +122,11 @@ impl Workload {
             Workload::Data => {
                 // The span is the context the data lives in; its two lines are outside
                 // the loop and do not count.
-                let span = info_span!("data", category = "bench", msg = "data events");
+                let span = info_span!(
+                    "data",
+                    trace2.category = "bench",
+                    trace2.msg = "data events"
+                );
                 let _entered = span.enter();
                 for i in 0..iters {
                     data(i);

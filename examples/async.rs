@@ -32,7 +32,7 @@ use tracing_trace2::{Trace2, Trace2CommandExt, Trace2Guard, Trace2TokioCommandEx
 /// How long each `fetch` sleeps in all: the tests check that its region lasts as long.
 pub const FETCH_SLEEP_MS: u64 = 6;
 
-#[instrument(fields(category = "async"))]
+#[instrument(fields(trace2.category = "async"))]
 async fn fetch(id: u64) -> u64 {
     tokio::time::sleep(Duration::from_millis(FETCH_SLEEP_MS / 2)).await;
     let parsed = parse(id).await;
@@ -41,13 +41,13 @@ async fn fetch(id: u64) -> u64 {
     parsed
 }
 
-#[instrument(fields(category = "async"))]
+#[instrument(fields(trace2.category = "async"))]
 async fn parse(id: u64) -> u64 {
     tokio::task::yield_now().await;
     id * 2
 }
 
-#[instrument(skip(rt), fields(category = "async"))]
+#[instrument(skip(rt), fields(trace2.category = "async"))]
 fn run_tasks(kind: &str, rt: &tokio::runtime::Runtime, tasks: u64) {
     rt.block_on(async {
         let handles: Vec<_> = (0..tasks).map(|i| tokio::spawn(fetch(i))).collect();
@@ -118,7 +118,7 @@ fn result_err_program() -> Result<(), String> {
 }
 
 /// `git version`, its output collected.
-#[instrument(fields(category = "children"))]
+#[instrument(fields(trace2.category = "children"))]
 async fn git_version() -> std::io::Result<String> {
     let out = tokio::process::Command::new("git")
         .arg("version")
@@ -128,7 +128,7 @@ async fn git_version() -> std::io::Result<String> {
 }
 
 /// A git command that fails (exit code 128), spawned and waited for.
-#[instrument(fields(category = "children"))]
+#[instrument(fields(trace2.category = "children"))]
 async fn git_no_such_ref() -> std::io::Result<Option<i32>> {
     let mut child = tokio::process::Command::new("git")
         .args(["rev-parse", "--verify", "nosuchref"])

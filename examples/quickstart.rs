@@ -14,20 +14,20 @@ use std::time::Duration;
 use tracing::{info, instrument, warn};
 use tracing_trace2::{Trace2, Trace2CommandExt, api};
 
-#[instrument(skip(path), fields(category = "index", msg = path))]
+#[instrument(skip(path), fields(trace2.category = "index", trace2.msg = path))]
 fn read_index(path: &str) -> usize {
     let entries = parse_entries(3);
     info!(category = "index", key = "entries", value = entries);
     entries
 }
 
-#[instrument(fields(category = "index"))]
+#[instrument(fields(trace2.category = "index"))]
 fn parse_entries(count: usize) -> usize {
     std::thread::sleep(Duration::from_millis(2));
     count
 }
 
-#[instrument(fields(category = "status"))]
+#[instrument(fields(trace2.category = "status"))]
 fn compare(entries: usize) {
     if entries < 5 {
         warn!("only {entries} entries in the index");
@@ -41,7 +41,7 @@ fn run() -> std::io::Result<()> {
 
     // A named worker thread: thread_start, its own regions, thread_exit.
     let worker = tracing_trace2::thread::spawn("preload", || {
-        tracing::info_span!("preload_index", category = "index")
+        tracing::info_span!("preload_index", trace2.category = "index")
             .in_scope(|| info!(category = "index", key = "preloaded", value = 3));
     })?;
     let _ = worker.join();

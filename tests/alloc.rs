@@ -146,9 +146,9 @@ fn printf(i: u64) {
 fn region(i: u64) {
     let span = info_span!(
         "do_read_index",
-        category = "index",
-        label = "read",
-        msg = ".git/index",
+        trace2.category = "index",
+        trace2.label = "read",
+        trace2.msg = ".git/index",
         entries = i
     );
     let _entered = span.enter();
@@ -198,7 +198,7 @@ fn steady_state(mode: RegionMode, deferred: bool, with_binary: bool) {
     let subscriber = tracing_subscriber::registry().with(layer.clone());
     let _default = tracing::subscriber::set_default(subscriber);
 
-    let outer = info_span!("outer", category = "test", msg = "held open");
+    let outer = info_span!("outer", trace2.category = "test", trace2.msg = "held open");
     if deferred {
         SLOW.store(true, Ordering::Relaxed);
     }

@@ -40,7 +40,7 @@ fn threads_and_processes_never_tear_lines() {
                 .name(format!("w{t}"))
                 .spawn(move || {
                     for i in 0..ROUNDS {
-                        let span = tracing::info_span!("work", category = "conc", msg = "a message long enough to make the line exceed a pipe buffer's atomic size? no, but long");
+                        let span = tracing::info_span!("work", trace2.category = "conc", trace2.msg = "a message long enough to make the line exceed a pipe buffer's atomic size? no, but long");
                         let _e = span.enter();
                         info!(category = "conc", key = "i", value = i);
                     }

@@ -40,9 +40,10 @@ fn three_streams_agree() {
             std::thread::spawn(move || {
                 api::thread_start(&format!("worker{t}"));
                 for i in 0..20 {
-                    let span = tracing::info_span!("step", category = "work", msg = "m");
+                    let span =
+                        tracing::info_span!("step", trace2.category = "work", trace2.msg = "m");
                     let _e = span.enter();
-                    let inner = tracing::info_span!("inner", category = "work");
+                    let inner = tracing::info_span!("inner", trace2.category = "work");
                     inner.in_scope(|| info!(category = "work", key = "i", value = i));
                     info!("progress {i}");
                 }

@@ -21,7 +21,7 @@ impl fmt::Debug for Noisy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         DEBUG_CALLS.fetch_add(1, Ordering::SeqCst);
         info!(category = "inner", key = "from_debug", value = 1);
-        let span = tracing::info_span!("inner_span", category = "inner");
+        let span = tracing::info_span!("inner_span", trace2.category = "inner");
         span.in_scope(|| info!("inside the inner span"));
         f.write_str("noisy")
     }
@@ -40,7 +40,7 @@ fn debug_impls_that_trace_do_not_deadlock_or_recurse() {
         .init();
 
     info!(category = "outer", key = "k", value = ?Noisy);
-    let span = tracing::info_span!("outer_span", category = "outer", field = ?Noisy);
+    let span = tracing::info_span!("outer_span", trace2.category = "outer", field = ?Noisy);
     span.in_scope(|| info!(noisy = ?Noisy, "message"));
     span.record("field", tracing::field::debug(Noisy));
     // The region lasts as long as the span (the default region mode).

@@ -16,23 +16,23 @@ use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Timestamp};
 pub fn regions() {
     let outer = info_span!(
         "outer",
-        category = "index",
-        label = "do_read_index",
-        msg = ".git/index"
+        trace2.category = "index",
+        trace2.label = "do_read_index",
+        trace2.msg = ".git/index"
     );
     let _outer = outer.enter();
     let middle = info_span!(
         "middle",
-        category = "index",
-        label = "read_cache",
-        msg = "entries"
+        trace2.category = "index",
+        trace2.label = "read_cache",
+        trace2.msg = "entries"
     );
     let _middle = middle.enter();
     let inner = info_span!(
         "inner",
-        category = "index",
-        label = "lookup",
-        msg = "ce_mem"
+        trace2.category = "index",
+        trace2.label = "lookup",
+        trace2.msg = "ce_mem"
     );
     let _inner = inner.enter();
 }
@@ -46,9 +46,9 @@ pub fn data(i: u64) {
 pub fn mixed(i: u64) {
     let span = info_span!(
         "mixed",
-        category = "status",
-        label = "worktrees",
-        msg = "untracked"
+        trace2.category = "status",
+        trace2.label = "worktrees",
+        trace2.msg = "untracked"
     );
     let _entered = span.enter();
     info!(category = "status", key = "count/changed", value = i);

@@ -11,7 +11,7 @@ fn main() {
         .unwrap_or(100);
     let trace2 = tracing_trace2::Trace2::from_env().with_exe_version(env!("CARGO_PKG_VERSION"));
     tracing_subscriber::registry().with(trace2.layer()).init();
-    let span = tracing::info_span!("emit", category = "test");
+    let span = tracing::info_span!("emit", trace2.category = "test");
     let _entered = span.enter();
     for i in 0..lines {
         info!(category = "test", key = "i", value = i);

@@ -468,10 +468,10 @@ impl Replayer {
             Event::RegionEnter { region, .. } if as_span => {
                 let span = tracing::info_span!(
                     "region",
-                    category = region.category.unwrap_or(""),
-                    label = region.label.unwrap_or(""),
-                    msg = region.msg,
-                    repo = region.repo
+                    trace2.category = region.category.unwrap_or(""),
+                    trace2.label = region.label.unwrap_or(""),
+                    trace2.msg = region.msg,
+                    trace2.repo = region.repo
                 );
                 self.regions.push(Region::Span(span.entered()));
             }
@@ -600,19 +600,25 @@ fn tt_spec() {
     let mut levels = Vec::new();
     for depth in 1..=5 {
         let msg = format!("depth={depth}");
-        let span = tracing::info_span!("level", category = "spec", msg = msg.as_str());
+        let span =
+            tracing::info_span!("level", trace2.category = "spec", trace2.msg = msg.as_str());
         levels.push(span.entered());
         info!(category = "spec", key = "depth", value = depth);
     }
     info!("printf inside 5 regions");
     while levels.pop().is_some() {}
-    tracing::info_span!("unnamed", category = "", label = "").in_scope(|| {});
-    tracing::info_span!("only-msg", category = "spec", label = "", msg = "only-msg")
-        .in_scope(|| {});
+    tracing::info_span!("unnamed", trace2.category = "", trace2.label = "").in_scope(|| {});
+    tracing::info_span!(
+        "only-msg",
+        trace2.category = "spec",
+        trace2.label = "",
+        trace2.msg = "only-msg"
+    )
+    .in_scope(|| {});
     tracing::info_span!(
         "long-category",
-        category = "a-category-longer-than-twelve",
-        repo = 0
+        trace2.category = "a-category-longer-than-twelve",
+        trace2.repo = 0
     )
     .in_scope(|| {});
     info!(
@@ -624,7 +630,7 @@ fn tt_spec() {
     for name in ["a-really-long-thread-base-name", "short"] {
         std::thread::spawn(move || {
             api::thread_start(name);
-            tracing::info_span!("in-thread", category = "spec").in_scope(|| {
+            tracing::info_span!("in-thread", trace2.category = "spec").in_scope(|| {
                 info!(
                     category = "spec",
                     key = "thread-key",
@@ -653,8 +659,8 @@ fn tt_spec() {
     api::child_exit(&git, 15836, 0);
     let bg = api::child_start(&api::ChildStart::new("bg", &["sleep", "1"]));
     api::child_ready(&bg, 15837, "ready");
-    let outer = tracing::info_span!("outer-open", category = "spec").entered();
-    let inner = tracing::info_span!("inner-open", category = "spec").entered();
+    let outer = tracing::info_span!("outer-open", trace2.category = "spec").entered();
+    let inner = tracing::info_span!("inner-open", trace2.category = "spec").entered();
     api::exit(0);
     api::atexit();
     // The process ends with both regions open, as git's did.

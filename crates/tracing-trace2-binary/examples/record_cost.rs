@@ -58,7 +58,11 @@ fn run_workload(workload: &str, n: u64) {
     match workload {
         "regions" => (0..n).for_each(|_| support::regions()),
         "data" => {
-            let span = tracing::info_span!("data", category = "bench", msg = "data events");
+            let span = tracing::info_span!(
+                "data",
+                trace2.category = "bench",
+                trace2.msg = "data events"
+            );
             let _entered = span.enter();
             (0..n).for_each(support::data);
         }

@@ -91,6 +91,6 @@ pub use decode::{DecodeOptions, DecodeReport, Decoder, StreamInfo, decode};
 pub use dest::{DestSettings, Destination, ENV_NAME};
 pub use encode::{DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MIN_BATCH_SIZE};
 pub use header::TextDefaults;
-pub use target::{FlushingSink, RecordingFormat};
+pub use target::{FlushingSink, NestedRecordingFormat, RecordingFormat};
 pub use text::{TextFormat, TextOptions, decode_to_event_json, decode_to_text};
 pub use writer::{BinaryWriter, BinaryWriterBuilder, DEFAULT_FLUSH_INTERVAL, WriterStats};

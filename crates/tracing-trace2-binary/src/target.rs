@@ -25,6 +25,33 @@ impl Format for RecordingFormat {
     }
 }
 
+/// Records each record whose region nesting is at most `max_nesting` (the Event
+/// target's rule: regions, and data inside them, nested deeper are left out), and
+/// writes nothing. The layer asks [`Format::writes`] before it formats a span's fields,
+/// so the fields of regions left out are never formatted.
+#[derive(Clone, Debug)]
+pub struct NestedRecordingFormat {
+    /// The writer records go to.
+    pub writer: BinaryWriter,
+    /// The deepest region nesting recorded (`u32::MAX`: every one).
+    pub max_nesting: u32,
+}
+
+impl Format for NestedRecordingFormat {
+    fn format(&self, record: &Record<'_>, _out: &mut Vec<u8>) {
+        if self.writes(record) {
+            self.writer.record(record);
+        }
+    }
+
+    fn writes(&self, record: &Record<'_>) -> bool {
+        record
+            .event
+            .nesting()
+            .is_none_or(|nesting| nesting <= self.max_nesting)
+    }
+}
+
 /// Writes every batch out when the layer flushes its sinks (before `atexit`, and on
 /// `Trace2Layer::flush`).
 #[derive(Clone, Debug)]

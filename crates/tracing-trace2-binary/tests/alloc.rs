@@ -152,7 +152,7 @@ fn through_the_layer_nothing_is_allocated_either() {
         .build();
     let subscriber = tracing_subscriber::registry().with(layer);
     let _default = tracing::subscriber::set_default(subscriber);
-    let outer = info_span!("outer", category = "test", msg = "held open");
+    let outer = info_span!("outer", trace2.category = "test", trace2.msg = "held open");
     let work = |i: u64| {
         let _entered = outer.enter();
         info!(category = "index", key = "cache_nr", value = i);

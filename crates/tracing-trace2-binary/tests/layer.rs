@@ -85,19 +85,23 @@ fn single_threaded_work() {
     api::cmd_name("binary-test");
     let outer = info_span!(
         "outer",
-        category = "index",
-        label = "do_read_index",
-        msg = "x"
+        trace2.category = "index",
+        trace2.label = "do_read_index",
+        trace2.msg = "x"
     );
     let _outer = outer.enter();
     for i in 0..50 {
-        let inner = info_span!("inner", category = "index", label = "entry");
+        let inner = info_span!("inner", trace2.category = "index", trace2.label = "entry");
         let _inner = inner.enter();
         info!(category = "index", key = "n", value = i);
         info!("a message with \"quotes\" and é {i}");
         if i % 10 == 0 {
             warn!(path = "/tmp/x", "something odd");
-            let deep = info_span!("deep", category = "x", label = "nested-too-deep");
+            let deep = info_span!(
+                "deep",
+                trace2.category = "x",
+                trace2.label = "nested-too-deep"
+            );
             let _deep = deep.enter();
             info!(category = "x", key = "json", json = "{\"a\":[1,2]}");
         }
@@ -152,7 +156,8 @@ fn several_threads_decode_to_each_threads_lines() {
                     tracing::dispatcher::with_default(&dispatch, || {
                         api::thread_start(&format!("worker{n}"));
                         for i in 0..200 {
-                            let span = info_span!("work", category = "pool", label = "item");
+                            let span =
+                                info_span!("work", trace2.category = "pool", trace2.label = "item");
                             let _e = span.enter();
                             info!(category = "pool", key = "item", value = i);
                         }

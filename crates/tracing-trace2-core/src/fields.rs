@@ -1,5 +1,9 @@
 //! The field visitor of user `tracing` events (data, printf, error).
 //!
+//! An event's fields are the program's own words (no function argument becomes an event
+//! field), so the short role names stay: `message`, `category`, `key`, `value`, `json`,
+//! `repo`; the span names `trace2.category` and `trace2.repo` are taken too.
+//!
 //! User event fields are written into buffers that live for the whole thread and are
 //! cleared, not freed, between events, so a steady stream of events allocates nothing.
 
@@ -7,7 +11,9 @@ use std::fmt::{self, Write};
 
 use tracing_core::field::{Field, Visit};
 
-use crate::region::{CATEGORY_FIELD, REPO_FIELD, field_name};
+use crate::region::{
+    CATEGORY_FIELD, REPO_FIELD, SPAN_CATEGORY_FIELD, SPAN_REPO_FIELD, field_name, repo_id,
+};
 
 /// Field naming a datum's key.
 pub const KEY_FIELD: &str = "key";
@@ -69,7 +75,7 @@ impl EventFields {
     fn slot(&mut self, field: &Field) -> &mut String {
         match field_name(field) {
             MESSAGE_FIELD => self.message.start(),
-            CATEGORY_FIELD => self.category.start(),
+            CATEGORY_FIELD | SPAN_CATEGORY_FIELD => self.category.start(),
             KEY_FIELD => self.key.start(),
             VALUE_FIELD => self.value.start(),
             JSON_FIELD => self.json.start(),
@@ -87,13 +93,19 @@ impl EventFields {
     }
 }
 
+/// Whether `field` gives an event's repository column (`repo`, or `trace2.repo` as
+/// spans name it).
+fn is_repo(field: &Field) -> bool {
+    matches!(field_name(field), REPO_FIELD | SPAN_REPO_FIELD)
+}
+
 impl Visit for EventFields {
     fn record_str(&mut self, field: &Field, value: &str) {
         self.slot(field).push_str(value);
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if field_name(field) == REPO_FIELD {
+        if is_repo(field) {
             self.repo = Some(value);
         } else {
             self.slot(field).push_str(itoa::Buffer::new().format(value));
@@ -101,7 +113,7 @@ impl Visit for EventFields {
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if field_name(field) == REPO_FIELD {
+        if is_repo(field) {
             self.repo = Some(value.min(i64::MAX as u64) as i64);
         } else {
             self.slot(field).push_str(itoa::Buffer::new().format(value));
@@ -122,13 +134,11 @@ impl Visit for EventFields {
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field_name(field) == REPO_FIELD {
-            let mut text = String::new();
-            let _ = write!(text, "{value:?}");
-            if let Ok(id) = text.parse() {
-                self.repo = Some(id);
-                return;
-            }
+        if is_repo(field)
+            && let Some(id) = repo_id(value)
+        {
+            self.repo = Some(id);
+            return;
         }
         let _ = write!(self.slot(field), "{value:?}");
     }

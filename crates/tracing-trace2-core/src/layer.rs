@@ -52,6 +52,7 @@ use std::sync::Once;
 
 use tracing_core::span::{Attributes, Id, Record as SpanRecord};
 use tracing_core::{Event as TracingEvent, Level, LevelFilter, Metadata, Subscriber};
+use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
@@ -64,7 +65,7 @@ use crate::background::BackgroundOptions;
 use crate::fields::EventFields;
 use crate::lanes::{DEFAULT_MAX_TASK_LANES, LaneBook};
 use crate::output::{Output, Pending};
-use crate::region::{RegionFields, RegionState, SpanRegion};
+use crate::region::{FieldPolicy, RegionFields, RegionState, SpanRegion, default_category};
 use crate::session::Session;
 use crate::targets::Targets;
 use crate::thread::{self, Frame, Lane, LaneOwner, ThreadState};
@@ -100,6 +101,7 @@ pub struct Trace2LayerBuilder {
     max_level: LevelFilter,
     announce: bool,
     max_task_lanes: usize,
+    fields: FieldPolicy,
 }
 
 impl Default for Trace2LayerBuilder {
@@ -113,6 +115,7 @@ impl Default for Trace2LayerBuilder {
             max_level: LevelFilter::INFO,
             announce: true,
             max_task_lanes: DEFAULT_MAX_TASK_LANES,
+            fields: FieldPolicy::default(),
         }
     }
 }
@@ -150,6 +153,24 @@ impl Trace2LayerBuilder {
     /// per-layer filter (`layer.with_filter(..)`) narrows this further.
     pub fn with_max_level(mut self, level: impl Into<LevelFilter>) -> Self {
         self.max_level = level.into();
+        self
+    }
+
+    /// Whether a span's fields without a Trace2 role (a function's arguments under
+    /// `#[instrument]`) are written into its region's message as `name=value` (default:
+    /// yes). Either way the `trace2.*` fields keep their roles, and no field is formatted
+    /// for a region that no target writes (one nested deeper than every target's limit).
+    pub fn with_span_fields(mut self, include: bool) -> Self {
+        self.fields.others = include;
+        self
+    }
+
+    /// The most bytes of a region's message (default:
+    /// [`DEFAULT_MESSAGE_LIMIT`](crate::DEFAULT_MESSAGE_LIMIT)); a longer one is cut on
+    /// a character boundary and ends with `...`. A field's `Debug` text is formatted
+    /// only up to the bound.
+    pub fn with_message_limit(mut self, bytes: usize) -> Self {
+        self.fields.limit = bytes;
         self
     }
 
@@ -204,6 +225,7 @@ impl Trace2LayerBuilder {
                 mode: self.mode,
                 max_level: self.max_level,
                 announce: self.announce,
+                fields: self.fields,
             }),
         }
     }
@@ -230,6 +252,8 @@ struct Inner {
     max_level: LevelFilter,
     /// Announce every thread that writes (see `with_thread_announcement`).
     announce: bool,
+    /// Which span fields become messages, and their bound.
+    fields: FieldPolicy,
 }
 
 /// A span's nearest ancestor with a region had it left out (no task lane was free).
@@ -328,6 +352,27 @@ impl Trace2Layer {
     /// How spans become regions.
     pub fn region_mode(&self) -> RegionMode {
         self.inner.mode
+    }
+
+    /// The most verbose level of user spans and events this layer records.
+    pub fn max_level(&self) -> LevelFilter {
+        self.inner.max_level
+    }
+
+    /// This layer behind a per-layer filter at its own level ([`Self::max_level`]).
+    ///
+    /// A layer without a filter of its own tells `tracing` nothing, so beside a filtered
+    /// layer (an `EnvFilter` fmt layer) `tracing` would build and dispatch every `debug`
+    /// and `trace` span and event of the program. Filtered, the layer's level joins the
+    /// other layers' in `tracing`'s level hint and callsite interest: what no layer wants
+    /// is skipped at the call site, and this layer filters nothing for the others. The
+    /// typed [`crate::api`] calls never pass through `tracing`, so no filter drops them.
+    pub fn filtered<S>(self) -> Filtered<Trace2Layer, LevelFilter, S>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let level = self.max_level();
+        tracing_subscriber::Layer::with_filter(self, level)
     }
 
     /// Flushes every target's sink. With a deferred writer, waits until the worker has
@@ -749,7 +794,10 @@ impl Trace2Layer {
         };
         with_pending(|lines| {
             if let Some(region) = extensions.get_mut::<SpanRegion>() {
-                if let Some(state) = region.state() {
+                if let Some(state) = region.state_mut() {
+                    // Where the region really opens (a lane of its own starts at 1):
+                    // what the children's estimate starts from.
+                    state.nesting = t.depth() + 1;
                     self.enter_region(&mut t, key, state.info(), now, callsite, lines);
                 }
                 region.set_lane(lane.clone());
@@ -832,7 +880,11 @@ impl Trace2Layer {
                         RegionMode::Span => active_depth(&t, innermost),
                         RegionMode::Entry => t.depth(),
                     };
-                    let category = fields.category.get().or(inherited).unwrap_or(meta.target());
+                    let category = fields
+                        .category
+                        .get()
+                        .or(inherited)
+                        .unwrap_or(default_category(meta.target()));
                     self.user_event_records(
                         &mut t, &fields, meta, category, depth, now, callsite, lines,
                     );
@@ -1241,32 +1293,58 @@ where
         // Writes nothing (the fields are kept for the region's lines), so a closing layer
         // need not wait for it: the re-entrancy flag alone, no in-flight mark.
         let Some(_busy) = Busy::enter() else { return };
+        let Some(span) = ctx.span(id) else { return };
+        // The nesting the region will open at, counted along the parents' regions: the
+        // fields are formatted only if some target writes a region that deep.
+        let nesting = span
+            .scope()
+            .skip(1)
+            .find_map(|parent| {
+                parent
+                    .extensions()
+                    .get::<SpanRegion>()
+                    .and_then(SpanRegion::state)
+                    .map(|state| state.nesting)
+            })
+            .unwrap_or(0)
+            .saturating_add(1);
+        let mut policy = self.inner.fields;
+        policy.others &= self.inner.output.targets().any_writes_region(nesting);
         // A recycled state: its strings keep their room, so this allocates nothing but
         // the box the span's extensions put every value in.
         let mut state = RegionState::pooled(meta.name(), meta.target());
+        state.nesting = nesting;
+        state.fields_mut().set_policy(policy);
         busy::visiting(|| attrs.record(state.fields_mut()));
         state.build_msg();
-        if let Some(span) = ctx.span(id) {
-            // A state already there (never, short of a layer misuse) is recycled
-            // when dropped.
-            drop(span.extensions_mut().replace(SpanRegion::new(state)));
-        }
+        // A state already there (never, short of a layer misuse) is recycled when dropped.
+        drop(span.extensions_mut().replace(SpanRegion::new(state)));
     }
 
     fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {
         // Writes nothing: the re-entrancy flag alone, as in `on_new_span`.
         let Some(_busy) = Busy::enter() else { return };
+        let Some(span) = ctx.span(id) else { return };
+        // The span's own policy: fields left out at creation stay out.
+        let Some(policy) = span
+            .extensions()
+            .get::<SpanRegion>()
+            .and_then(SpanRegion::state)
+            .map(RegionState::policy)
+        else {
+            return;
+        };
         let _ = RECORD_FIELDS.try_with(|cell| {
             let Ok(mut fields) = cell.try_borrow_mut() else {
                 return;
             };
             fields.clear();
+            fields.set_policy(policy);
             busy::visiting(|| values.record(&mut *fields));
-            if let Some(span) = ctx.span(id)
-                && let Some(state) = span
-                    .extensions_mut()
-                    .get_mut::<SpanRegion>()
-                    .and_then(SpanRegion::state_mut)
+            if let Some(state) = span
+                .extensions_mut()
+                .get_mut::<SpanRegion>()
+                .and_then(SpanRegion::state_mut)
             {
                 state.record(&fields);
             }

@@ -41,7 +41,7 @@
 //!     .build();
 //! let subscriber = tracing_subscriber::registry().with(layer);
 //! tracing::subscriber::with_default(subscriber, || {
-//!     let span = tracing::info_span!("read_index", category = "index");
+//!     let span = tracing::info_span!("read_index", trace2.category = "index");
 //!     let _entered = span.enter();
 //!     tracing::info!(key = "entries", value = 3);
 //! });
@@ -68,6 +68,10 @@ mod wire;
 pub use busy::in_panic_hook;
 pub use lanes::DEFAULT_MAX_TASK_LANES;
 pub use layer::{RegionMode, Trace2Layer, Trace2LayerBuilder};
+pub use region::{
+    DEFAULT_MESSAGE_LIMIT, SPAN_CATEGORY_FIELD, SPAN_LABEL_FIELD, SPAN_MSG_FIELD, SPAN_REPO_FIELD,
+    default_category,
+};
 pub use session::Session;
 pub use targets::Target;
 pub use tracing_trace2_dst::{MemorySink, NullSink, Sink};

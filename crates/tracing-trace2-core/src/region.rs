@@ -1,11 +1,19 @@
 //! Per-span region state, kept in the span's extensions.
 //!
 //! When a span is created the core layer records its fields into a [`RegionState`]:
-//! the category (`category` field, else the span's target), the label (`label` field,
-//! else the span's name),
-//! the message (`msg` field, followed by the other fields as `name=value`) and the
-//! repository id (`repo` field). Entering the span then opens a Trace2 region with these
-//! inputs on the current thread, and leaving it closes the region.
+//! the category (`trace2.category` field, else the last `::` segment of the span's
+//! target), the label (`trace2.label` field, else the span's name), the message
+//! (`trace2.msg` field, followed by the other fields as `name=value`) and the repository
+//! id (`trace2.repo` field). Only these `trace2.`-prefixed names take a Trace2 role: a
+//! function argument recorded by `#[instrument]` can never be named so, so it never
+//! takes one by accident.
+//!
+//! The message is bounded ([`FieldPolicy::limit`] bytes, cut with `...`), and a field's
+//! `Debug` text is formatted only up to that bound: formatting stops as soon as the
+//! message is full. When the span's fields are left out ([`FieldPolicy::others`] off,
+//! or a region no target writes) they are not formatted at all. Entering the span then
+//! opens a Trace2 region with these inputs on the current thread, and leaving it closes
+//! the region.
 
 use std::cell::RefCell;
 use std::fmt::{self, Write};
@@ -16,15 +24,59 @@ use tracing_trace2_record::RegionInfo;
 
 use crate::thread::Lane;
 
-/// Field that names a region's or a datum's category.
+/// Field that names a datum's category (events only: a span takes [`SPAN_CATEGORY_FIELD`]).
 pub const CATEGORY_FIELD: &str = "category";
-/// Field that carries a region's message.
-pub const MSG_FIELD: &str = "msg";
-/// Field that carries a repository id.
+/// Field that carries a repository id (events only: a span takes [`SPAN_REPO_FIELD`]).
 pub const REPO_FIELD: &str = "repo";
-/// Field that overrides the region's label (by default the span's name, which must be
-/// a constant in `tracing`).
-pub const LABEL_FIELD: &str = "label";
+/// Span field that names a region's category (also taken by events).
+pub const SPAN_CATEGORY_FIELD: &str = "trace2.category";
+/// Span field that carries a region's message, written before the other fields.
+pub const SPAN_MSG_FIELD: &str = "trace2.msg";
+/// Span field that carries a repository id (also taken by events).
+pub const SPAN_REPO_FIELD: &str = "trace2.repo";
+/// Span field that overrides the region's label (by default the span's name, which must
+/// be a constant in `tracing`).
+pub const SPAN_LABEL_FIELD: &str = "trace2.label";
+
+/// The default bound of a region's message, in bytes.
+pub const DEFAULT_MESSAGE_LIMIT: usize = 256;
+/// What ends a message cut at its bound.
+const CUT_MARK: &str = "...";
+
+/// Which span fields become a region's message, and how long it may grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldPolicy {
+    /// Whether fields without a Trace2 role (a function's arguments) are written into
+    /// the message as `name=value`.
+    pub others: bool,
+    /// The most bytes of a message; a longer one is cut and ends with `...`.
+    pub limit: usize,
+}
+
+impl Default for FieldPolicy {
+    fn default() -> Self {
+        FieldPolicy {
+            others: true,
+            limit: DEFAULT_MESSAGE_LIMIT,
+        }
+    }
+}
+
+/// The default category of a span's region: the last `::` segment of its target (a
+/// module path), which reads in Perf's 12 columns and groups regions by module.
+pub fn default_category(target: &'static str) -> &'static str {
+    // A byte scan: `rsplit("::")` builds a substring searcher, which cost more than the
+    // rest of a region line's category handling.
+    let bytes = target.as_bytes();
+    let mut at = bytes.len();
+    while at >= 2 {
+        if bytes[at - 1] == b':' && bytes[at - 2] == b':' {
+            return &target[at..];
+        }
+        at -= 1;
+    }
+    target
+}
 
 /// States kept per thread for reuse, so that creating a span allocates no strings.
 const POOL_SIZE: usize = 64;
@@ -66,15 +118,22 @@ impl Text {
 /// What a span contributes to its Trace2 region.
 #[derive(Clone, Debug, Default)]
 pub struct RegionState {
-    /// The span's target: the category when no `category` field is given.
+    /// The span's target: its last segment is the category when no `trace2.category`
+    /// field is given.
     target: &'static str,
-    /// The span's name: the label when no `label` field is given.
+    /// The span's name: the label when no `trace2.label` field is given.
     name: &'static str,
     /// Every field given so far.
     fields: RegionFields,
     /// `msg` followed by the other fields, built once per change when there are other
-    /// fields (otherwise the message is `fields.msg` itself).
+    /// fields or the message is cut (otherwise the message is `fields.msg` itself).
     msg: String,
+    /// Whether `msg` is the message.
+    built: bool,
+    /// The nesting the region opens at: estimated along the span's parents when the
+    /// span is created, exact once its region opens (it decides for the children whether
+    /// a target writes their regions at all).
+    pub(crate) nesting: u32,
 }
 
 impl RegionState {
@@ -91,14 +150,20 @@ impl RegionState {
     /// category or label is left out of the lines, as git leaves out a null one.
     pub fn info(&self) -> RegionInfo<'_> {
         let present = |s: &&str| !s.is_empty();
-        let msg = if self.fields.others.is_empty() {
-            self.fields.msg.get()
-        } else {
+        let msg = if self.built {
             Some(self.msg.as_str())
+        } else {
+            self.fields.msg.get()
         };
         RegionInfo {
             repo: self.fields.repo,
-            category: Some(self.fields.category.get().unwrap_or(self.target)).filter(present),
+            category: Some(
+                self.fields
+                    .category
+                    .get()
+                    .unwrap_or(default_category(self.target)),
+            )
+            .filter(present),
             label: Some(self.fields.label.get().unwrap_or(self.name)).filter(present),
             msg,
         }
@@ -115,6 +180,7 @@ impl RegionState {
         // A field recorded again replaces its value (as `Span::record` means), in place:
         // recording one field many times costs the length of the message each time, not
         // the number of times it was recorded before.
+        self.fields.cut |= values.cut;
         for k in 0..values.starts.len() {
             let name = values.starts[k].0;
             let value = &values.others[values.value_range(k)];
@@ -161,6 +227,8 @@ impl RegionState {
         }
         self.fields.clear();
         self.msg.clear();
+        self.built = false;
+        self.nesting = 0;
         let _ = POOL.try_with(|pool| {
             if let Ok(mut pool) = pool.try_borrow_mut()
                 && pool.len() < POOL_SIZE
@@ -175,17 +243,33 @@ impl RegionState {
         &mut self.fields
     }
 
-    /// Joins the message and the other fields, once per change of either.
+    /// The policy the span's fields are recorded under (given with [`Self::fields_mut`]).
+    pub(crate) fn policy(&self) -> FieldPolicy {
+        self.fields.policy
+    }
+
+    /// Joins the message and the other fields, once per change of either, and cuts the
+    /// result at the policy's bound.
     pub(crate) fn build_msg(&mut self) {
         self.msg.clear();
-        if self.fields.others.is_empty() {
+        let limit = self.fields.policy.limit;
+        let own = self.fields.msg.get();
+        self.built = !self.fields.others.is_empty()
+            || self.fields.cut
+            || own.is_some_and(|m| m.len() > limit);
+        if !self.built {
             return;
         }
-        if let Some(msg) = self.fields.msg.get() {
+        if let Some(msg) = own {
             self.msg.push_str(msg);
-            self.msg.push(' ');
+            if !self.fields.others.is_empty() {
+                self.msg.push(' ');
+            }
         }
         self.msg.push_str(&self.fields.others);
+        if self.fields.cut || self.msg.len() > limit {
+            cut_at(&mut self.msg, limit);
+        }
     }
 
     fn capacity(&self) -> usize {
@@ -270,10 +354,14 @@ pub struct RegionFields {
     others: String,
     /// Each field in `others`: its name and where that name starts.
     starts: Vec<(&'static str, usize)>,
+    /// What is recorded, and up to how many bytes.
+    policy: FieldPolicy,
+    /// Whether a value was cut or left out at the bound.
+    cut: bool,
 }
 
 impl RegionFields {
-    /// Forgets every value, keeping the buffers.
+    /// Forgets every value, keeping the buffers (and the policy).
     pub(crate) fn clear(&mut self) {
         self.category.reset();
         self.label.reset();
@@ -281,10 +369,12 @@ impl RegionFields {
         self.repo = None;
         self.others.clear();
         self.starts.clear();
+        self.cut = false;
     }
 
-    fn other(&mut self, field: &Field) -> &mut String {
-        self.other_named(field_name(field))
+    /// Sets what the next values are recorded under.
+    pub(crate) fn set_policy(&mut self, policy: FieldPolicy) {
+        self.policy = policy;
     }
 
     /// Starts `name=` in `others` and returns it to write the value into.
@@ -296,6 +386,24 @@ impl RegionFields {
         self.others.push_str(name);
         self.others.push('=');
         &mut self.others
+    }
+
+    /// Writes a field without a role as `name=value`, formatting no more of the value
+    /// than the message's bound holds; nothing at all when such fields are left out.
+    fn write_other(&mut self, name: &'static str, value: fmt::Arguments<'_>) {
+        if !self.policy.others {
+            return;
+        }
+        let limit = self.policy.limit;
+        if self.others.len() >= limit {
+            self.cut = true;
+            return;
+        }
+        let out = self.other_named(name);
+        let mut bounded = Bounded { out, limit };
+        if bounded.write_fmt(value).is_err() {
+            self.cut = true;
+        }
     }
 
     /// Where the value of the `k`th field of `others` is.
@@ -326,6 +434,44 @@ impl RegionFields {
     }
 }
 
+/// A writer that takes text up to `limit` bytes of `out`, then fails: a `Debug` impl
+/// stops at its first failed write, so a huge value costs no more than the bound.
+struct Bounded<'a> {
+    out: &'a mut String,
+    limit: usize,
+}
+
+impl Write for Bounded<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.limit.saturating_sub(self.out.len());
+        if s.len() <= room {
+            self.out.push_str(s);
+            return Ok(());
+        }
+        self.out.push_str(&s[..floor_boundary(s, room)]);
+        Err(fmt::Error)
+    }
+}
+
+/// The largest char boundary of `s` at or below `at`.
+fn floor_boundary(s: &str, at: usize) -> usize {
+    let mut end = at.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+/// Cuts `text` to at most `limit` bytes, on a char boundary, ending with [`CUT_MARK`]
+/// when there is room for it.
+fn cut_at(text: &mut String, limit: usize) {
+    let keep = limit.saturating_sub(CUT_MARK.len());
+    text.truncate(floor_boundary(text, keep));
+    if limit >= CUT_MARK.len() {
+        text.push_str(CUT_MARK);
+    }
+}
+
 /// A field's name without a raw-identifier prefix.
 pub(crate) fn field_name(field: &Field) -> &'static str {
     let name = field.name();
@@ -348,18 +494,34 @@ impl Write for IdText {
     }
 }
 
+/// The repository id in a value's `Debug` text, if it is one.
+pub(crate) fn repo_id(value: &dyn fmt::Debug) -> Option<i64> {
+    let mut text = IdText {
+        bytes: [0; 24],
+        len: 0,
+    };
+    write!(text, "{value:?}")
+        .ok()
+        .and_then(|()| std::str::from_utf8(&text.bytes[..text.len]).ok())
+        .and_then(|t| t.parse().ok())
+}
+
 impl Visit for RegionFields {
     fn record_str(&mut self, field: &Field, value: &str) {
         match field_name(field) {
-            CATEGORY_FIELD => self.category.start().push_str(value),
-            LABEL_FIELD => self.label.start().push_str(value),
-            MSG_FIELD => self.msg.start().push_str(value),
-            _ => self.other(field).push_str(value),
+            SPAN_CATEGORY_FIELD => self.category.start().push_str(value),
+            SPAN_LABEL_FIELD => self.label.start().push_str(value),
+            SPAN_MSG_FIELD => {
+                let kept = floor_boundary(value, self.policy.limit);
+                self.msg.start().push_str(&value[..kept]);
+                self.cut |= kept < value.len();
+            }
+            name => self.write_other(name, format_args!("{value}")),
         }
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if field_name(field) == REPO_FIELD {
+        if field_name(field) == SPAN_REPO_FIELD {
             self.repo = Some(value);
         } else {
             self.record_debug(field, &value);
@@ -367,7 +529,7 @@ impl Visit for RegionFields {
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if field_name(field) == REPO_FIELD {
+        if field_name(field) == SPAN_REPO_FIELD {
             self.repo = Some(value.min(i64::MAX as u64) as i64);
         } else {
             self.record_debug(field, &value);
@@ -376,34 +538,24 @@ impl Visit for RegionFields {
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         match field_name(field) {
-            CATEGORY_FIELD => {
+            SPAN_CATEGORY_FIELD => {
                 let _ = write!(self.category.start(), "{value:?}");
             }
-            LABEL_FIELD => {
+            SPAN_LABEL_FIELD => {
                 let _ = write!(self.label.start(), "{value:?}");
             }
-            MSG_FIELD | "message" => {
-                let _ = write!(self.msg.start(), "{value:?}");
-            }
-            REPO_FIELD => {
-                let mut text = IdText {
-                    bytes: [0; 24],
-                    len: 0,
+            SPAN_MSG_FIELD => {
+                let mut bounded = Bounded {
+                    out: self.msg.start(),
+                    limit: self.policy.limit,
                 };
-                let id = write!(text, "{value:?}")
-                    .ok()
-                    .and_then(|()| std::str::from_utf8(&text.bytes[..text.len]).ok())
-                    .and_then(|t| t.parse().ok());
-                match id {
-                    Some(id) => self.repo = Some(id),
-                    None => {
-                        let _ = write!(self.other(field), "{value:?}");
-                    }
-                }
+                self.cut |= write!(bounded, "{value:?}").is_err();
             }
-            _ => {
-                let _ = write!(self.other(field), "{value:?}");
-            }
+            SPAN_REPO_FIELD => match repo_id(value) {
+                Some(id) => self.repo = Some(id),
+                None => self.write_other(SPAN_REPO_FIELD, format_args!("{value:?}")),
+            },
+            name => self.write_other(name, format_args!("{value:?}")),
         }
     }
 }
@@ -422,7 +574,7 @@ mod tests {
     #[test]
     fn message_is_msg_then_other_fields() {
         let mut state = RegionState::new("read_index", "my_crate::index");
-        assert_eq!(state.info().category, Some("my_crate::index"));
+        assert_eq!(state.info().category, Some("index"));
         assert_eq!(state.info().msg, None);
         let fields = RegionFields {
             msg: text(".git/index"),
@@ -461,7 +613,7 @@ mod tests {
             let second = RegionState::pooled("second", "crate::b");
             let info = second.info();
             assert_eq!(info.label, Some("second"));
-            assert_eq!(info.category, Some("crate::b"));
+            assert_eq!(info.category, Some("b"));
             assert_eq!(info.msg, None);
             assert_eq!(info.repo, None);
             // The recycled strings kept their room.
@@ -532,12 +684,12 @@ mod tests {
             name: "test",
             target: "test",
             level: tracing_core::Level::INFO,
-            fields: &["repo"],
+            fields: &["trace2.repo", "repo", "msg", "category", "label", "big"],
             callsite: &CALLSITE,
             kind: tracing_core::metadata::Kind::SPAN,
         };
         let _ = callsite;
-        let field = META.fields().field("repo").unwrap();
+        let field = META.fields().field("trace2.repo").unwrap();
         let mut capture = Capture::default();
         capture.0.record_debug(&field, &Id("7"));
         assert_eq!(capture.0.repo, Some(7));
@@ -549,7 +701,122 @@ mod tests {
         assert_eq!(capture.0.repo, Some(7));
         assert_eq!(
             capture.0.others,
-            "repo=x repo=123456789012345678901234567890"
+            "trace2.repo=x trace2.repo=123456789012345678901234567890"
         );
+    }
+
+    /// A test callsite whose fields are the names the tests need.
+    fn test_field(name: &str) -> Field {
+        static CALLSITE: tracing_core::callsite::DefaultCallsite =
+            tracing_core::callsite::DefaultCallsite::new(&META);
+        static META: tracing_core::Metadata<'static> = tracing_core::metadata! {
+            name: "fields",
+            target: "test",
+            level: tracing_core::Level::INFO,
+            fields: &["msg", "category", "label", "repo", "message", "big", "self", "trace2.msg"],
+            callsite: &CALLSITE,
+            kind: tracing_core::metadata::Kind::SPAN,
+        };
+        META.fields().field(name).unwrap()
+    }
+
+    /// Counts the `Debug` writes of a large value, as a derived `Debug` of a big struct
+    /// does them: one piece at a time, stopping at the first failure.
+    struct Huge<'a>(&'a std::cell::Cell<usize>);
+    impl fmt::Debug for Huge<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            for _ in 0..100_000 {
+                self.0.set(self.0.get() + 1);
+                f.write_str("0123456789")?;
+            }
+            Ok(())
+        }
+    }
+
+    /// A function's arguments named like Trace2 roles stay ordinary fields.
+    #[test]
+    fn arguments_named_like_roles_take_no_role() {
+        let mut fields = RegionFields::default();
+        fields.record_debug(&test_field("msg"), &Some("hello"));
+        fields.record_str(&test_field("category"), "c");
+        fields.record_str(&test_field("label"), "l");
+        fields.record_i64(&test_field("repo"), 3);
+        let mut state = RegionState::new("ping", "mini_redis::clients::client");
+        state.record(&fields);
+        let info = state.info();
+        assert_eq!(
+            info.msg,
+            Some("msg=Some(\"hello\") category=c label=l repo=3")
+        );
+        assert_eq!(info.category, Some("client"));
+        assert_eq!(info.label, Some("ping"));
+        assert_eq!(info.repo, None);
+    }
+
+    /// The message is bounded, and a huge `Debug` value is formatted no further than
+    /// the bound.
+    #[test]
+    fn message_is_bounded_and_big_values_are_cut_early() {
+        let writes = std::cell::Cell::new(0);
+        let mut fields = RegionFields::default();
+        fields.set_policy(FieldPolicy {
+            others: true,
+            limit: 100,
+        });
+        fields.record_debug(&test_field("self"), &Huge(&writes));
+        fields.record_debug(&test_field("big"), &Huge(&writes));
+        assert!(writes.get() <= 10, "{} writes", writes.get());
+        let mut state = RegionState::new("reload", "jj_cli::config");
+        state.fields_mut().set_policy(fields.policy);
+        state.record(&fields);
+        let msg = state.info().msg.unwrap();
+        assert_eq!(msg.len(), 100);
+        assert!(msg.starts_with("self=0123456789"), "{msg}");
+        assert!(msg.ends_with("..."), "{msg}");
+        // The explicit message is bounded too, on a character boundary.
+        let mut fields = RegionFields::default();
+        fields.set_policy(FieldPolicy {
+            others: true,
+            limit: 10,
+        });
+        fields.record_str(&test_field("trace2.msg"), "ééééééééé");
+        let mut state = RegionState::new("r", "t");
+        state.fields_mut().set_policy(fields.policy);
+        state.record(&fields);
+        assert_eq!(state.info().msg, Some("ééé..."));
+        // A short message is kept whole.
+        let mut state = RegionState::new("r", "t");
+        let mut fields = RegionFields::default();
+        fields.record_str(&test_field("trace2.msg"), ".git/index");
+        state.record(&fields);
+        assert_eq!(state.info().msg, Some(".git/index"));
+    }
+
+    /// With span fields left out, no value is formatted; the roles stay.
+    #[test]
+    fn fields_left_out_are_not_formatted() {
+        let writes = std::cell::Cell::new(0);
+        let mut fields = RegionFields::default();
+        fields.set_policy(FieldPolicy {
+            others: false,
+            limit: DEFAULT_MESSAGE_LIMIT,
+        });
+        fields.record_debug(&test_field("self"), &Huge(&writes));
+        fields.record_str(&test_field("trace2.msg"), "m");
+        assert_eq!(writes.get(), 0);
+        let mut state = RegionState::new("r", "t");
+        state.record(&fields);
+        assert_eq!(state.info().msg, Some("m"));
+    }
+
+    #[test]
+    fn default_category_is_the_last_module() {
+        assert_eq!(default_category("mini_redis::server"), "server");
+        assert_eq!(default_category("jj_lib::git::fetch"), "fetch");
+        assert_eq!(default_category("index"), "index");
+        assert_eq!(default_category(""), "");
+        assert_eq!(default_category("a::"), "");
+        assert_eq!(default_category(":x"), ":x");
+        assert_eq!(default_category("ü::ß"), "ß");
     }
 }

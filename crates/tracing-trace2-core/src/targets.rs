@@ -20,7 +20,7 @@ use crate::clock;
 use crate::session::Session;
 use crate::thread;
 use tracing_trace2_dst::Sink;
-use tracing_trace2_record::{Callsite, Event, Format, Record};
+use tracing_trace2_record::{Callsite, Event, Format, Record, RegionInfo, Timestamp};
 
 /// One output of the layer: a formatter, the sink its lines go to, and its state.
 pub struct Target {
@@ -163,6 +163,24 @@ impl Targets {
         self.list
             .iter()
             .any(|target| Self::takes(target, record) && target.format.writes(record))
+    }
+
+    /// Whether any target writes a region that opens at `nesting` (a span's fields
+    /// are formatted only then).
+    pub fn any_writes_region(&self, nesting: u32) -> bool {
+        let probe = Record {
+            event: Event::RegionEnter {
+                region: RegionInfo::default(),
+                nesting,
+            },
+            time: Timestamp::default(),
+            sid: "",
+            depth: 0,
+            thread: "",
+            callsite: Callsite::default(),
+            open_regions: nesting.saturating_sub(1),
+        };
+        self.any_writes(&probe)
     }
 
     /// Appends the line of every enabled target for `record` (`too_many_files` only for

@@ -105,7 +105,12 @@ fn explicit_version_names_the_program() {
 #[test]
 fn spans_become_regions_with_nesting() {
     let lines = run(|| {
-        let outer = info_span!("outer", category = "cat", msg = "m", repo = 3);
+        let outer = info_span!(
+            "outer",
+            trace2.category = "cat",
+            trace2.msg = "m",
+            trace2.repo = 3
+        );
         let _o = outer.enter();
         let inner = info_span!(target: "my_target", "inner", path = "/x", n = 2);
         let _i = inner.enter();
@@ -126,8 +131,8 @@ fn spans_become_regions_with_nesting() {
 #[test]
 fn label_and_empty_fields() {
     let lines = run(|| {
-        info_span!("name", label = "dynamic", category = "").in_scope(|| {});
-        info_span!("name", label = "").in_scope(|| {});
+        info_span!("name", trace2.label = "dynamic", trace2.category = "").in_scope(|| {});
+        info_span!("name", trace2.label = "").in_scope(|| {});
     });
     assert!(
         lines[1].contains("cat=None label=Some(\"dynamic\")"),
@@ -139,9 +144,13 @@ fn label_and_empty_fields() {
 #[test]
 fn recorded_fields_update_the_region() {
     let lines = run(|| {
-        let span = info_span!("r", category = "c", msg = tracing::field::Empty);
+        let span = info_span!(
+            "r",
+            trace2.category = "c",
+            trace2.msg = tracing::field::Empty
+        );
         let _e = span.enter();
-        span.record("msg", "later");
+        span.record("trace2.msg", "later");
     });
     assert!(lines[1].contains("msg=None"), "{lines:?}");
     assert!(lines[2].contains("msg=Some(\"later\")"), "{lines:?}");
@@ -589,7 +598,7 @@ fn data_takes_the_category_of_the_enclosing_span() {
     let lines = run_with(
         |b| b,
         || {
-            info_span!("s", category = "index").in_scope(|| {
+            info_span!("s", trace2.category = "index").in_scope(|| {
                 info!(key = "inherited", value = 1);
                 info!(category = "own", key = "named", value = 1);
             });

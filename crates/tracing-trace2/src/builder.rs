@@ -3,7 +3,9 @@
 //! optionally through the deferred background writer, and arranges the `def_param` listing that
 //! follows the first `cmd_name`.
 
-use tracing_core::LevelFilter;
+use tracing_core::{LevelFilter, Subscriber};
+use tracing_subscriber::filter::Filtered;
+use tracing_subscriber::registry::LookupSpan;
 use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 use tracing_trace2_core::{RegionMode, Session, Target, Trace2Layer, api, clock, redact};
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
@@ -38,7 +40,15 @@ pub struct Trace2 {
     announce_threads: bool,
     env_export: bool,
     max_task_lanes: usize,
+    span_fields: bool,
+    message_limit: usize,
 }
+
+/// The Trace2 layer as [`Trace2::layer`] returns it: behind a per-layer filter at its
+/// level, so that `tracing` skips, at the call site, every span and event that neither
+/// it nor another layer wants (see [`Trace2Layer::filtered`]). [`Filtered::inner`] is
+/// the layer itself.
+pub type FilteredLayer<S> = Filtered<Trace2Layer, LevelFilter, S>;
 
 impl Trace2 {
     /// Settings from the `GIT_TRACE2*` environment and the `trace2.*` keys of the
@@ -61,6 +71,8 @@ impl Trace2 {
             announce_threads: true,
             env_export: true,
             max_task_lanes: tracing_trace2_core::DEFAULT_MAX_TASK_LANES,
+            span_fields: true,
+            message_limit: tracing_trace2_core::DEFAULT_MESSAGE_LIMIT,
         }
     }
 
@@ -80,12 +92,35 @@ impl Trace2 {
     }
 
     /// The most verbose level of the program's spans and events (and its
-    /// dependencies') that become Trace2 output; default INFO. Lifecycle lines and the
-    /// [`api`] calls do not depend on it. For finer choices (per target, per module)
-    /// add a per-layer filter: `trace2.layer().with_filter(EnvFilter::new(..))`.
+    /// dependencies') that become Trace2 output; default INFO. `trace2.maxLevel` /
+    /// `TRACING_TRACE2_MAX_LEVEL`, when set, override it. Lifecycle lines and the [`api`]
+    /// calls do not depend on it. For finer choices (per target, per module) filter the
+    /// layer further: `trace2.layer().with_filter(EnvFilter::new(..))`.
     pub fn with_max_level(mut self, level: impl Into<LevelFilter>) -> Trace2 {
         self.max_level = level.into();
         self
+    }
+
+    /// Whether a span's fields without a Trace2 role (the arguments `#[instrument]`
+    /// records) are written into its region's message as `name=value` (default: yes,
+    /// within the message's bound). `trace2.spanFields` / `TRACING_TRACE2_SPAN_FIELDS`,
+    /// when set, override it. The `trace2.*` fields keep their roles either way.
+    pub fn with_span_fields(mut self, include: bool) -> Trace2 {
+        self.span_fields = include;
+        self
+    }
+
+    /// The most bytes of a region's message (default
+    /// [`DEFAULT_MESSAGE_LIMIT`](tracing_trace2_core::DEFAULT_MESSAGE_LIMIT)); a longer
+    /// one is cut and ends with `...`, and no field is formatted beyond it.
+    pub fn with_message_limit(mut self, bytes: usize) -> Trace2 {
+        self.message_limit = bytes;
+        self
+    }
+
+    /// The level in force: the configured one, else the program's.
+    pub fn max_level(&self) -> LevelFilter {
+        self.settings.max_level.unwrap_or(self.max_level)
     }
 
     /// Whether every thread that writes is announced with `thread_start` and ended with
@@ -140,7 +175,10 @@ impl Trace2 {
     /// `0`, `false` or empty turn it off. [`Trace2::from_env`] takes it from
     /// `TRACING_TRACE2_BINARY`. It works alone or beside the text targets, and sees the
     /// same records; `trace2 decode` (or `tracing_trace2_binary::decode_to_text`) turns
-    /// it back into the Normal, Perf and Event text those targets write.
+    /// it back into the Normal, Perf and Event text those targets write. It records
+    /// regions as deep as the Event target writes them (`GIT_TRACE2_EVENT_NESTING`),
+    /// unless `trace2.binaryNesting` / `TRACING_TRACE2_BINARY_NESTING` says otherwise; a
+    /// decoded Perf stream then lacks the deeper regions a live Perf target writes.
     pub fn with_binary_target(mut self, value: impl Into<String>) -> Trace2 {
         self.binary = Some(value.into());
         self
@@ -187,8 +225,21 @@ impl Trace2 {
     /// With a background writer, the writers run until the process exits (they are
     /// flushed and joined by the exit handler); use [`Trace2::layer_with_guard`] to
     /// stop them earlier.
-    pub fn layer(&self) -> Option<Trace2Layer> {
-        let (layer, guard) = self.layer_with_guard();
+    ///
+    /// The layer comes behind a per-layer filter at its level ([`FilteredLayer`]); use
+    /// [`Trace2::unfiltered_layer`] for the bare layer.
+    pub fn layer<S>(&self) -> Option<FilteredLayer<S>>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        self.unfiltered_layer().map(Trace2Layer::filtered)
+    }
+
+    /// [`Trace2::layer`] without its level filter: it then sees every span and event
+    /// other layers enable (it still records only those at its level), and `tracing`
+    /// learns no level from it.
+    pub fn unfiltered_layer(&self) -> Option<Trace2Layer> {
+        let (layer, guard) = self.unfiltered_layer_with_guard();
         // The writers must outlive this call: the exit handler shuts them down.
         std::mem::forget(guard);
         layer
@@ -197,7 +248,16 @@ impl Trace2 {
     /// [`Trace2::layer`], with a guard that flushes and joins the background writers
     /// when dropped (an empty guard without a background writer). Lines traced after
     /// the guard is dropped are written synchronously.
-    pub fn layer_with_guard(&self) -> (Option<Trace2Layer>, BackgroundGuard) {
+    pub fn layer_with_guard<S>(&self) -> (Option<FilteredLayer<S>>, BackgroundGuard)
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let (layer, guard) = self.unfiltered_layer_with_guard();
+        (layer.map(Trace2Layer::filtered), guard)
+    }
+
+    /// [`Trace2::layer_with_guard`] without the level filter.
+    pub fn unfiltered_layer_with_guard(&self) -> (Option<Trace2Layer>, BackgroundGuard) {
         let mut guard = BackgroundGuard::new();
         let layer = self.build(&mut guard);
         (layer, guard)
@@ -254,7 +314,9 @@ impl Trace2 {
         let mut builder = Trace2Layer::builder()
             .with_exe_version(&self.exe_version)
             .with_region_mode(self.region_mode)
-            .with_max_level(self.max_level)
+            .with_max_level(self.max_level())
+            .with_span_fields(s.span_fields.unwrap_or(self.span_fields))
+            .with_message_limit(self.message_limit)
             .with_thread_announcement(self.announce_threads)
             .with_max_task_lanes(self.max_task_lanes);
         let mut any = false;
@@ -298,7 +360,14 @@ impl Trace2 {
                     })
                     .with_dst_debug(s.dst_debug)
                     .build(opened.sink);
-                builder = builder.with_target(targets::binary(&writer, opened.too_many_files));
+                // Regions as deep as the Event target writes them, unless asked: the
+                // fields of deeper ones are then never formatted at all.
+                let nesting = s.binary_nesting.unwrap_or(s.event_nesting);
+                builder = builder.with_target(targets::binary_with_max_nesting(
+                    &writer,
+                    opened.too_many_files,
+                    nesting,
+                ));
                 any = true;
             }
         }

@@ -35,6 +35,7 @@ pub(crate) mod test_git;
 pub(crate) mod wildmatch;
 
 use std::path::{Path, PathBuf};
+use tracing_core::LevelFilter;
 
 use discover::GitDirTexts;
 use sources::{RemoteUrls, SourceReader, command_entries, config_files, is_remote_url};
@@ -125,6 +126,17 @@ pub struct Settings {
     pub env_var_values: Vec<(String, String)>,
     /// Git's message for each broken config piece that was skipped (git would have died).
     pub warnings: Vec<String>,
+    /// `TRACING_TRACE2_MAX_LEVEL` / `trace2.maxLevel` (`off`, `error`, `warn`, `info`,
+    /// `debug`, `trace`): the most verbose level of the program's spans and events that
+    /// become output. `None` when unset (the program's choice stands, INFO by default).
+    pub max_level: Option<LevelFilter>,
+    /// `TRACING_TRACE2_SPAN_FIELDS` / `trace2.spanFields` (a git boolean): whether a
+    /// span's fields without a Trace2 role are written into its region's message. `None`
+    /// when unset (the program's choice stands, yes by default).
+    pub span_fields: Option<bool>,
+    /// `TRACING_TRACE2_BINARY_NESTING` / `trace2.binaryNesting`: the deepest region
+    /// nesting the binary target records; `None` when unset (then the Event nesting).
+    pub binary_nesting: Option<u32>,
 }
 
 impl Default for Settings {
@@ -146,12 +158,15 @@ impl Default for Settings {
             config_entries: Vec::new(),
             env_var_values: Vec::new(),
             warnings: Vec::new(),
+            max_level: None,
+            span_fields: None,
+            binary_nesting: None,
         }
     }
 }
 
 /// The configurable settings: config key (lower-case, as git compares it) and variable.
-const KEYS: [(&str, &str); 11] = [
+const KEYS: [(&str, &str); 14] = [
     ("trace2.normaltarget", "GIT_TRACE2"),
     ("trace2.normalbrief", "GIT_TRACE2_BRIEF"),
     ("trace2.perftarget", "GIT_TRACE2_PERF"),
@@ -163,6 +178,10 @@ const KEYS: [(&str, &str); 11] = [
     ("trace2.envvars", "GIT_TRACE2_ENV_VARS"),
     ("trace2.destinationdebug", "GIT_TRACE2_DST_DEBUG"),
     ("trace2.maxfiles", "GIT_TRACE2_MAX_FILES"),
+    // This library's own settings, in git's style (git ignores them).
+    ("trace2.maxlevel", "TRACING_TRACE2_MAX_LEVEL"),
+    ("trace2.spanfields", "TRACING_TRACE2_SPAN_FIELDS"),
+    ("trace2.binarynesting", "TRACING_TRACE2_BINARY_NESTING"),
 ];
 
 impl Settings {
@@ -335,7 +354,28 @@ fn resolve(
         vars,
         dst_debug,
         max_files,
+        max_level,
+        span_fields,
+        binary_nesting,
     ] = raw;
+    let max_level = max_level.and_then(|v| {
+        let level = v.trim().parse::<LevelFilter>().ok();
+        if level.is_none() {
+            warnings.push(format!(
+                "ignoring '{v}' for trace2.maxLevel: not off, error, warn, info, debug or trace"
+            ));
+        }
+        level
+    });
+    let span_fields = span_fields.and_then(|v| {
+        let include = parse_git_bool(&v);
+        if include.is_none() {
+            warnings.push(format!(
+                "ignoring '{v}' for trace2.spanFields: not a boolean"
+            ));
+        }
+        include
+    });
 
     let config_params = split_list(params.as_deref());
     let env_vars = split_list(vars.as_deref());
@@ -377,6 +417,13 @@ fn resolve(
         config_entries,
         env_var_values,
         warnings,
+        max_level,
+        span_fields,
+        binary_nesting: binary_nesting
+            .as_deref()
+            .map(atoi)
+            .filter(|&n| n > 0)
+            .map(i32::unsigned_abs),
     }
 }
 

@@ -9,7 +9,7 @@
 //! use tracing_subscriber::prelude::*;
 //! use tracing_trace2::{Settings, Trace2};
 //!
-//! #[tracing::instrument(fields(category = "index"))]
+//! #[tracing::instrument(fields(trace2.category = "index"))]
 //! fn read_index(path: &str) {
 //!     tracing::info!(key = "entries", value = 1500);
 //! }
@@ -38,15 +38,18 @@
 //!
 //! | tracing | Trace2 |
 //! |---|---|
-//! | a span's first entry / its close | `region_enter` / `region_leave` (one region per span lifetime, [`RegionMode`]); label = span name, category = `category` field or the target, message = `msg` field then the other fields, repo = `repo` field |
-//! | `info!(key = "k", value = v)`, `info!(k = v)` | `data` (one per field), category = `category` field, else the enclosing span's, else the target |
+//! | a span's first entry / its close | `region_enter` / `region_leave` (one region per span lifetime, [`RegionMode`]); label = span name or `trace2.label`, category = `trace2.category` or the module (last segment of the target), message = `trace2.msg` then the other fields, at most 256 bytes ([`Trace2::with_message_limit`], [`Trace2::with_span_fields`]), repo = `trace2.repo` |
+//! | `info!(key = "k", value = v)`, `info!(k = v)` | `data` (one per field), category = `category` field, else the enclosing span's, else the module |
 //! | `info!(key = "k", json = "{…}")` | `data_json` |
 //! | `info!("text")` (message only) | `printf` |
 //! | `error!`, `warn!` | `error` (`msg` = message and fields, `fmt` = message) |
 //! | [`api`] functions | every other Trace2 event (`cmd_name`, `child_start`, `exit`, …), straight to the Trace2 layer: no filter drops them, no other layer sees them |
 //!
-//! User spans and events from INFO up become output ([`Trace2::with_max_level`]); every
-//! thread that writes is announced with `thread_start` and ended with `thread_exit`.
+//! Only `trace2.*` span fields take a role, so a function's arguments never do. User
+//! spans and events from INFO up become output ([`Trace2::with_max_level`],
+//! `trace2.maxLevel`); [`Trace2::layer`] puts the layer behind a per-layer filter at that
+//! level, so `tracing` skips at the call site what no layer wants. Every thread that
+//! writes is announced with `thread_start` and ended with `thread_exit`.
 //!
 //! A whole program, with git's process lifecycle (`version`, `start`, `cmd_ancestry`,
 //! `exit`, `atexit`, also on `std::process::exit` and panics), traced children and
@@ -85,7 +88,7 @@ mod session_env;
 pub mod targets;
 pub mod thread;
 
-pub use builder::Trace2;
+pub use builder::{FilteredLayer, Trace2};
 #[cfg(feature = "tokio")]
 pub use command::tokio::Trace2TokioCommandExt;
 pub use command::{Trace2CommandExt, TracedChild};
@@ -102,7 +105,10 @@ pub use tracing_trace2_perf as perf;
 /// The Trace2 layer configured from the environment and git config, or `None` when no
 /// target is enabled. The `version` line names version `0.0.0`; use [`Trace2`] with
 /// [`Trace2::with_exe_version`] to name the program's.
-pub fn layer() -> Option<Trace2Layer> {
+pub fn layer<S>() -> Option<FilteredLayer<S>>
+where
+    S: tracing_core::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
     Trace2::from_env().layer()
 }
 

@@ -106,8 +106,10 @@ use tracing_subscriber::prelude::*;
 use tracing_trace2_core::timers;
 use tracing_trace2_core::{Trace2Layer, api};
 
-use crate::Trace2;
 use crate::session_env;
+use crate::{FilteredLayer, Trace2};
+use tracing_core::Subscriber;
+use tracing_subscriber::registry::LookupSpan;
 
 /// What a process does on SIGPIPE once the lifecycle has started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -147,7 +149,7 @@ impl Trace2 {
         if self.names_a_target() {
             session_env::export_session(self.env_export(), dst_debug);
         }
-        let layer = self.layer();
+        let layer = self.unfiltered_layer();
         Lifecycle {
             layer,
             exe_version: self.exe_version().to_owned(),
@@ -190,8 +192,17 @@ impl Trace2 {
 }
 
 impl Lifecycle {
-    /// The layer to add to the program's subscriber; `None` when no target is enabled.
-    pub fn layer(&self) -> Option<Trace2Layer> {
+    /// The layer to add to the program's subscriber, behind its level filter (see
+    /// [`Trace2::layer`]); `None` when no target is enabled.
+    pub fn layer<S>(&self) -> Option<FilteredLayer<S>>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        self.layer.clone().map(Trace2Layer::filtered)
+    }
+
+    /// The layer without its level filter (see [`Trace2::unfiltered_layer`]).
+    pub fn unfiltered_layer(&self) -> Option<Trace2Layer> {
         self.layer.clone()
     }
 

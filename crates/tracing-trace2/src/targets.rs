@@ -14,7 +14,7 @@
 //! # drop(layer);
 //! ```
 
-use tracing_trace2_binary::{BinaryWriter, FlushingSink, RecordingFormat};
+use tracing_trace2_binary::{BinaryWriter, FlushingSink, NestedRecordingFormat, RecordingFormat};
 #[cfg(doc)]
 use tracing_trace2_core::Trace2Layer;
 use tracing_trace2_core::{Sink, Target};
@@ -52,6 +52,26 @@ pub fn binary(writer: &BinaryWriter, too_many_files: bool) -> Target {
     Target::new(
         tracing_trace2_binary::ENV_NAME,
         RecordingFormat(writer.clone()),
+        FlushingSink(writer.clone()),
+    )
+    .with_too_many_files(too_many_files)
+}
+
+/// [`binary`] recording regions (and the data inside them) no deeper than `max_nesting`,
+/// as the Event target does with `GIT_TRACE2_EVENT_NESTING`: the fields of deeper regions
+/// are then never formatted.
+pub fn binary_with_max_nesting(
+    writer: &BinaryWriter,
+    too_many_files: bool,
+    max_nesting: u32,
+) -> Target {
+    let format = NestedRecordingFormat {
+        writer: writer.clone(),
+        max_nesting: max_nesting.max(1),
+    };
+    Target::new(
+        tracing_trace2_binary::ENV_NAME,
+        format,
         FlushingSink(writer.clone()),
     )
     .with_too_many_files(too_many_files)

@@ -179,7 +179,7 @@ mod tests {
     }
 
     fn workload(lines: u64) {
-        let span = tracing::info_span!("outer", category = "test");
+        let span = tracing::info_span!("outer", trace2.category = "test");
         let _entered = span.enter();
         for i in 0..lines {
             tracing::info!(category = "test", key = "i", value = i);

@@ -6,7 +6,7 @@
 //! use tokio::process::Command;
 //! use tracing_trace2::command::tokio::Trace2TokioCommandExt;
 //!
-//! #[tracing::instrument(fields(category = "sync"))]
+//! #[tracing::instrument(fields(trace2.category = "sync"))]
 //! async fn fetch() -> std::io::Result<()> {
 //!     // child_start[0] git fetch … child_exit[0] pid:… code:0, both on this task's lane.
 //!     let status = Command::new("git").arg("fetch").trace2_status().await?;

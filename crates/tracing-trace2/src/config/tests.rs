@@ -689,3 +689,44 @@ fn handed_over_entries_settings_from_system_and_global_only() {
     assert!(s.config_entries.is_empty());
     assert_eq!(s, Settings::default());
 }
+
+/// This library's own settings in git's style: `trace2.maxLevel`, `trace2.spanFields`,
+/// `trace2.binaryNesting` in the config, overridden by their variables; values that do
+/// not parse are reported and ignored.
+#[test]
+fn level_fields_and_binary_nesting_settings() {
+    let s = Scratch::new();
+    let sys = s.write(
+        "sys",
+        "[trace2]\n\tmaxLevel = DEBUG\n\tspanFields = off\n\tbinaryNesting = 7\n",
+    );
+    let env = s.env(&[("GIT_CONFIG_SYSTEM", &sys)]);
+    let got = Settings::load(&lookup(&env));
+    assert_eq!(got.max_level, Some(LevelFilter::DEBUG));
+    assert_eq!(got.span_fields, Some(false));
+    assert_eq!(got.binary_nesting, Some(7));
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    let env = s.env(&[
+        ("GIT_CONFIG_SYSTEM", &sys),
+        ("TRACING_TRACE2_MAX_LEVEL", "trace"),
+        ("TRACING_TRACE2_SPAN_FIELDS", "yes"),
+        ("TRACING_TRACE2_BINARY_NESTING", "0"),
+    ]);
+    let got = Settings::load(&lookup(&env));
+    assert_eq!(got.max_level, Some(LevelFilter::TRACE));
+    assert_eq!(got.span_fields, Some(true));
+    assert_eq!(got.binary_nesting, None);
+    let got = Settings::load(&env_from(&[
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("TRACING_TRACE2_MAX_LEVEL", "loud"),
+        ("TRACING_TRACE2_SPAN_FIELDS", "maybe"),
+    ]));
+    assert_eq!(got.max_level, None);
+    assert_eq!(got.span_fields, None);
+    assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].contains("trace2.maxLevel"),
+        "{:?}",
+        got.warnings
+    );
+}

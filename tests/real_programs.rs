@@ -1,0 +1,480 @@
+//! Programs shaped like the two of issue 21 ("Right on real programs"): a CLI like jj
+//! (nested `#[instrument]` methods whose arguments, `self` included, have big `Debug`
+//! texts, beside an `EnvFilter` fmt layer) and a client like tokio's mini-redis
+//! (`Client::ping(msg: Option<…>)`, async, in a module of its own).
+//!
+//! The binary has its own `main` (no libtest harness): `tracing`'s global level is
+//! computed over every live dispatcher, so the checks must run one at a time.
+
+#[path = "support/runner.rs"]
+#[allow(dead_code)]
+mod runner;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use tracing::level_filters::LevelFilter;
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::{EnvFilter, Registry};
+use tracing_trace2::core::{MemorySink, Trace2Layer, api};
+use tracing_trace2::event::EventFormat;
+use tracing_trace2::perf::PerfFormat;
+use tracing_trace2::{Settings, Trace2, targets};
+
+fn main() -> ExitCode {
+    let mut runner = runner::Runner::plain();
+    let tests: [runner::Test; 10] = [
+        ("jj_messages_are_bounded", jj_messages_are_bounded),
+        (
+            "jj_fields_of_regions_nobody_writes_are_not_formatted",
+            jj_fields_of_regions_nobody_writes_are_not_formatted,
+        ),
+        (
+            "jj_span_fields_can_be_left_out",
+            jj_span_fields_can_be_left_out,
+        ),
+        (
+            "binary_target_records_as_deep_as_event",
+            binary_target_records_as_deep_as_event,
+        ),
+        (
+            "level_hint_beside_a_filtered_fmt_layer",
+            level_hint_beside_a_filtered_fmt_layer,
+        ),
+        ("configured_level_and_fields", configured_level_and_fields),
+        (
+            "level_filter_hides_nothing_from_other_layers",
+            level_filter_hides_nothing_from_other_layers,
+        ),
+        (
+            "a_further_filter_narrows_the_layer",
+            a_further_filter_narrows_the_layer,
+        ),
+        (
+            "mini_redis_arguments_take_no_role",
+            mini_redis_arguments_take_no_role,
+        ),
+        ("perf_category_reads", perf_category_reads),
+    ];
+    for (name, test) in tests {
+        runner.test(name, test);
+    }
+    runner.finish()
+}
+
+/// How many times a big value's `Debug` ran, and how many pieces it was asked to write.
+static DEBUG_CALLS: AtomicUsize = AtomicUsize::new(0);
+static DEBUG_PIECES: AtomicUsize = AtomicUsize::new(0);
+
+fn reset_counts() {
+    DEBUG_CALLS.store(0, Ordering::SeqCst);
+    DEBUG_PIECES.store(0, Ordering::SeqCst);
+}
+
+/// A jj-like CLI: a config environment with a 100 KB `Debug` text, loaded through
+/// nested instrumented methods that take it as `self`.
+mod cli {
+    use super::*;
+
+    pub struct ConfigEnv {
+        pub layers: usize,
+    }
+
+    impl fmt::Debug for ConfigEnv {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            DEBUG_CALLS.fetch_add(1, Ordering::SeqCst);
+            f.write_str("ConfigEnv { layers: [")?;
+            for i in 0..self.layers {
+                DEBUG_PIECES.fetch_add(1, Ordering::SeqCst);
+                write!(
+                    f,
+                    "ConfigLayer {{ path: \"/home/u/.config/jj/{i}.toml\" }}, "
+                )?;
+            }
+            f.write_str("] }")
+        }
+    }
+
+    impl ConfigEnv {
+        /// Nested `depth` levels deep, as jj's config loading is.
+        #[tracing::instrument]
+        pub fn reload_workspace_config(&self, depth: u32) -> u32 {
+            if depth > 1 {
+                self.reload_workspace_config(depth - 1) + 1
+            } else {
+                1
+            }
+        }
+    }
+}
+
+/// A mini-redis-like client, in a module of its own (target `real_programs::client`).
+mod client {
+    pub struct Client;
+
+    impl Client {
+        #[tracing::instrument(skip(self))]
+        pub async fn ping(&mut self, msg: Option<&'static str>) -> &'static str {
+            msg.unwrap_or("PONG")
+        }
+
+        #[tracing::instrument(skip(self))]
+        pub fn lookup(&self, category: &str, label: &str, repo: i64) -> i64 {
+            repo
+        }
+    }
+}
+
+/// The JSON of each Event line in `sink`.
+fn events(sink: &MemorySink) -> Vec<Value> {
+    sink.to_string_lossy()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an Event line is JSON"))
+        .collect()
+}
+
+fn regions(events: &[Value], kind: &str) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .cloned()
+        .collect()
+}
+
+/// A fmt layer writing nowhere behind an `EnvFilter`, as jj installs one.
+fn fmt_layer<S>(filter: &str) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::sink)
+        .with_filter(EnvFilter::new(filter))
+}
+
+/// Runs the jj-shaped program under an Event target (git's default nesting, 2) built by
+/// `build`, beside a fmt layer that shows warnings (so that it formats none of the
+/// spans itself); returns the Event lines.
+fn run_jj(
+    depth: u32,
+    build: impl FnOnce(tracing_trace2::core::Trace2LayerBuilder) -> Trace2Layer,
+) -> Vec<Value> {
+    let sink = MemorySink::new();
+    let layer =
+        build(Trace2Layer::builder().with_target(targets::event(EventFormat::new(), sink.clone())));
+    let subscriber = Registry::default()
+        .with(fmt_layer("warn"))
+        .with(layer.filtered());
+    reset_counts();
+    tracing::subscriber::with_default(subscriber, || {
+        let env = cli::ConfigEnv { layers: 2_000 };
+        assert_eq!(env.reload_workspace_config(depth), depth);
+    });
+    events(&sink)
+}
+
+/// Issue 21 item 3: jj's worst line was 183 KiB; a message now has a bound, and the
+/// `Debug` text stops being formatted at it.
+fn jj_messages_are_bounded() {
+    let lines = run_jj(2, |b| b.build());
+    let enters = regions(&lines, "region_enter");
+    assert_eq!(enters.len(), 2, "{lines:?}");
+    for region in regions(&lines, "region_enter")
+        .iter()
+        .chain(&regions(&lines, "region_leave"))
+    {
+        let msg = region["msg"].as_str().expect("a message");
+        assert!(
+            msg.len() <= tracing_trace2::core::DEFAULT_MESSAGE_LIMIT,
+            "{}",
+            msg.len()
+        );
+        assert!(
+            msg.starts_with("self=ConfigEnv { layers: [ConfigLayer"),
+            "{msg}"
+        );
+        assert!(msg.ends_with("..."), "{msg}");
+        assert_eq!(region["category"], "cli", "{region}");
+        assert_eq!(region["label"], "reload_workspace_config", "{region}");
+    }
+    // Two values formatted, each only as far as the bound: a few pieces, not 4,000.
+    assert_eq!(DEBUG_CALLS.load(Ordering::SeqCst), 2);
+    let pieces = DEBUG_PIECES.load(Ordering::SeqCst);
+    assert!(pieces <= 2 * 8, "{pieces} pieces formatted");
+}
+
+/// Issue 21 item 3: regions deeper than the Event target's nesting are not written, so
+/// their fields are not formatted either.
+fn jj_fields_of_regions_nobody_writes_are_not_formatted() {
+    let lines = run_jj(6, |b| b.build());
+    assert_eq!(regions(&lines, "region_enter").len(), 2, "{lines:?}");
+    assert_eq!(DEBUG_CALLS.load(Ordering::SeqCst), 2);
+    // Deeper nesting asked for: formatted as deep as written.
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(targets::event(
+            EventFormat::new().with_max_nesting(4),
+            sink.clone(),
+        ))
+        .build();
+    reset_counts();
+    let subscriber = Registry::default().with(layer.filtered());
+    tracing::subscriber::with_default(subscriber, || {
+        cli::ConfigEnv { layers: 10 }.reload_workspace_config(6);
+    });
+    assert_eq!(regions(&events(&sink), "region_enter").len(), 4);
+    assert_eq!(DEBUG_CALLS.load(Ordering::SeqCst), 4);
+}
+
+/// Issue 21 item 3: the switch that leaves span fields out (as tracing-chrome's
+/// `include_args`); then nothing is formatted at all.
+fn jj_span_fields_can_be_left_out() {
+    let lines = run_jj(2, |b| b.with_span_fields(false).build());
+    let enters = regions(&lines, "region_enter");
+    assert_eq!(enters.len(), 2, "{lines:?}");
+    assert!(enters.iter().all(|r| r.get("msg").is_none()), "{enters:?}");
+    assert_eq!(DEBUG_CALLS.load(Ordering::SeqCst), 0);
+}
+
+fn temp_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("real-programs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Issue 21 item 4: the binary target records regions as deep as the Event target
+/// writes them (git's default nesting unless configured), so it formats no more fields.
+fn binary_target_records_as_deep_as_event() {
+    let path = temp_path("jj.t2b");
+    let layer = Trace2::with_settings(Settings::default())
+        .with_binary_target(path.display().to_string())
+        .unfiltered_layer()
+        .expect("the binary target is enabled");
+    reset_counts();
+    let subscriber = Registry::default().with(layer.clone().filtered());
+    tracing::subscriber::with_default(subscriber, || {
+        cli::ConfigEnv { layers: 10 }.reload_workspace_config(6);
+    });
+    layer.flush();
+    assert_eq!(DEBUG_CALLS.load(Ordering::SeqCst), 2);
+    let mut event = Vec::new();
+    tracing_trace2_binary::decode_to_event_json(std::fs::File::open(&path).unwrap(), &mut event)
+        .unwrap();
+    let text = String::from_utf8(event).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let nestings: Vec<i64> = regions(&lines, "region_enter")
+        .iter()
+        .map(|r| r["nesting"].as_i64().unwrap())
+        .collect();
+    assert_eq!(nestings, [1, 2], "{text}");
+}
+
+/// Issue 21 item 5: beside an `EnvFilter("info")` fmt layer, the facade's layer lets
+/// `tracing` keep its level at INFO (it was TRACE: every `debug`/`trace` callsite was
+/// built and dispatched), while the lifecycle goes through any filter.
+fn level_hint_beside_a_filtered_fmt_layer() {
+    let path = temp_path("level.event");
+    let mut settings = Settings::default();
+    settings.event_target = Some(path.display().to_string());
+    let trace2 = Trace2::with_settings(settings);
+    let subscriber = Registry::default()
+        .with(fmt_layer("info"))
+        .with(trace2.layer());
+    reset_counts();
+    tracing::subscriber::with_default(subscriber, || {
+        assert_eq!(LevelFilter::current(), LevelFilter::INFO);
+        assert!(!tracing::enabled!(tracing::Level::DEBUG));
+        let env = cli::ConfigEnv { layers: 3 };
+        tracing::debug_span!("hidden", env = ?env).in_scope(|| {
+            tracing::trace!(env = ?env, "not built");
+        });
+        assert_eq!(DEBUG_CALLS.load(Ordering::SeqCst), 0);
+        tracing::info_span!("shown").in_scope(|| {});
+    });
+    // A global filter that lets nothing through: the lifecycle still gets through.
+    let subscriber = Registry::default()
+        .with(EnvFilter::new("off"))
+        .with(trace2.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        api::printf("lifecycle survives");
+        tracing::info_span!("filtered out").in_scope(|| {});
+    });
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let labels: Vec<String> = regions(&lines, "region_enter")
+        .iter()
+        .map(|r| r["label"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(labels, ["shown"], "{text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "printf" && l["msg"] == "lifecycle survives"),
+        "{text}"
+    );
+}
+
+/// Issue 21 item 5: the level and the fields switch as git-style settings.
+fn configured_level_and_fields() {
+    let path = temp_path("configured.event");
+    let env = |name: &str| match name {
+        "GIT_TRACE2_EVENT" => Some(path.display().to_string()),
+        "TRACING_TRACE2_MAX_LEVEL" => Some("debug".to_owned()),
+        "TRACING_TRACE2_SPAN_FIELDS" => Some("false".to_owned()),
+        _ => None,
+    };
+    let settings = Settings::load(&env);
+    assert_eq!(settings.max_level, Some(LevelFilter::DEBUG));
+    assert_eq!(settings.span_fields, Some(false));
+    let trace2 = Trace2::with_settings(settings).with_max_level(LevelFilter::WARN);
+    assert_eq!(trace2.max_level(), LevelFilter::DEBUG, "the setting wins");
+    let subscriber = Registry::default()
+        .with(fmt_layer("warn"))
+        .with(trace2.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        assert_eq!(LevelFilter::current(), LevelFilter::DEBUG);
+        tracing::debug_span!("debug_region", arg = 1).in_scope(|| {});
+        tracing::trace_span!("trace_region").in_scope(|| {});
+    });
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let enters = regions(&lines, "region_enter");
+    assert_eq!(enters.len(), 1, "{text}");
+    assert_eq!(enters[0]["label"], "debug_region");
+    assert!(enters[0].get("msg").is_none(), "fields left out: {text}");
+}
+
+/// A writer into a shared buffer, for a fmt layer.
+#[derive(Clone, Default)]
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The level is a per-layer filter: a fmt layer without a filter of its own still gets
+/// every `debug!` (a hint on the bare layer would have silenced it).
+fn level_filter_hides_nothing_from_other_layers() {
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(targets::event(EventFormat::new(), sink.clone()))
+        .build();
+    let console = Shared::default();
+    let writer = console.clone();
+    let subscriber = Registry::default()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(move || writer.clone()),
+        )
+        .with(layer.filtered());
+    tracing::subscriber::with_default(subscriber, || {
+        assert_eq!(LevelFilter::current(), LevelFilter::TRACE);
+        tracing::debug!("for the console only");
+        tracing::info!("for both");
+    });
+    let console = String::from_utf8(console.0.lock().unwrap().clone()).unwrap();
+    assert!(console.contains("for the console only"), "{console}");
+    let printfs: Vec<Value> = events(&sink)
+        .into_iter()
+        .filter(|e| e["event"] == "printf")
+        .collect();
+    assert_eq!(printfs.len(), 1, "{printfs:?}");
+    assert_eq!(printfs[0]["msg"], "for both");
+}
+
+/// The README's further per-layer filter on the facade's (already filtered) layer.
+fn a_further_filter_narrows_the_layer() {
+    let path = temp_path("narrowed.event");
+    let mut settings = Settings::default();
+    settings.event_target = Some(path.display().to_string());
+    let layer = Trace2::with_settings(settings)
+        .layer()
+        .with_filter(EnvFilter::new("info,real_programs::client=warn"));
+    let subscriber = Registry::default().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        client::Client.lookup("c", "l", 7);
+        cli::ConfigEnv { layers: 1 }.reload_workspace_config(1);
+        tracing::debug_span!("below the level").in_scope(|| {});
+    });
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let labels: Vec<String> = regions(&lines, "region_enter")
+        .iter()
+        .map(|r| r["label"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(labels, ["reload_workspace_config"], "{text}");
+}
+
+/// Issue 21 items 8 and 9: `Client::ping(msg: Option<…>)` keeps `msg=` (no role), a
+/// parameter named `category`, `label` or `repo` stays a parameter, and the category is
+/// the module's name.
+fn mini_redis_arguments_take_no_role() {
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(targets::event(EventFormat::new(), sink.clone()))
+        .build();
+    let subscriber = Registry::default().with(layer.filtered());
+    tracing::subscriber::with_default(subscriber, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut client = client::Client;
+        assert_eq!(runtime.block_on(client.ping(Some("hello"))), "hello");
+        assert_eq!(client.lookup("c", "l", 7), 7);
+    });
+    let lines = events(&sink);
+    let enters = regions(&lines, "region_enter");
+    assert_eq!(enters.len(), 2, "{lines:?}");
+    assert_eq!(enters[0]["label"], "ping");
+    assert_eq!(enters[0]["msg"], "msg=Some(\"hello\")");
+    assert_eq!(enters[0]["category"], "client");
+    assert_eq!(enters[1]["label"], "lookup");
+    assert_eq!(enters[1]["category"], "client");
+    assert_eq!(enters[1]["msg"], "category=c label=l repo=7");
+    assert!(enters[1].get("repo").is_none(), "{}", enters[1]);
+}
+
+/// Issue 21 item 9: Perf's 12-column category reads (it showed `mini_redis::`).
+fn perf_category_reads() {
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_target(targets::perf(
+            PerfFormat::new().with_brief(true),
+            sink.clone(),
+        ))
+        .build();
+    let subscriber = Registry::default().with(layer.filtered());
+    tracing::subscriber::with_default(subscriber, || {
+        client::Client.lookup("c", "l", 7);
+    });
+    let text = sink.to_string_lossy();
+    let enter = text
+        .lines()
+        .find(|l| l.contains("region_enter"))
+        .expect("a region_enter line");
+    let columns: Vec<&str> = enter.split('|').map(str::trim).collect();
+    assert!(columns.contains(&"client"), "{enter}");
+    assert!(!enter.contains("real_program"), "{enter}");
+}
