@@ -125,6 +125,31 @@ pub struct Settings {
     pub env_var_values: Vec<(String, String)>,
     /// Git's message for each broken config piece that was skipped (git would have died).
     pub warnings: Vec<String>,
+    /// The flight recorder's settings (`TRACING_TRACE2_FLIGHT*` / `trace2.flight*`).
+    pub flight: FlightSettings,
+}
+
+/// The flight recorder's settings: the binary target kept in memory and written to a
+/// directory only when a trigger fires (`docs/flight-recorder.md`). Each comes from the
+/// `trace2.*` key of the system or global config, and the environment overrides it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FlightSettings {
+    /// `TRACING_TRACE2_FLIGHT` / `trace2.flightTarget`: the absolute directory the
+    /// snapshots go to; `None` (or `0`/`false`) when unset or empty: no recorder.
+    pub target: Option<String>,
+    /// `TRACING_TRACE2_FLIGHT_MAX_BYTES` / `trace2.flightMaxBytes`: the ring's cap in
+    /// bytes (git's integer syntax, `k`/`m`/`g` allowed); `None`: the default.
+    pub max_bytes: Option<u64>,
+    /// `TRACING_TRACE2_FLIGHT_MIN_AGE` / `trace2.flightMinAge`: the window's minimum age
+    /// in seconds; `None`: the default.
+    pub min_age_secs: Option<u64>,
+    /// `TRACING_TRACE2_FLIGHT_ON_ERROR` / `trace2.flightOnError`: also snapshot on an
+    /// `error` event (a git boolean; default false).
+    pub on_error: bool,
+    /// `TRACING_TRACE2_FLIGHT_SLOW_REGION_MS` / `trace2.flightSlowRegionMs`: also
+    /// snapshot when a region lasts longer than this many milliseconds.
+    pub slow_region_ms: Option<u64>,
 }
 
 impl Default for Settings {
@@ -146,12 +171,13 @@ impl Default for Settings {
             config_entries: Vec::new(),
             env_var_values: Vec::new(),
             warnings: Vec::new(),
+            flight: FlightSettings::default(),
         }
     }
 }
 
 /// The configurable settings: config key (lower-case, as git compares it) and variable.
-const KEYS: [(&str, &str); 11] = [
+const KEYS: [(&str, &str); 16] = [
     ("trace2.normaltarget", "GIT_TRACE2"),
     ("trace2.normalbrief", "GIT_TRACE2_BRIEF"),
     ("trace2.perftarget", "GIT_TRACE2_PERF"),
@@ -163,6 +189,14 @@ const KEYS: [(&str, &str); 11] = [
     ("trace2.envvars", "GIT_TRACE2_ENV_VARS"),
     ("trace2.destinationdebug", "GIT_TRACE2_DST_DEBUG"),
     ("trace2.maxfiles", "GIT_TRACE2_MAX_FILES"),
+    ("trace2.flighttarget", "TRACING_TRACE2_FLIGHT"),
+    ("trace2.flightmaxbytes", "TRACING_TRACE2_FLIGHT_MAX_BYTES"),
+    ("trace2.flightminage", "TRACING_TRACE2_FLIGHT_MIN_AGE"),
+    ("trace2.flightonerror", "TRACING_TRACE2_FLIGHT_ON_ERROR"),
+    (
+        "trace2.flightslowregionms",
+        "TRACING_TRACE2_FLIGHT_SLOW_REGION_MS",
+    ),
 ];
 
 impl Settings {
@@ -335,6 +369,11 @@ fn resolve(
         vars,
         dst_debug,
         max_files,
+        flight_target,
+        flight_max_bytes,
+        flight_min_age,
+        flight_on_error,
+        flight_slow_region_ms,
     ] = raw;
 
     let config_params = split_list(params.as_deref());
@@ -377,7 +416,21 @@ fn resolve(
         config_entries,
         env_var_values,
         warnings,
+        flight: FlightSettings {
+            target: flight_target.filter(|v| !v.is_empty()),
+            max_bytes: non_negative(flight_max_bytes.as_deref()),
+            min_age_secs: non_negative(flight_min_age.as_deref()),
+            on_error: brief(flight_on_error.as_deref()),
+            slow_region_ms: non_negative(flight_slow_region_ms.as_deref()),
+        },
     }
+}
+
+/// A count in git's integer syntax (`k`/`m`/`g` allowed); `None` when unset, not a
+/// number or negative, so that the default applies.
+fn non_negative(raw: Option<&str>) -> Option<u64> {
+    raw.and_then(parse_git_int)
+        .and_then(|n| u64::try_from(n).ok())
 }
 
 /// A key normalised as git does for keys given by a program (`None` if invalid).

@@ -48,7 +48,7 @@ mod snapshot;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use crate::record::{Event, Format, Record};
@@ -204,6 +204,7 @@ impl FlightRecorderBuilder {
                 .slow_region
                 .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
             dst_debug: self.dst_debug,
+            signal: self.signal,
             writing: AtomicBool::new(false),
             pending: Mutex::new(None),
             next_number: AtomicU64::new(0),
@@ -213,10 +214,36 @@ impl FlightRecorderBuilder {
         });
         #[cfg(unix)]
         if self.signal {
-            signal::register(&inner);
+            signal::install_once();
         }
+        let mut list = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(&inner));
         Some(FlightRecorder { inner })
     }
+}
+
+/// Every recorder of the process that is still alive.
+static RECORDERS: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+
+fn live_recorders() -> Vec<FlightRecorder> {
+    RECORDERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .map(|inner| FlightRecorder { inner })
+        .collect()
+}
+
+/// Writes a snapshot of every live recorder of the process (those a program built
+/// itself and the one the facade built from `TRACING_TRACE2_FLIGHT`), and returns the
+/// files written.
+pub fn snapshot_all(trigger: Trigger) -> Vec<PathBuf> {
+    live_recorders()
+        .iter()
+        .filter_map(|r| r.snapshot(trigger).ok().flatten())
+        .collect()
 }
 
 fn check_dir(dir: &Path) -> io::Result<()> {
@@ -279,6 +306,8 @@ struct Inner {
     error_trigger: bool,
     slow_region_us: Option<u64>,
     dst_debug: bool,
+    /// Whether the on-demand signal snapshots this recorder.
+    signal: bool,
     /// A snapshot is being written.
     writing: AtomicBool,
     /// A trigger that fired meanwhile, for the snapshot in progress to write next.

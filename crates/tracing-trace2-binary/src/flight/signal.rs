@@ -8,10 +8,10 @@
 //! that handles `SIGUSR2` itself keeps its handler (and can call
 //! [`FlightRecorder::snapshot`](super::FlightRecorder::snapshot) from it instead).
 
+use std::sync::Once;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
 
-use super::{FlightRecorder, Inner, Trigger};
+use super::Trigger;
 
 /// The signal that asks for a snapshot.
 pub const SNAPSHOT_SIGNAL: libc::c_int = libc::SIGUSR2;
@@ -19,16 +19,10 @@ pub const SNAPSHOT_SIGNAL: libc::c_int = libc::SIGUSR2;
 /// The pipe's write end, for the handler; -1 until it exists.
 static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
 
-/// The recorders the signal snapshots.
-static RECORDERS: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
-
-/// Adds `inner` to the recorders the signal snapshots, installing the handler first.
-pub(super) fn register(inner: &Arc<Inner>) {
+/// Installs the handler (once per process).
+pub(super) fn install_once() {
     static ONCE: Once = Once::new();
     ONCE.call_once(install);
-    let mut list = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
-    list.retain(|w| w.strong_count() > 0);
-    list.push(Arc::downgrade(inner));
 }
 
 fn install() {
@@ -123,14 +117,10 @@ fn serve(read_end: libc::c_int) {
             }
             return;
         }
-        let recorders: Vec<Arc<Inner>> = RECORDERS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for inner in recorders {
-            let _ = FlightRecorder { inner }.snapshot(Trigger::Signal);
+        for recorder in super::live_recorders() {
+            if recorder.inner.signal {
+                let _ = recorder.snapshot(Trigger::Signal);
+            }
         }
     }
 }
