@@ -433,7 +433,11 @@ impl FlightRecorder {
         self.inner.writer.flush_all();
         let now_us = tracing_trace2_dst::clock::t_abs_us();
         let copy = self.inner.ring.copy(now_us);
-        snapshot::assemble(&copy, trigger.has_marker().then(|| trigger.name()), now_us)
+        let mut out = Vec::new();
+        let marker = trigger.has_marker().then(|| trigger.name());
+        // Writing into a Vec cannot fail.
+        let _ = snapshot::assemble(&copy, marker, now_us, &mut out);
+        out
     }
 
     /// The binary writer that fills the ring (for [`crate::RecordingFormat`]-style
@@ -483,14 +487,17 @@ impl Inner {
         if copy.frames.is_empty() && copy.streams.iter().all(|s| s.first_batch.is_none()) {
             return Ok(None);
         }
-        let bytes = snapshot::assemble(&copy, trigger.has_marker().then(|| trigger.name()), now_us);
         let sid = snapshot::newest_sid(&copy).unwrap_or_default();
         let wall_us = tracing_trace2_dst::clock::start()
             .wall_us()
             .saturating_add(i64::try_from(now_us).unwrap_or(i64::MAX));
         let number = self.next_number.fetch_add(1, Ordering::Relaxed);
         let name = snapshot::file_name(wall_us, &sid, number, trigger.name());
-        match snapshot::write_file(&self.dir, &name, &bytes) {
+        let marker = trigger.has_marker().then(|| trigger.name());
+        let written = snapshot::write_file(&self.dir, &name, |out| {
+            snapshot::assemble(&copy, marker, now_us, out)
+        });
+        match written {
             Ok(path) => {
                 self.stats.snapshots.fetch_add(1, Ordering::Relaxed);
                 Ok(Some(path))

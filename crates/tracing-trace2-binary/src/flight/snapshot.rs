@@ -29,11 +29,15 @@ pub const MARKER_CATEGORY: &str = "flight";
 /// The key of a snapshot's marker `data` event; its value is the trigger's name.
 pub const MARKER_KEY: &str = "trigger";
 
-/// The t2b bytes of a snapshot of `copy`, ending with a marker for `marker` (a trigger
-/// name) unless it is `None`. `now_us` is the marker's time (µs since the process start).
-pub(crate) fn assemble(copy: &RingCopy, marker: Option<&str>, now_us: u64) -> Vec<u8> {
-    let size: usize = copy.frames.iter().map(|f| f.bytes.len()).sum();
-    let mut out = Vec::with_capacity(size + 4096);
+/// Writes the t2b bytes of a snapshot of `copy` to `out`, ending with a marker for
+/// `marker` (a trigger name) unless it is `None`. `now_us` is the marker's time (µs
+/// since the process start).
+pub(crate) fn assemble(
+    copy: &RingCopy,
+    marker: Option<&str>,
+    now_us: u64,
+    out: &mut (impl Write + ?Sized),
+) -> io::Result<()> {
     let written: Vec<&StreamAside> = copy
         .streams
         .iter()
@@ -45,30 +49,24 @@ pub(crate) fn assemble(copy: &RingCopy, marker: Option<&str>, now_us: u64) -> Ve
         .collect();
     for (i, stream) in written.iter().enumerate() {
         let newest = i + 1 == written.len();
-        write_stream(
-            &mut out,
-            stream,
-            &copy.frames,
-            marker.filter(|_| newest),
-            now_us,
-        );
+        write_stream(out, stream, &copy.frames, marker.filter(|_| newest), now_us)?;
     }
-    out
+    Ok(())
 }
 
 fn write_stream(
-    out: &mut Vec<u8>,
+    out: &mut (impl Write + ?Sized),
     stream: &StreamAside,
     frames: &[RingFrame],
     marker: Option<&str>,
     now_us: u64,
-) {
+) -> io::Result<()> {
     let Some(header_frame) = &stream.header else {
-        return;
+        return Ok(());
     };
-    out.extend_from_slice(header_frame);
+    out.write_all(header_frame)?;
     for clock in &stream.clocks {
-        out.extend_from_slice(clock);
+        out.write_all(clock)?;
     }
     // Per thread: the batches written so far, which numbers the next one.
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
@@ -76,24 +74,30 @@ fn write_stream(
         .first_batch
         .iter()
         .chain(frames.iter().filter(|f| f.stream_id == stream.stream_id));
+    let mut head = Vec::with_capacity(64);
     for batch in mine {
         let seq = counts.entry(batch.thread_index).or_insert(0);
-        if renumber(&batch.bytes, *seq, out) {
+        if let Some((records, crc)) = renumber(&batch.bytes, *seq, &mut head) {
+            out.write_all(&head)?;
+            out.write_all(records)?;
+            out.write_all(&crc)?;
             *seq += 1;
         }
     }
+    let mut tail = Vec::new();
     if let Some(trigger) = marker
         && let Some(header) = parse_header(header_frame)
     {
         let thread_index = counts.keys().next_back().map_or(0, |last| last + 1);
-        marker_batch(out, &header, thread_index, trigger, now_us);
+        marker_batch(&mut tail, &header, thread_index, trigger, now_us);
         counts.insert(thread_index, 1);
     }
     End {
         stream_id: stream.stream_id,
         threads: counts.into_iter().collect(),
     }
-    .write_frame(out);
+    .write_frame(&mut tail);
+    out.write_all(&tail)
 }
 
 fn parse_header(frame_bytes: &[u8]) -> Option<StreamHeader> {
@@ -105,29 +109,40 @@ fn parse_header(frame_bytes: &[u8]) -> Option<StreamHeader> {
     }
 }
 
-/// Appends the batch frame `bytes` with its batch number changed to `seq`.
-fn renumber(bytes: &[u8], seq: u64, out: &mut Vec<u8>) -> bool {
+/// The batch frame `bytes` with its batch number changed to `seq`, in three pieces:
+/// the new start of the frame (put in `head`), the unchanged records (borrowed from
+/// `bytes`) and the new CRC. The records are not read again: CRC32C is linear, so the
+/// CRC of the unchanged records is the old CRC with the old start's share taken out,
+/// and the new CRC that with the new start's share put in; a snapshot of a full window
+/// does not checksum it all again.
+fn renumber<'a>(bytes: &'a [u8], seq: u64, head: &mut Vec<u8>) -> Option<(&'a [u8], [u8; 4])> {
     let frame::Check::Frame { kind, len } = frame::check(bytes) else {
-        return false;
+        return None;
     };
     let payload = &bytes[frame::HEADER_LEN..][..len];
     let mut r = Reader::new(payload);
-    let (Some(_), Some(_)) = (r.u64_le(), r.uvarint()) else {
-        return false;
-    };
+    r.u64_le()?;
+    r.uvarint()?;
     let thread_end = r.pos();
-    if r.uvarint().is_none() {
-        return false;
-    }
+    r.uvarint()?;
     let seq_end = r.pos();
-    let start = frame::begin(out, kind);
-    out.extend_from_slice(&payload[..thread_end]);
+    let records = &payload[seq_end..];
     let mut digits = [0; varint::MAX_LEN];
     let n = varint::encode(&mut digits, seq);
-    out.extend_from_slice(&digits[..n]);
-    out.extend_from_slice(&payload[seq_end..]);
-    frame::seal(out, start);
-    true
+    head.clear();
+    frame::begin(head, kind);
+    head.extend_from_slice(&payload[..thread_end]);
+    head.extend_from_slice(&digits[..n]);
+    let new_len = head.len() - frame::HEADER_LEN + records.len();
+    head[4..frame::HEADER_LEN].copy_from_slice(&u32::try_from(new_len).ok()?.to_le_bytes());
+    // The CRC covers kind, length and payload: old start + records before, new start
+    // + records now.
+    let old_crc = u32::from_le_bytes(bytes[frame::HEADER_LEN + len..][..4].try_into().ok()?);
+    let old_start_crc = frame::crc(&bytes[3..frame::HEADER_LEN + seq_end]);
+    let records_crc = old_crc ^ crc32c::crc32c_combine(old_start_crc, 0, records.len());
+    let new_start_crc = frame::crc(&head[3..]);
+    let new_crc = crc32c::crc32c_combine(new_start_crc, records_crc, records.len());
+    Some((records, new_crc.to_le_bytes()))
 }
 
 /// Appends a batch of one `data` event naming the trigger, on a thread of its own.
@@ -193,15 +208,23 @@ pub(crate) fn file_name(wall_us: i64, sid: &str, number: u64, trigger: &str) -> 
     format!("{when}-{own}-{number:03}-{trigger}.t2b")
 }
 
-/// Writes `bytes` as `dir/name`: under a temporary name first, renamed when complete.
-pub(crate) fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+/// Writes `dir/name` with `fill`: under a temporary name first, renamed when complete.
+pub(crate) fn write_file(
+    dir: &Path,
+    name: &str,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<PathBuf> {
     let path = dir.join(name);
     let temp = dir.join(format!(".{name}.tmp"));
     let result = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&temp)
-        .and_then(|mut file| file.write_all(bytes))
+        .and_then(|file| {
+            let mut out = io::BufWriter::with_capacity(256 << 10, file);
+            fill(&mut out)?;
+            out.flush()
+        })
         .and_then(|()| fs::rename(&temp, &path));
     if let Err(err) = result {
         let _ = fs::remove_file(&temp);
@@ -247,21 +270,37 @@ mod tests {
         original.extend_from_slice(&[3, 0x80, 0x01, 5, 1, 0, 0xAA]);
         frame::seal(&mut original, start);
         let mut out = Vec::new();
-        assert!(renumber(&original, 2, &mut out));
+        let (records, crc) = renumber(&original, 2, &mut out).unwrap();
+        out.extend_from_slice(records);
+        out.extend_from_slice(&crc);
+        // The CRC worked out from the old one is the frame's CRC.
         let frame::Check::Frame { len, .. } = frame::check(&out) else {
-            panic!("not a frame");
+            panic!("not a frame: {out:?}");
         };
         let payload = &out[frame::HEADER_LEN..][..len];
         assert_eq!(&payload[8..], &[3, 2, 5, 1, 0, 0xAA]);
-        assert!(!renumber(&out[..out.len() - 1], 0, &mut Vec::new()));
+        assert!(renumber(&out[..out.len() - 1], 0, &mut Vec::new()).is_none());
+        // And back: a longer number, then the first one again.
+        let mut again = Vec::new();
+        let (records, crc) = renumber(&out, 1 << 20, &mut again).unwrap();
+        again.extend_from_slice(records);
+        again.extend_from_slice(&crc);
+        let mut back = Vec::new();
+        let (records, crc) = renumber(&again, 0x80, &mut back).unwrap();
+        back.extend_from_slice(records);
+        back.extend_from_slice(&crc);
+        assert_eq!(back, original);
     }
 
     #[test]
     fn the_temporary_file_is_gone_after_a_write_and_after_a_failure() {
         let dir = tempfile::tempdir().unwrap();
-        let path = write_file(dir.path(), "a.t2b", b"frames").unwrap();
+        let path = write_file(dir.path(), "a.t2b", |out| out.write_all(b"frames")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"frames");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
-        assert!(write_file(&dir.path().join("missing"), "b.t2b", b"x").is_err());
+        assert!(write_file(&dir.path().join("missing"), "b.t2b", |_| Ok(())).is_err());
+        // A failure while filling leaves no file at all.
+        assert!(write_file(dir.path(), "c.t2b", |_| Err(io::Error::other("full"))).is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
