@@ -36,6 +36,10 @@ fn main() -> ExitCode {
             ),
             ("a_panic_writes_a_snapshot", a_panic_writes_a_snapshot),
             (
+                "an_aborting_panic_writes_a_snapshot",
+                an_aborting_panic_writes_a_snapshot,
+            ),
+            (
                 "sigusr2_writes_a_window_on_demand",
                 sigusr2_writes_a_window_on_demand,
             ),
@@ -172,6 +176,28 @@ fn a_panic_writes_a_snapshot() -> Result<(), String> {
             && lines[lines.len() - 1].contains("\"value\":\"panic\""),
         || format!("panic snapshot:\n{event}"),
     )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn an_aborting_panic_writes_a_snapshot() -> Result<(), String> {
+    let dir = tempdir("flight-abort");
+    let (cmd, flight) = flown(&dir, &["panic-abort", "the bug message"]);
+    let out = run(cmd);
+    ensure(out.status.code().is_none(), || {
+        format!("status {:?}", out.status)
+    })?;
+    // No exit, no atexit: the panic hook's `error` is the last chance, and it is taken.
+    let files = snapshots(&flight);
+    ensure(
+        !files.is_empty()
+            && files
+                .iter()
+                .all(|f| f.to_string_lossy().ends_with("-panic.t2b")),
+        || format!("snapshots: {files:?}"),
+    )?;
+    let event = decoded(&files[0], TextFormat::Event)?;
+    ensure(event.contains("the bug message"), || event.clone())?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
