@@ -344,3 +344,67 @@ fn nothing_recorded_writes_nothing() {
     assert_eq!(recorder.snapshot(Trigger::Request).unwrap(), None);
     assert!(files(dir.path()).is_empty());
 }
+
+#[test]
+fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
+    use tracing_trace2_binary::{DecodeOptions, decode};
+    use tracing_trace2_core::{Callsite, Event, Record};
+
+    let dir = tempfile::tempdir().unwrap();
+    let min_age = Duration::from_millis(300);
+    let recorder = builder(dir.path())
+        .with_min_age(min_age)
+        .with_writer(BinaryWriter::builder().with_flush_interval(Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    let say = |msg: &str| {
+        recorder.record(&Record {
+            event: Event::Printf { msg: Some(msg) },
+            time: clock::now(),
+            sid: "20260101T000000.000000Z-H0123abcd-P00001234",
+            depth: 0,
+            thread: "main",
+            callsite: Callsite::default(),
+            open_regions: 0,
+        });
+    };
+    // The stream's first batch is kept aside however old (it holds `version` and
+    // `start` in a real process): here, one message of its own.
+    say("first");
+    recorder.writer().flush_all();
+    let started = clock::now().t_abs_us;
+    // A message every 5 ms for 1.2 s: four times the minimum age.
+    while clock::now().t_abs_us - started < 1_200_000 {
+        say("tick");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let snapshot = recorder.snapshot_bytes(Trigger::Request);
+    let taken = clock::now().t_abs_us;
+    let mut times = Vec::new();
+    let mut first = 0;
+    let report = decode(
+        &snapshot[..],
+        &DecodeOptions::default(),
+        |_, record| match record.event {
+            Event::Printf { msg: Some("tick") } => times.push(record.time.t_abs_us),
+            Event::Printf { msg: Some("first") } => first += 1,
+            _ => {}
+        },
+    )
+    .unwrap();
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(first, 1, "the first batch is kept");
+    let oldest = taken - times[0];
+    let min_age_us = min_age.as_micros() as u64;
+    assert!(
+        oldest >= min_age_us,
+        "the window reaches back {oldest} µs only"
+    );
+    // Batches handed over before the minimum age are gone (a batch spans at most the
+    // 20 ms flush interval; the rest is room for a slow machine).
+    assert!(
+        oldest < 2 * min_age_us,
+        "the window reaches back {oldest} µs"
+    );
+    assert!(recorder.stats().evicted_batches > 0);
+}
