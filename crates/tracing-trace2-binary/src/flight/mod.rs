@@ -394,36 +394,18 @@ impl FlightRecorder {
             inner.stats.rate_limited.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         }
-        if inner.writing.swap(true, Ordering::AcqRel) {
+        if inner.writing.swap(true, Ordering::SeqCst) {
             *inner.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(trigger);
             inner.stats.deferred.fetch_add(1, Ordering::Relaxed);
+            // The snapshot in progress may have ended between the two: then nobody
+            // would write this one, so this caller does.
+            if !inner.writing.swap(true, Ordering::SeqCst) {
+                inner.write_pending();
+            }
             return Ok(None);
         }
         let first = inner.write_snapshot(trigger);
-        loop {
-            let next = inner
-                .pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            match next {
-                Some(next) => {
-                    let _ = inner.write_snapshot(next);
-                }
-                None => {
-                    inner.writing.store(false, Ordering::Release);
-                    // A trigger that came between the check and the store.
-                    let late = inner
-                        .pending
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .is_some();
-                    if !late || inner.writing.swap(true, Ordering::AcqRel) {
-                        break;
-                    }
-                }
-            }
-        }
+        inner.write_pending();
         first
     }
 
@@ -478,6 +460,37 @@ impl Inner {
         self.limited_once.store(true, Ordering::Release);
         self.last_limited_us.store(now, Ordering::Release);
         true
+    }
+
+    /// Writes the triggers that came while this thread was writing (it holds
+    /// `writing`), then gives `writing` up, unless one came just then.
+    fn write_pending(&self) {
+        loop {
+            loop {
+                let next = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                match next {
+                    Some(next) => {
+                        let _ = self.write_snapshot(next);
+                    }
+                    None => break,
+                }
+            }
+            self.writing.store(false, Ordering::SeqCst);
+            let late = self
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some();
+            // A late trigger whose caller saw `writing` still set: write it, unless
+            // that caller (or another) has taken over meanwhile.
+            if !late || self.writing.swap(true, Ordering::SeqCst) {
+                return;
+            }
+        }
     }
 
     fn write_snapshot(&self, trigger: Trigger) -> io::Result<Option<PathBuf>> {
