@@ -52,6 +52,13 @@
 //! the destinations, not on the core: the `trace2` tool reads traces without compiling
 //! `tracing`.
 //!
+//! # Flight recorder
+//!
+//! [`flight::FlightRecorder`] keeps the batches in a bounded ring in memory instead of
+//! writing them, and writes the window as an ordinary t2b file when a trigger fires (a
+//! non-zero exit, a panic, `SIGUSR2`, a call; opt-in an `error` or a slow region); see
+//! [`flight`] and the repository's `docs/flight-recorder.md`.
+//!
 //! # Reading
 //!
 //! [`decode()`] scans frames (checking each one's CRC and finding the next after
