@@ -192,15 +192,21 @@ impl Trace2 {
         (layer, guard)
     }
 
+    /// Whether the settings name at least one target (whose destination may still fail
+    /// to open).
+    pub(crate) fn names_a_target(&self) -> bool {
+        let s = &self.settings;
+        s.normal_target.is_some()
+            || s.perf_target.is_some()
+            || s.event_target.is_some()
+            || self.binary.as_deref().is_some_and(|v| !v.is_empty())
+            || s.flight.target.is_some()
+    }
+
     fn build(&self, guard: &mut BackgroundGuard) -> Option<Trace2Layer> {
         let s = &self.settings;
         let binary = self.binary.as_deref().filter(|v| !v.is_empty());
-        if s.normal_target.is_none()
-            && s.perf_target.is_none()
-            && s.event_target.is_none()
-            && binary.is_none()
-            && s.flight.target.is_none()
-        {
+        if !self.names_a_target() {
             return None;
         }
         for warning in &s.warnings {
