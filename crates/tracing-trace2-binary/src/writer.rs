@@ -421,12 +421,6 @@ fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) 
 /// generation they were set up in.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
-/// The `fork` generation of this process (0 in the first process, bumped in every
-/// forked child): what the flight recorder's ring compares, as the writer does.
-pub(crate) fn fork_generation() -> u64 {
-    FORK_GEN.load(Ordering::Acquire)
-}
-
 extern "C" fn forked_child() {
     FORK_GEN.fetch_add(1, Ordering::AcqRel);
 }
@@ -469,6 +463,12 @@ extern "C" fn finish_at_exit() {
             handle.shared.finish(None);
         }
     });
+}
+
+/// The `fork` generation of this process (0 in the first process, bumped in every
+/// forked child): what the flight recorder's ring compares, as the writer does.
+pub(crate) fn fork_generation() -> u64 {
+    FORK_GEN.load(Ordering::Acquire)
 }
 
 /// A stream id no other process is likely to pick.

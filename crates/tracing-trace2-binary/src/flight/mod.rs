@@ -249,7 +249,11 @@ pub fn snapshot_all(trigger: Trigger) -> Vec<PathBuf> {
 fn check_dir(dir: &Path) -> io::Result<()> {
     let meta = std::fs::metadata(dir)?;
     if !meta.is_dir() {
+        // The raw error, so that the warning reads as C's strerror, as git's do.
+        #[cfg(unix)]
         return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        #[cfg(not(unix))]
+        return Err(io::ErrorKind::NotADirectory.into());
     }
     #[cfg(unix)]
     {
