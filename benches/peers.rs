@@ -24,7 +24,8 @@
 //! worker), the last two also in bursts that fit the queue (`-burst`); and our binary
 //! target (t2b) into an append-mode file (`binary/file`), whose goal is measured
 //! against `registry+noop` plus `floor-64k` (what any layer costs, plus writing the
-//! lines in 64 KiB blocks).
+//! lines in 64 KiB blocks); and the flight recorder (`flight/ring`: the binary target's
+//! batches kept in a 4 MiB ring), measured against `binary/file`.
 //!
 //! Run with `cargo bench --bench peers` (three to four minutes on two cores); a filter
 //! argument runs a subset (`cargo bench --bench peers -- regions/`, or alternatives:
@@ -682,6 +683,31 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
             }
         }),
     ));
+    // The flight recorder: the binary target's batches into a 4 MiB ring, no file.
+    let flight = dir.join("flight");
+    list.push((
+        "flight/ring".into(),
+        Box::new(move || {
+            let _ = std::fs::create_dir_all(&flight);
+            let recorder = tracing_trace2::flight::FlightRecorder::builder(&flight)
+                .with_max_bytes(4 << 20)
+                .with_signal(false)
+                .build()
+                .expect("flight directory");
+            let layer = Trace2Layer::builder()
+                .with_target(tracing_trace2::targets::flight(&recorder))
+                .build();
+            let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
+            Bench {
+                runner: Runner::Traced(Some(dispatch)),
+                layer: Some(layer),
+                file: None,
+                chrome: None,
+                normal: false,
+                min_iters: 0,
+            }
+        }),
+    ));
     for ours in Ours::ALL {
         for (dst, path) in [("file", dir.join(ours.name())), ("null", null.clone())] {
             for mode in Mode::ALL {
@@ -835,7 +861,7 @@ fn main() {
 /// whether it is met.
 fn print_goals(results: &Results, workloads: &[Workload]) {
     // (ours, floor, base added to the floor, highest ratio that meets the goal)
-    const GOALS: [(&str, &str, Option<&str>, f64); 13] = [
+    const GOALS: [(&str, &str, Option<&str>, f64); 14] = [
         (
             "event/file",
             "floor-write/file",
@@ -851,6 +877,9 @@ fn print_goals(results: &Results, workloads: &[Workload]) {
         ("event-bg/file", "floor-64k/file", None, 3.0),
         ("perf-bg/file", "floor-64k/file", None, 3.0),
         ("binary/file", "floor-64k/file", Some("registry+noop"), 1.5),
+        // Issue 24: recording into the flight recorder's ring costs what the binary
+        // target costs.
+        ("flight/ring", "binary/file", None, 1.1),
         ("event/file", "fmt/file", None, 0.8),
         ("event/file", "fmt-lines/file", None, 0.8),
         ("event/file", "json/file", None, 0.5),

@@ -52,6 +52,13 @@
 //! the destinations, not on the core: the `trace2` tool reads traces without compiling
 //! `tracing`.
 //!
+//! # Flight recorder
+//!
+//! [`flight::FlightRecorder`] keeps the batches in a bounded ring in memory instead of
+//! writing them, and writes the window as an ordinary t2b file when a trigger fires (a
+//! non-zero exit, a panic, `SIGUSR2`, a call; opt-in an `error` or a slow region); see
+//! [`flight`] and the repository's `docs/flight-recorder.md`.
+//!
 //! # Reading
 //!
 //! [`decode()`] scans frames (checking each one's CRC and finding the next after
@@ -76,6 +83,7 @@ pub(crate) use tracing_trace2_record as record;
 pub mod decode;
 pub mod dest;
 mod encode;
+pub mod flight;
 pub mod frame;
 pub mod header;
 mod intern;
@@ -90,6 +98,7 @@ pub mod writer;
 pub use decode::{DecodeOptions, DecodeReport, Decoder, StreamInfo, decode};
 pub use dest::{DestSettings, Destination, ENV_NAME};
 pub use encode::{DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MIN_BATCH_SIZE};
+pub use flight::{FlightFormat, FlightRecorder, FlightRecorderBuilder, FlightStats, Trigger};
 pub use header::TextDefaults;
 pub use target::{FlushingSink, NestedRecordingFormat, RecordingFormat};
 pub use text::{TextFormat, TextOptions, decode_to_event_json, decode_to_text};

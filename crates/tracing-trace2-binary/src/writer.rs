@@ -465,6 +465,12 @@ extern "C" fn finish_at_exit() {
     });
 }
 
+/// The `fork` generation of this process (0 in the first process, bumped in every
+/// forked child): what the flight recorder's ring compares, as the writer does.
+pub(crate) fn fork_generation() -> u64 {
+    FORK_GEN.load(Ordering::Acquire)
+}
+
 /// A stream id no other process is likely to pick.
 fn random_id() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -13,7 +13,10 @@ use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
 
+use tracing_trace2_binary::flight::FlightRecorder;
 use tracing_trace2_binary::{BinaryWriter, TextDefaults};
+
+use crate::config::parse_git_bool;
 
 use crate::config::Settings;
 use crate::params;
@@ -184,6 +187,24 @@ impl Trace2 {
         self
     }
 
+    /// Keeps every event in a bounded ring in memory (the binary target's batches) and
+    /// writes the window as a t2b file into the absolute directory `dir` only when a
+    /// trigger fires: a non-zero exit, a panic, `SIGUSR2`, or
+    /// [`flight::snapshot_all`](crate::flight::snapshot_all); see
+    /// `docs/flight-recorder.md`. [`Trace2::from_env`] takes it from
+    /// `TRACING_TRACE2_FLIGHT` (or `trace2.flightTarget`), with the cap, the minimum
+    /// age and the opt-in triggers from [`FlightSettings`](crate::config::FlightSettings).
+    pub fn with_flight_recorder(mut self, dir: impl Into<String>) -> Trace2 {
+        self.settings.flight.target = Some(dir.into());
+        self
+    }
+
+    /// All the flight recorder's settings at once (see [`Trace2::with_flight_recorder`]).
+    pub fn with_flight_settings(mut self, flight: crate::config::FlightSettings) -> Trace2 {
+        self.settings.flight = flight;
+        self
+    }
+
     /// The background writer options, when one is asked for.
     pub fn background_writer(&self) -> Option<&BackgroundOptions> {
         self.background.as_ref()
@@ -271,6 +292,7 @@ impl Trace2 {
             || s.perf_target.is_some()
             || s.event_target.is_some()
             || self.binary.as_deref().is_some_and(|v| !v.is_empty())
+            || s.flight.target.is_some()
     }
 
     fn build(&self, guard: &mut BackgroundGuard) -> Option<Trace2Layer> {
@@ -371,6 +393,10 @@ impl Trace2 {
                 any = true;
             }
         }
+        if let Some(recorder) = self.flight_recorder() {
+            builder = builder.with_target(targets::flight(&recorder));
+            any = true;
+        }
         if !any {
             return None;
         }
@@ -397,6 +423,42 @@ impl Trace2 {
                 api::def_param(p.scope, &p.param, p.value.as_deref());
             }
         });
+    }
+
+    /// The flight recorder the settings ask for, if its directory is usable.
+    fn flight_recorder(&self) -> Option<FlightRecorder> {
+        let s = &self.settings;
+        let flight = &s.flight;
+        let dir = flight.target.as_deref()?;
+        if parse_git_bool(dir) == Some(false) {
+            return None;
+        }
+        if !std::path::Path::new(dir).is_absolute() {
+            // As git says of a target value it does not understand.
+            dst::warning(&format!(
+                "trace2: unknown value for '{}': '{dir}'",
+                tracing_trace2_binary::flight::ENV_NAME
+            ));
+            return None;
+        }
+        let writer = BinaryWriter::builder().with_text_defaults(TextDefaults {
+            normal_brief: s.normal_brief,
+            perf_brief: s.perf_brief,
+            event_brief: s.event_brief,
+            event_nesting: s.event_nesting,
+        });
+        let mut recorder = FlightRecorder::builder(dir)
+            .with_writer(writer)
+            .with_dst_debug(s.dst_debug)
+            .with_error_trigger(flight.on_error)
+            .with_slow_region(flight.slow_region_ms.map(std::time::Duration::from_millis));
+        if let Some(bytes) = flight.max_bytes {
+            recorder = recorder.with_max_bytes(usize::try_from(bytes).unwrap_or(usize::MAX));
+        }
+        if let Some(secs) = flight.min_age_secs {
+            recorder = recorder.with_min_age(std::time::Duration::from_secs(secs));
+        }
+        recorder.build()
     }
 
     fn target(&self, target: Target) -> Target {

@@ -119,6 +119,8 @@ pub struct Settings {
     /// `GIT_TRACE2_REDACT` (environment only). `Err` holds git's fatal message for a
     /// value that is not a boolean; git stops the process there.
     pub redact: Result<bool, String>,
+    /// The flight recorder's settings (`TRACING_TRACE2_FLIGHT*` / `trace2.flight*`).
+    pub flight: FlightSettings,
     /// The config entries `def_param` reports on, in git's read order (system, global,
     /// local, command). Read only when [`Settings::config_params`] is not empty.
     pub config_entries: Vec<ConfigEntry>,
@@ -155,6 +157,7 @@ impl Default for Settings {
             dst_debug: false,
             max_files: 0,
             redact: Ok(true),
+            flight: FlightSettings::default(),
             config_entries: Vec::new(),
             env_var_values: Vec::new(),
             warnings: Vec::new(),
@@ -414,6 +417,7 @@ fn resolve(
             .filter(|&n| n >= 0)
             .map_or(0, |n| n.unsigned_abs()),
         redact: redact_setting(env("GIT_TRACE2_REDACT")),
+        flight: resolve_flight(env, settings_entries),
         config_entries,
         env_var_values,
         warnings,
@@ -543,6 +547,71 @@ fn split_list(raw: Option<&str>) -> Vec<String> {
             .collect()
     })
     .unwrap_or_default()
+}
+
+/// The flight recorder's settings: the binary target kept in memory and written to a
+/// directory only when a trigger fires (`docs/flight-recorder.md`). Each comes from the
+/// `trace2.*` key of the system or global config, and the environment overrides it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FlightSettings {
+    /// `TRACING_TRACE2_FLIGHT` / `trace2.flightTarget`: the absolute directory the
+    /// snapshots go to; `None` (or `0`/`false`) when unset or empty: no recorder.
+    pub target: Option<String>,
+    /// `TRACING_TRACE2_FLIGHT_MAX_BYTES` / `trace2.flightMaxBytes`: the ring's cap in
+    /// bytes (git's integer syntax, `k`/`m`/`g` allowed); `None`: the default.
+    pub max_bytes: Option<u64>,
+    /// `TRACING_TRACE2_FLIGHT_MIN_AGE` / `trace2.flightMinAge`: the window's minimum age
+    /// in seconds; `None`: the default.
+    pub min_age_secs: Option<u64>,
+    /// `TRACING_TRACE2_FLIGHT_ON_ERROR` / `trace2.flightOnError`: also snapshot on an
+    /// `error` event (a git boolean; default false).
+    pub on_error: bool,
+    /// `TRACING_TRACE2_FLIGHT_SLOW_REGION_MS` / `trace2.flightSlowRegionMs`: also
+    /// snapshot when a region lasts longer than this many milliseconds.
+    pub slow_region_ms: Option<u64>,
+}
+
+/// The flight recorder's settings: config key (lower-case) and variable, in the order
+/// of [`resolve_flight`]'s fields.
+const FLIGHT_KEYS: [(&str, &str); 5] = [
+    ("trace2.flighttarget", "TRACING_TRACE2_FLIGHT"),
+    ("trace2.flightmaxbytes", "TRACING_TRACE2_FLIGHT_MAX_BYTES"),
+    ("trace2.flightminage", "TRACING_TRACE2_FLIGHT_MIN_AGE"),
+    ("trace2.flightonerror", "TRACING_TRACE2_FLIGHT_ON_ERROR"),
+    (
+        "trace2.flightslowregionms",
+        "TRACING_TRACE2_FLIGHT_SLOW_REGION_MS",
+    ),
+];
+
+/// The flight recorder's settings from the `trace2.flight*` keys of `settings_entries`
+/// (system and global config; the last one wins), each overridden by its variable.
+fn resolve_flight(env: EnvFn<'_>, settings_entries: &[ConfigEntry]) -> FlightSettings {
+    let raw = FLIGHT_KEYS.map(|(key, var)| {
+        env(var).filter(|v| !v.is_empty()).or_else(|| {
+            settings_entries
+                .iter()
+                .rev()
+                .filter(|e| e.key == key)
+                .find_map(|e| e.value.clone())
+        })
+    });
+    let [target, max_bytes, min_age, on_error, slow_region_ms] = raw;
+    FlightSettings {
+        target: target.filter(|v| !v.is_empty()),
+        max_bytes: non_negative(max_bytes.as_deref()),
+        min_age_secs: non_negative(min_age.as_deref()),
+        on_error: brief(on_error.as_deref()),
+        slow_region_ms: non_negative(slow_region_ms.as_deref()),
+    }
+}
+
+/// A count in git's integer syntax (`k`/`m`/`g` allowed); `None` when unset, not a
+/// number or negative, so that the default applies.
+fn non_negative(raw: Option<&str>) -> Option<u64> {
+    raw.and_then(parse_git_int)
+        .and_then(|n| u64::try_from(n).ok())
 }
 
 /// A brief flag: an unparsable value leaves the default (false).

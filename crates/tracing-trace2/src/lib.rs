@@ -94,6 +94,7 @@ pub use command::tokio::Trace2TokioCommandExt;
 pub use command::{Trace2CommandExt, TracedChild};
 pub use config::Settings;
 pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};
+pub use tracing_trace2_binary::flight;
 pub use tracing_trace2_core as core;
 pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};

@@ -1,4 +1,4 @@
-//! The three text targets as git names them, and the binary target: each pairs its format with a sink under
+//! The three text targets as git names them, the binary target and the flight recorder: each pairs its format with a sink under
 //! the environment variable that enables it in git (the name appears in git's messages
 //! about the target). [`crate::Trace2`] builds them from git's settings; these
 //! constructors are for programs that assemble a [`Trace2Layer`] themselves.
@@ -14,6 +14,7 @@
 //! # drop(layer);
 //! ```
 
+use tracing_trace2_binary::flight::{FlightFormat, FlightRecorder};
 use tracing_trace2_binary::{BinaryWriter, FlushingSink, NestedRecordingFormat, RecordingFormat};
 #[cfg(doc)]
 use tracing_trace2_core::Trace2Layer;
@@ -75,4 +76,15 @@ pub fn binary_with_max_nesting(
         FlushingSink(writer.clone()),
     )
     .with_too_many_files(too_many_files)
+}
+
+/// The flight recorder as a target: `recorder` keeps every record the layer hands it in
+/// its ring and fires its triggers; the layer's flushes hand the threads' batches to
+/// the ring. Named after `TRACING_TRACE2_FLIGHT`.
+pub fn flight(recorder: &FlightRecorder) -> Target {
+    Target::new(
+        tracing_trace2_binary::flight::ENV_NAME,
+        FlightFormat(recorder.clone()),
+        FlushingSink(recorder.writer().clone()),
+    )
 }

@@ -120,6 +120,43 @@ fn environment_only_values() {
 }
 
 #[test]
+fn flight_settings_come_from_config_and_the_environment_overrides_them() {
+    let env = env_from(&[
+        ("TRACING_TRACE2_FLIGHT_MIN_AGE", "30"),
+        ("TRACING_TRACE2_FLIGHT_ON_ERROR", "yes"),
+        ("TRACING_TRACE2_FLIGHT_SLOW_REGION_MS", "-4"),
+    ]);
+    let s = Settings::from_entries_with_env(
+        vec![
+            (
+                ConfigScope::Global,
+                "trace2.flightTarget",
+                Some("/var/flight"),
+            ),
+            (ConfigScope::Global, "trace2.flightMaxBytes", Some("4m")),
+            (ConfigScope::Global, "trace2.flightMinAge", Some("5")),
+            (ConfigScope::Local, "trace2.flightOnError", Some("false")),
+        ],
+        &env,
+    );
+    assert_eq!(s.flight.target.as_deref(), Some("/var/flight"));
+    assert_eq!(s.flight.max_bytes, Some(4 << 20));
+    assert_eq!(s.flight.min_age_secs, Some(30));
+    assert!(s.flight.on_error);
+    // A negative threshold is no threshold.
+    assert_eq!(s.flight.slow_region_ms, None);
+    let s = Settings::load(&env_from(&[
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("TRACING_TRACE2_FLIGHT", "/tmp/f"),
+        ("TRACING_TRACE2_FLIGHT_SLOW_REGION_MS", "250"),
+    ]));
+    assert_eq!(s.flight.target.as_deref(), Some("/tmp/f"));
+    assert_eq!(s.flight.slow_region_ms, Some(250));
+    assert_eq!(s.flight.max_bytes, None);
+    assert!(!s.flight.on_error);
+}
+
+#[test]
 fn later_files_override_and_env_overrides_raw_string() {
     let s = Scratch::new();
     let sys = s.write(

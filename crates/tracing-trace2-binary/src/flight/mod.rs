@@ -1,0 +1,547 @@
+//! The flight recorder: the binary target's per-thread batches kept in a bounded ring in
+//! memory instead of written, and written out as an ordinary t2b file (which
+//! `trace2 decode`, `summary` and `export` read like any other) when a trigger fires.
+//!
+//! ```
+//! use tracing_trace2_binary::flight::{FlightRecorder, Trigger};
+//! # let dir = tempfile::tempdir()?;
+//! let recorder = FlightRecorder::builder(dir.path())
+//!     .with_max_bytes(4 << 20)
+//!     .with_min_age(std::time::Duration::from_secs(10))
+//!     .build()
+//!     .expect("a writable directory");
+//! // recorder.record(&record) for every Trace2 record (the facade's target does it) …
+//! // … and on demand:
+//! let written = recorder.snapshot(Trigger::Request)?;
+//! assert!(written.is_none(), "nothing recorded, nothing written");
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! Recording costs what the binary target costs: the records go into the same
+//! per-thread batches, and a full batch (or one older than the flush interval) is
+//! copied into the ring instead of written (`ring`). Memory stays within the byte cap
+//! plus one batch per recording thread.
+//!
+//! # Triggers
+//!
+//! | trigger | when | marker at the end of the snapshot |
+//! |---|---|---|
+//! | [`Trigger::Request`] | [`FlightRecorder::snapshot`] | `data` `flight`/`trigger` = `request` |
+//! | [`Trigger::Signal`] | `SIGUSR2` on Unix (when the process left it at its default) | … = `signal` |
+//! | [`Trigger::Exit`] | an `atexit` record with a non-zero code | the process's own `exit`/`atexit` lines |
+//! | [`Trigger::FatalSignal`] | a Trace2 `signal` record (the process is dying of a signal) | the `signal` line, then … = `fatal_signal` |
+//! | [`Trigger::Panic`] | an `error` record written from a panic hook | … = `panic` |
+//! | [`Trigger::Error`] | an `error` record, with [`FlightRecorderBuilder::with_error_trigger`] | … = `error` |
+//! | [`Trigger::SlowRegion`] | a `region_leave` slower than [`FlightRecorderBuilder::with_slow_region`] | … = `slow_region` |
+//!
+//! A process that ends with code 0 writes nothing. Error and slow-region snapshots are
+//! written at most once per minimum age, so a service that fails often does not fill
+//! the disk. A trigger that fires while a snapshot is being written does not wait: the
+//! snapshot in progress writes another one after itself for it (unless the process
+//! ends first).
+
+mod ring;
+#[cfg(unix)]
+mod signal;
+mod snapshot;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use crate::record::{Event, Format, Record};
+use crate::writer::{BinaryWriter, BinaryWriterBuilder};
+use ring::{Ring, RingSink};
+
+#[cfg(unix)]
+pub use signal::SNAPSHOT_SIGNAL;
+pub use snapshot::{MARKER_CATEGORY, MARKER_KEY};
+
+/// The environment variable naming the directory snapshots go to.
+pub const ENV_NAME: &str = "TRACING_TRACE2_FLIGHT";
+/// The default byte cap of the ring (frames of batches, before compression: none).
+pub const DEFAULT_MAX_BYTES: usize = 10 << 20;
+/// The default minimum age of the window.
+pub const DEFAULT_MIN_AGE: Duration = Duration::from_secs(10);
+
+/// Why a snapshot was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// [`FlightRecorder::snapshot`] was called.
+    Request,
+    /// The on-demand signal (`SIGUSR2`) arrived.
+    Signal,
+    /// The process ends with this non-zero code.
+    Exit(i32),
+    /// The process is dying of a signal (a Trace2 `signal` record).
+    FatalSignal,
+    /// A panic (an `error` record written from a panic hook).
+    Panic,
+    /// An `error` record (opt-in).
+    Error,
+    /// A region ran longer than the threshold (opt-in).
+    SlowRegion,
+}
+
+impl Trigger {
+    /// The name in the file name and the marker.
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Request => "request",
+            Trigger::Signal => "signal",
+            Trigger::Exit(_) => "exit",
+            Trigger::FatalSignal => "fatal_signal",
+            Trigger::Panic => "panic",
+            Trigger::Error => "error",
+            Trigger::SlowRegion => "slow_region",
+        }
+    }
+
+    /// Whether the snapshot ends with a marker event (the exit trigger ends with the
+    /// process's own `exit` and `atexit`).
+    fn has_marker(self) -> bool {
+        !matches!(self, Trigger::Exit(_))
+    }
+
+    /// Whether this trigger fires at most once per minimum age.
+    fn is_rate_limited(self) -> bool {
+        matches!(self, Trigger::Error | Trigger::SlowRegion)
+    }
+}
+
+/// Builds a [`FlightRecorder`].
+#[derive(Clone, Debug)]
+pub struct FlightRecorderBuilder {
+    dir: PathBuf,
+    max_bytes: usize,
+    min_age: Duration,
+    error_trigger: bool,
+    slow_region: Option<Duration>,
+    signal: bool,
+    dst_debug: bool,
+    writer: BinaryWriterBuilder,
+}
+
+impl FlightRecorderBuilder {
+    /// The most bytes of batches the ring holds (default [`DEFAULT_MAX_BYTES`]); the
+    /// oldest go first. Each recording thread holds one more batch of its own.
+    pub fn with_max_bytes(mut self, bytes: usize) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+
+    /// How far back the window reaches at least, when the cap allows (default
+    /// [`DEFAULT_MIN_AGE`]); batches older than that are dropped.
+    pub fn with_min_age(mut self, age: Duration) -> Self {
+        self.min_age = age;
+        self
+    }
+
+    /// Also write a snapshot on an `error` record (off by default).
+    pub fn with_error_trigger(mut self, enabled: bool) -> Self {
+        self.error_trigger = enabled;
+        self
+    }
+
+    /// Also write a snapshot when a region takes longer than `threshold` (off by
+    /// default).
+    pub fn with_slow_region(mut self, threshold: Option<Duration>) -> Self {
+        self.slow_region = threshold;
+        self
+    }
+
+    /// Whether `SIGUSR2` writes a snapshot (Unix; on by default). The handler is only
+    /// installed where the signal still has its default action (which ends the
+    /// process), never over a handler of the program's own.
+    pub fn with_signal(mut self, enabled: bool) -> Self {
+        self.signal = enabled;
+        self
+    }
+
+    /// Print git's warning when a snapshot cannot be written or the directory is not
+    /// usable (`GIT_TRACE2_DST_DEBUG`).
+    pub fn with_dst_debug(mut self, dst_debug: bool) -> Self {
+        self.dst_debug = dst_debug;
+        self
+    }
+
+    /// The settings of the binary writer underneath (batch size, flush interval, text
+    /// defaults, writer name). Its exit handler is not used.
+    pub fn with_writer(mut self, writer: BinaryWriterBuilder) -> Self {
+        self.writer = writer;
+        self
+    }
+
+    /// The recorder, or `None` (with git's warning under `dst_debug`) when the
+    /// directory is not a writable directory: the process goes on untraced.
+    pub fn build(self) -> Option<FlightRecorder> {
+        if let Err(err) = check_dir(&self.dir) {
+            if self.dst_debug {
+                tracing_trace2_dst::warning(&format!(
+                    "trace2: could not open '{}' for '{ENV_NAME}' tracing: {}",
+                    self.dir.display(),
+                    tracing_trace2_dst::strerror(&err)
+                ));
+            }
+            return None;
+        }
+        let min_age_us = u64::try_from(self.min_age.as_micros()).unwrap_or(u64::MAX);
+        let ring = Arc::new(Ring::new(self.max_bytes, min_age_us));
+        let writer = self
+            .writer
+            .with_exit_handler(false)
+            .with_dst_debug(false)
+            .build(RingSink(Arc::clone(&ring)));
+        let inner = Arc::new(Inner {
+            writer,
+            ring,
+            dir: self.dir,
+            min_age_us,
+            error_trigger: self.error_trigger,
+            slow_region_us: self
+                .slow_region
+                .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
+            dst_debug: self.dst_debug,
+            signal: self.signal,
+            writing: AtomicBool::new(false),
+            pending: Mutex::new(None),
+            next_number: AtomicU64::new(0),
+            last_limited_us: AtomicU64::new(0),
+            limited_once: AtomicBool::new(false),
+            stats: Counters::default(),
+        });
+        #[cfg(unix)]
+        if self.signal {
+            signal::install_once();
+        }
+        let mut list = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(&inner));
+        Some(FlightRecorder { inner })
+    }
+}
+
+/// Every recorder of the process that is still alive.
+static RECORDERS: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+
+fn live_recorders() -> Vec<FlightRecorder> {
+    RECORDERS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .map(|inner| FlightRecorder { inner })
+        .collect()
+}
+
+/// Writes a snapshot of every live recorder of the process (those a program built
+/// itself and the one the facade built from `TRACING_TRACE2_FLIGHT`), and returns the
+/// files written.
+pub fn snapshot_all(trigger: Trigger) -> Vec<PathBuf> {
+    live_recorders()
+        .iter()
+        .filter_map(|r| r.snapshot(trigger).ok().flatten())
+        .collect()
+}
+
+fn check_dir(dir: &Path) -> io::Result<()> {
+    let meta = std::fs::metadata(dir)?;
+    if !meta.is_dir() {
+        // The raw error, so that the warning reads as C's strerror, as git's do.
+        #[cfg(unix)]
+        return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        #[cfg(not(unix))]
+        return Err(io::ErrorKind::NotADirectory.into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `access` reads the NUL-terminated path and nothing else.
+        if unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// A flight recorder. Cheap to clone; every clone records into the same ring. Several
+/// recorders in one process each have their own ring and directory.
+#[derive(Clone, Debug)]
+pub struct FlightRecorder {
+    inner: Arc<Inner>,
+}
+
+/// What a recorder did so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlightStats {
+    /// Snapshots written.
+    pub snapshots: u64,
+    /// Snapshots that could not be written.
+    pub failed: u64,
+    /// Triggers that found a snapshot in progress and were left to it.
+    pub deferred: u64,
+    /// Error and slow-region triggers skipped (within the minimum age of the last).
+    pub rate_limited: u64,
+    /// Batch frames dropped from the ring (over the cap or the minimum age).
+    pub evicted_batches: u64,
+    /// Bytes of batches in the ring now.
+    pub ring_bytes: u64,
+    /// The most bytes of batches the ring held.
+    pub peak_ring_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    snapshots: AtomicU64,
+    failed: AtomicU64,
+    deferred: AtomicU64,
+    rate_limited: AtomicU64,
+}
+
+struct Inner {
+    writer: BinaryWriter,
+    ring: Arc<Ring>,
+    dir: PathBuf,
+    min_age_us: u64,
+    error_trigger: bool,
+    slow_region_us: Option<u64>,
+    dst_debug: bool,
+    /// Whether the on-demand signal snapshots this recorder.
+    signal: bool,
+    /// A snapshot is being written.
+    writing: AtomicBool,
+    /// A trigger that fired meanwhile, for the snapshot in progress to write next.
+    pending: Mutex<Option<Trigger>>,
+    next_number: AtomicU64,
+    /// When the last rate-limited snapshot was written (µs since the process start).
+    last_limited_us: AtomicU64,
+    limited_once: AtomicBool,
+    stats: Counters,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FlightRecorder")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FlightRecorder {
+    /// A builder writing snapshots into `dir`, with the default settings.
+    pub fn builder(dir: impl Into<PathBuf>) -> FlightRecorderBuilder {
+        FlightRecorderBuilder {
+            dir: dir.into(),
+            max_bytes: DEFAULT_MAX_BYTES,
+            min_age: DEFAULT_MIN_AGE,
+            error_trigger: false,
+            slow_region: None,
+            signal: true,
+            dst_debug: false,
+            writer: BinaryWriter::builder(),
+        }
+    }
+
+    /// Records one Trace2 event into the calling thread's batch, and fires the trigger
+    /// it stands for, if any.
+    #[inline]
+    pub fn record(&self, record: &Record<'_>) {
+        self.inner.writer.record(record);
+        match record.event {
+            Event::Start { .. }
+            | Event::Atexit { .. }
+            | Event::Signal { .. }
+            | Event::Error { .. }
+            | Event::RegionLeave { .. } => self.after_lifecycle(record),
+            _ => {}
+        }
+    }
+
+    #[cold]
+    fn after_lifecycle(&self, record: &Record<'_>) {
+        let trigger = match record.event {
+            // `version` and `start` go out as one batch, which the ring keeps aside.
+            Event::Start { .. } => {
+                self.inner.writer.flush_all();
+                return;
+            }
+            Event::Atexit { code, .. } if code != 0 => Trigger::Exit(code),
+            Event::Signal { .. } => Trigger::FatalSignal,
+            Event::Error { .. } if std::thread::panicking() => Trigger::Panic,
+            Event::Error { .. } if self.inner.error_trigger => Trigger::Error,
+            Event::RegionLeave { t_rel_us, .. }
+                if self
+                    .inner
+                    .slow_region_us
+                    .is_some_and(|limit| t_rel_us > limit) =>
+            {
+                Trigger::SlowRegion
+            }
+            _ => return,
+        };
+        // A trigger on the recording path has nowhere to report a failure: the counters
+        // and the warning say it.
+        let _ = self.snapshot(trigger);
+    }
+
+    /// Writes a snapshot of the window now, named after `trigger`, and returns its
+    /// path; `Ok(None)` when there is nothing to write, when another snapshot is being
+    /// written (it writes this one next) or when a rate-limited trigger came too soon.
+    /// The recording threads are held only for the hand-over of their current batch.
+    pub fn snapshot(&self, trigger: Trigger) -> io::Result<Option<PathBuf>> {
+        let inner = &self.inner;
+        if trigger.is_rate_limited() && !inner.rate_allows() {
+            inner.stats.rate_limited.fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
+        }
+        if inner.writing.swap(true, Ordering::SeqCst) {
+            *inner.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(trigger);
+            inner.stats.deferred.fetch_add(1, Ordering::Relaxed);
+            // The snapshot in progress may have ended between the two: then nobody
+            // would write this one, so this caller does.
+            if !inner.writing.swap(true, Ordering::SeqCst) {
+                inner.write_pending();
+            }
+            return Ok(None);
+        }
+        let first = inner.write_snapshot(trigger);
+        inner.write_pending();
+        first
+    }
+
+    /// The snapshot's bytes, without writing a file (for tests and for programs that
+    /// send the window elsewhere).
+    pub fn snapshot_bytes(&self, trigger: Trigger) -> Vec<u8> {
+        self.inner.writer.flush_all();
+        let now_us = tracing_trace2_dst::clock::t_abs_us();
+        let copy = self.inner.ring.copy(now_us);
+        let mut out = Vec::new();
+        let marker = trigger.has_marker().then(|| trigger.name());
+        // Writing into a Vec cannot fail.
+        let _ = snapshot::assemble(&copy, marker, now_us, &mut out);
+        out
+    }
+
+    /// The binary writer that fills the ring (for [`crate::RecordingFormat`]-style
+    /// wiring; recording through it directly skips the triggers).
+    pub fn writer(&self) -> &BinaryWriter {
+        &self.inner.writer
+    }
+
+    /// The directory snapshots go to.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// What the recorder did so far.
+    pub fn stats(&self) -> FlightStats {
+        let s = &self.inner.stats;
+        let ring = &self.inner.ring;
+        FlightStats {
+            snapshots: s.snapshots.load(Ordering::Relaxed),
+            failed: s.failed.load(Ordering::Relaxed),
+            deferred: s.deferred.load(Ordering::Relaxed),
+            rate_limited: s.rate_limited.load(Ordering::Relaxed),
+            evicted_batches: ring.evicted.load(Ordering::Relaxed),
+            ring_bytes: ring.bytes() as u64,
+            peak_ring_bytes: ring.peak_bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Inner {
+    /// Whether a rate-limited trigger may write now (and if so, notes the time).
+    fn rate_allows(&self) -> bool {
+        let now = tracing_trace2_dst::clock::t_abs_us();
+        let last = self.last_limited_us.load(Ordering::Acquire);
+        if self.limited_once.load(Ordering::Acquire) && now.saturating_sub(last) < self.min_age_us {
+            return false;
+        }
+        self.limited_once.store(true, Ordering::Release);
+        self.last_limited_us.store(now, Ordering::Release);
+        true
+    }
+
+    /// Writes the triggers that came while this thread was writing (it holds
+    /// `writing`), then gives `writing` up, unless one came just then.
+    fn write_pending(&self) {
+        loop {
+            loop {
+                let next = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                match next {
+                    Some(next) => {
+                        let _ = self.write_snapshot(next);
+                    }
+                    None => break,
+                }
+            }
+            self.writing.store(false, Ordering::SeqCst);
+            let late = self
+                .pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some();
+            // A late trigger whose caller saw `writing` still set: write it, unless
+            // that caller (or another) has taken over meanwhile.
+            if !late || self.writing.swap(true, Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+
+    fn write_snapshot(&self, trigger: Trigger) -> io::Result<Option<PathBuf>> {
+        self.writer.flush_all();
+        let now_us = tracing_trace2_dst::clock::t_abs_us();
+        let copy = self.ring.copy(now_us);
+        if copy.frames.is_empty() && copy.streams.iter().all(|s| s.first_batch.is_none()) {
+            return Ok(None);
+        }
+        let sid = snapshot::newest_sid(&copy).unwrap_or_default();
+        let wall_us = tracing_trace2_dst::clock::start()
+            .wall_us()
+            .saturating_add(i64::try_from(now_us).unwrap_or(i64::MAX));
+        let number = self.next_number.fetch_add(1, Ordering::Relaxed);
+        let name = snapshot::file_name(wall_us, &sid, number, trigger.name());
+        let marker = trigger.has_marker().then(|| trigger.name());
+        let written = snapshot::write_file(&self.dir, &name, |out| {
+            snapshot::assemble(&copy, marker, now_us, out)
+        });
+        match written {
+            Ok(path) => {
+                self.stats.snapshots.fetch_add(1, Ordering::Relaxed);
+                Ok(Some(path))
+            }
+            Err(err) => {
+                self.stats.failed.fetch_add(1, Ordering::Relaxed);
+                if self.dst_debug {
+                    tracing_trace2_dst::warning(&format!(
+                        "trace2: could not write '{}' for '{ENV_NAME}' tracing: {}",
+                        self.dir.join(&name).display(),
+                        tracing_trace2_dst::strerror(&err)
+                    ));
+                }
+                Err(err)
+            }
+        }
+    }
+}
+
+/// The recorder as a format of the core layer: records each record it is asked to
+/// format (and fires its triggers), and writes nothing, like
+/// [`RecordingFormat`](crate::RecordingFormat).
+#[derive(Clone, Debug)]
+pub struct FlightFormat(pub FlightRecorder);
+
+impl Format for FlightFormat {
+    fn format(&self, record: &Record<'_>, _out: &mut Vec<u8>) {
+        self.0.record(record);
+    }
+}
