@@ -201,9 +201,18 @@ fn a_failed_exit_writes_a_snapshot_that_ends_with_exit_and_a_good_one_writes_not
     let name = written[0].file_name().unwrap().to_str().unwrap();
     assert!(name.ends_with("-000-exit.t2b"), "{name}");
     let event = decoded(&std::fs::read(&written[0]).unwrap(), TextFormat::Event);
-    let last: Vec<&str> = event.lines().rev().take(2).collect();
-    assert!(last[1].contains("\"event\":\"exit\"") && last[1].contains("\"code\":3"));
-    assert!(last[0].contains("\"event\":\"atexit\"") && last[0].contains("\"code\":3"));
+    // The window ends with the process's own end: `exit`, then (after the lanes the
+    // layer ends before it) `atexit`, both with the real code.
+    let ends: Vec<&str> = event
+        .lines()
+        .filter(|l| l.contains("\"event\":\"exit\"") || l.contains("\"event\":\"atexit\""))
+        .collect();
+    let last = event.lines().last().unwrap();
+    assert!(last.contains("\"event\":\"atexit\"") && last.contains("\"code\":3"));
+    assert!(
+        ends[ends.len() - 2].contains("\"event\":\"exit\"")
+            && ends[ends.len() - 2].contains("\"code\":3")
+    );
     // The second run's lines are in the window too.
     assert!(event.ends_with(&run.event.to_string_lossy()[..]));
 }
@@ -400,10 +409,11 @@ fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
         oldest >= min_age_us,
         "the window reaches back {oldest} µs only"
     );
-    // Batches handed over before the minimum age are gone (a batch spans at most the
-    // 20 ms flush interval; the rest is room for a slow machine).
+    // Batches handed over before the minimum age are gone: the window is well short of
+    // the 1.2 s recorded (a batch spans the 20 ms flush interval, but on a loaded machine
+    // the flusher hands batches over late, so the bound leaves room for that).
     assert!(
-        oldest < 2 * min_age_us,
+        oldest < 3 * min_age_us,
         "the window reaches back {oldest} µs"
     );
     assert!(recorder.stats().evicted_batches > 0);
