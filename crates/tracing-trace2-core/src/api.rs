@@ -1,7 +1,7 @@
 //! Typed functions for the Trace2 events that are not spans or ordinary events.
 //!
 //! Each function hands its call straight to the [`crate::Trace2Layer`] of the calling
-//! thread's current `tracing` dispatcher (`wire.rs`), which renders it exactly as git
+//! thread's current `tracing` dispatcher (the call's value is a `wire::ApiCall`), which renders it exactly as git
 //! would. The calls are not `tracing` events: the program's filters (a global
 //! `EnvFilter::new("warn")`, per-layer filters) cannot drop them, and other layers
 //! (`fmt`, exporters) never see them. Without a Trace2 layer they do nothing.
@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use std::borrow::Cow;
 
+use crate::layer::Trace2Layer;
 use crate::redact::redact;
 use crate::session::Session;
 use crate::wire::{ApiCall, ApiChild, ApiRegion, ApiTimer, Origin};
@@ -528,4 +529,89 @@ pub fn signal(signo: i32) {
 /// whose origin is known but is not the caller, such as a panic's location.
 pub fn error_at(file: Option<&str>, line: u32, msg: &str, fmt: &str) {
     ApiCall::Error { msg, fmt }.send(Origin::At(file, line));
+}
+
+impl ApiCall<'_> {
+    /// Hands the call to the Trace2 layer of the calling thread's current dispatcher
+    /// (nothing happens when it has none).
+    pub(crate) fn send(&self, from: Origin<'_>) {
+        tracing::dispatcher::get_default(|dispatch| {
+            if let Some(layer) = dispatch.downcast_ref::<Trace2Layer>() {
+                layer.on_api_call(self, from.callsite());
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::layer::{Context, SubscriberExt};
+
+    use super::*;
+    use crate::{Format, MemorySink, Record, Target};
+
+    /// Event names and file:line, one per line.
+    struct Names;
+    impl Format for Names {
+        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+            let at = format!(
+                " {}:{}\n",
+                record.callsite.file.unwrap_or("-"),
+                record.callsite.line
+            );
+            // Test threads are not `main`: they announce themselves first.
+            if !matches!(record.event, crate::Event::ThreadStart) {
+                out.extend_from_slice(record.event.name().as_bytes());
+                out.extend_from_slice(at.as_bytes());
+            }
+        }
+    }
+
+    /// Counts the events another layer sees.
+    struct Count(Arc<Mutex<usize>>);
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Count {
+        fn on_event(&self, _: &tracing::Event<'_>, _: Context<'_, S>) {
+            *self.0.lock().unwrap() += 1;
+        }
+    }
+
+    /// A call reaches the Trace2 layer under a global filter that lets nothing through,
+    /// and no other layer sees it.
+    #[test]
+    fn calls_bypass_filters_and_other_layers() {
+        let sink = MemorySink::new();
+        let layer = Trace2Layer::builder()
+            .with_target(Target::new("GIT_TRACE2_EVENT", Names, sink.clone()))
+            .build();
+        let seen = Arc::new(Mutex::new(0));
+        let subscriber = tracing_subscriber::registry()
+            .with(LevelFilter::OFF)
+            .with(Count(Arc::clone(&seen)))
+            .with(Some(layer));
+        tracing::subscriber::with_default(subscriber, || {
+            ApiCall::CmdName {
+                name: "n",
+                hierarchy: "n",
+            }
+            .send(Origin::At(Some("f.rs"), 7));
+            ApiCall::Start { argv: &["a", "b"] }.send(Origin::At(None, 0));
+        });
+        assert_eq!(
+            sink.to_string_lossy(),
+            "version f.rs:7\ncmd_name f.rs:7\nstart -:0\n"
+        );
+        assert_eq!(*seen.lock().unwrap(), 0);
+    }
+
+    /// Without a Trace2 layer a call goes nowhere (and does not panic).
+    #[test]
+    fn calls_without_a_layer_go_nowhere() {
+        let subscriber = tracing_subscriber::registry();
+        tracing::subscriber::with_default(subscriber, || {
+            ApiCall::Exit { code: 3 }.send(Origin::At(None, 0));
+        });
+    }
 }

@@ -17,7 +17,7 @@
 //!   [`RegionMode::Entry`] is git's own behaviour: a region per entry, on the entering
 //!   thread (a span entered again where it is already open is counted, not reopened).
 //! * The typed Trace2 calls of [`crate::api`] come straight from the api functions
-//!   (`wire.rs`), not through `tracing`: no filter drops them and no other layer sees
+//!   (as `wire.rs` values), not through `tracing`: no filter drops them and no other layer sees
 //!   them.
 //! * User spans and events above the layer's level ([`Trace2LayerBuilder::with_max_level`],
 //!   INFO by default) are left out; a per-layer filter (`.with_filter(..)`) narrows
@@ -69,7 +69,7 @@ use crate::region::{FieldPolicy, RegionFields, RegionState, SpanRegion, default_
 use crate::session::Session;
 use crate::targets::Targets;
 use crate::thread::{self, Frame, Lane, LaneOwner, ThreadState};
-use crate::timers::{self, ThreadTotal};
+use crate::timer_table::{self, TotalLine};
 use crate::wire::{ApiCall, ApiRegion};
 use tracing_trace2_record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
 
@@ -626,7 +626,7 @@ impl Trace2Layer {
         lines: &mut Pending,
     ) {
         let Some(values) = &t.values else { return };
-        for total in timers::take_totals_of(values) {
+        for total in timer_table::take_totals_of(values) {
             let event = thread_total_event(&total);
             let record = self.record(t, event, now, callsite, 0);
             self.format_all(&record, lines);
@@ -993,7 +993,7 @@ impl Trace2Layer {
         }
     }
 
-    /// A typed call of [`crate::api`], handed over by `wire.rs`.
+    /// A typed call of [`crate::api`], handed over by `api` as a `wire::ApiCall` value.
     pub(crate) fn on_api_call(&self, call: &ApiCall<'_>, callsite: Callsite<'_>) {
         let Some(_busy) = self.busy() else { return };
         let now = clock::now();
@@ -1125,9 +1125,9 @@ impl Trace2Layer {
 }
 
 /// The `th_timer`/`th_counter` event of a thread's total.
-fn thread_total_event(total: &ThreadTotal) -> Event<'static> {
+fn thread_total_event(total: &TotalLine) -> Event<'static> {
     match *total {
-        ThreadTotal::Timer(t) => Event::Timer {
+        TotalLine::Timer(t) => Event::Timer {
             per_thread: true,
             timer: TimerInfo {
                 category: t.category,
@@ -1138,7 +1138,7 @@ fn thread_total_event(total: &ThreadTotal) -> Event<'static> {
                 max_ns: t.max_ns,
             },
         },
-        ThreadTotal::Counter(c) => Event::Counter {
+        TotalLine::Counter(c) => Event::Counter {
             per_thread: true,
             category: c.category,
             name: c.name,

@@ -16,9 +16,9 @@
 //! | `background` | the background writers: options, guard, queue, deferred replay, single-sink writer |
 //! | `region`, `fields` | span state in extensions; the visitors of user fields |
 //! | `thread`, `lanes` | per-thread names and region stacks; the layer's announced and task lanes |
-//! | `api`, `wire` | typed Trace2 events; how they travel through `tracing` and are read back |
+//! | `api`, `wire` | typed Trace2 events handed to the layer; the values they carry |
 //! | `clock`, `session` | the process clock; the session id and depth |
-//! | `timers`, `redact` | stopwatch timers and counters; URL redaction |
+//! | `timers`, `timer_table`, `redact` | stopwatch timers and counters (writing; values); URL redaction |
 //! | `busy` | the re-entrancy flag |
 //! | `callsite` | call sites as relative paths |
 //!
@@ -62,6 +62,7 @@ mod region;
 pub mod session;
 mod targets;
 mod thread;
+mod timer_table;
 pub mod timers;
 mod wire;
 

@@ -32,7 +32,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
-use crate::timers::{self, ThreadValues};
+use crate::timer_table::{self, ThreadValues};
 
 /// Longest Trace2 thread name, in bytes.
 pub const MAX_THREAD_NAME: usize = 24;
@@ -131,7 +131,7 @@ impl ThreadState {
                 start_site: None,
                 owner_addr: 0,
                 fresh: base.is_some(),
-                values: timers::this_thread_values(),
+                values: timer_table::this_thread_values(),
                 me: me.clone(),
             })
         })

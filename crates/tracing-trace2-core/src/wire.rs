@@ -1,16 +1,18 @@
-//! The API wire: how a typed Trace2 call of [`crate::api`] reaches the Trace2 layer.
+//! The API wire: what a typed Trace2 call of [`crate::api`] carries to the Trace2 layer.
 //!
-//! A call is an [`ApiCall`] value handed straight to the [`Trace2Layer`] of the
-//! thread's current `tracing` dispatcher (found with `Dispatch::downcast_ref`, which
+//! A call is an [`ApiCall`] value that `api` hands straight to the
+//! [`crate::Trace2Layer`] of the thread's current `tracing` dispatcher (found with `Dispatch::downcast_ref`, which
 //! sees through `Layered`, `Filtered`, `Option` and boxed layers). It is never a
 //! `tracing` event: no filter of the program (a global `EnvFilter("warn")`, a
 //! per-layer filter) can drop the process lifecycle, and no other layer (`fmt`, an
 //! OpenTelemetry exporter) sees it. Events of other crates that happen to use the
 //! target `trace2` are ordinary events.
+//!
+//! The wire holds values only and imports no layer: the layer reads these types, and
+//! `api` (above the layer) does the sending.
 
 use std::panic::Location;
 
-use crate::layer::Trace2Layer;
 use tracing_trace2_record::{Callsite, Event};
 
 /// One typed Trace2 call.
@@ -157,90 +159,5 @@ impl<'a> Origin<'a> {
                 line,
             },
         }
-    }
-}
-
-impl ApiCall<'_> {
-    /// Hands the call to the Trace2 layer of the calling thread's current dispatcher
-    /// (nothing happens when it has none).
-    pub(crate) fn send(&self, from: Origin<'_>) {
-        tracing::dispatcher::get_default(|dispatch| {
-            if let Some(layer) = dispatch.downcast_ref::<Trace2Layer>() {
-                layer.on_api_call(self, from.callsite());
-            }
-        });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use tracing_subscriber::filter::LevelFilter;
-    use tracing_subscriber::layer::{Context, SubscriberExt};
-
-    use super::*;
-    use crate::{Format, MemorySink, Record, Target};
-
-    /// Event names and file:line, one per line.
-    struct Names;
-    impl Format for Names {
-        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
-            let at = format!(
-                " {}:{}\n",
-                record.callsite.file.unwrap_or("-"),
-                record.callsite.line
-            );
-            // Test threads are not `main`: they announce themselves first.
-            if !matches!(record.event, crate::Event::ThreadStart) {
-                out.extend_from_slice(record.event.name().as_bytes());
-                out.extend_from_slice(at.as_bytes());
-            }
-        }
-    }
-
-    /// Counts the events another layer sees.
-    struct Count(Arc<Mutex<usize>>);
-    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Count {
-        fn on_event(&self, _: &tracing::Event<'_>, _: Context<'_, S>) {
-            *self.0.lock().unwrap() += 1;
-        }
-    }
-
-    /// A call reaches the Trace2 layer under a global filter that lets nothing through,
-    /// and no other layer sees it.
-    #[test]
-    fn calls_bypass_filters_and_other_layers() {
-        let sink = MemorySink::new();
-        let layer = Trace2Layer::builder()
-            .with_target(Target::new("GIT_TRACE2_EVENT", Names, sink.clone()))
-            .build();
-        let seen = Arc::new(Mutex::new(0));
-        let subscriber = tracing_subscriber::registry()
-            .with(LevelFilter::OFF)
-            .with(Count(Arc::clone(&seen)))
-            .with(Some(layer));
-        tracing::subscriber::with_default(subscriber, || {
-            ApiCall::CmdName {
-                name: "n",
-                hierarchy: "n",
-            }
-            .send(Origin::At(Some("f.rs"), 7));
-            ApiCall::Start { argv: &["a", "b"] }.send(Origin::At(None, 0));
-        });
-        assert_eq!(
-            sink.to_string_lossy(),
-            "version f.rs:7\ncmd_name f.rs:7\nstart -:0\n"
-        );
-        assert_eq!(*seen.lock().unwrap(), 0);
-    }
-
-    /// Without a Trace2 layer a call goes nowhere (and does not panic).
-    #[test]
-    fn calls_without_a_layer_go_nowhere() {
-        let subscriber = tracing_subscriber::registry();
-        tracing::subscriber::with_default(subscriber, || {
-            ApiCall::Exit { code: 3 }.send(Origin::At(None, 0));
-        });
     }
 }
