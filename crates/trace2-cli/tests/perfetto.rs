@@ -277,3 +277,137 @@ fn interned_tables_stay_bounded_on_a_large_trace() {
         size(&json)
     );
 }
+
+/// Wall time now as Trace2 writes it: `2026-01-01T00:00:00.000000Z`.
+fn trace2_time_now() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.microsecond()
+    )
+}
+
+/// A parent shaped like the `vcs` example (jj): it names its command after `start`, runs the
+/// real `git init` and `git fetch` through a plain `Command` (no `child_start`; each git names
+/// it in its SID through `GIT_TRACE2_PARENT_SID`) and exits 1. Returns the trace.
+fn vcs_like_trace(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write;
+    const PARENT: &str = "20260101T000000.000000Z-H0a7c9cdf-P00000010";
+    let home = dir.join("home");
+    let (origin, work) = (dir.join("origin"), dir.join("work"));
+    for path in [&home, &origin, &work] {
+        fs::create_dir_all(path).unwrap();
+    }
+    run_git(&origin, &home, None, &["init", "-q"]);
+    run_git(
+        &origin,
+        &home,
+        None,
+        &["commit", "-q", "--allow-empty", "-m", "one"],
+    );
+    let trace = dir.join("vcs.event");
+    let started = std::time::Instant::now();
+    let parent = |rest: &str| {
+        let line = format!(
+            r#"{{"event":{rest},"sid":"{PARENT}","thread":"main","time":"{}"}}"#,
+            trace2_time_now()
+        );
+        let mut file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&trace)
+            .unwrap();
+        writeln!(file, "{line}").unwrap();
+    };
+    let t_abs = || started.elapsed().as_secs_f64();
+    let git = |args: &[&str]| {
+        let out = common::git(&work, &home, Some(&trace))
+            .env("GIT_TRACE2_PARENT_SID", PARENT)
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    };
+    parent(r#""version","evt":"4","exe":"0.1.0""#);
+    parent(&format!(
+        r#""start","t_abs":{:.6},"argv":["vcs","fail","origin"]"#,
+        t_abs()
+    ));
+    parent(r#""cmd_name","name":"git fail","hierarchy":"git fail""#);
+    parent(r#""region_enter","nesting":1,"category":"vcs","label":"fetch""#);
+    let origin = origin.to_str().unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["fetch", "-q", origin, "+refs/heads/*:refs/remotes/origin/*"],
+    ] {
+        let entered = std::time::Instant::now();
+        parent(r#""region_enter","nesting":2,"category":"vcs","label":"git""#);
+        git(args);
+        parent(&format!(
+            r#""region_leave","t_rel":{:.6},"nesting":2,"category":"vcs","label":"git""#,
+            entered.elapsed().as_secs_f64()
+        ));
+    }
+    parent(&format!(
+        r#""region_leave","t_rel":{:.6},"nesting":1,"category":"vcs","label":"fetch""#,
+        t_abs()
+    ));
+    parent(&format!(r#""exit","t_abs":{:.6},"code":1"#, t_abs()));
+    parent(&format!(r#""atexit","t_abs":{:.6},"code":1"#, t_abs()));
+    trace
+}
+
+/// The `vcs` example's shape on real git: the flows by SID must leave the parent no later than
+/// they arrive at the child's process slice, which starts at git's clock zero (`time - t_abs`),
+/// before git's first line. In both formats.
+#[test]
+fn flows_to_git_run_by_plain_command_never_end_before_they_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = vcs_like_trace(dir.path());
+    let (processes, children) = processes_and_children(&trace);
+    assert!(children >= 3, "init, fetch and fetch's children");
+
+    let pftrace = dir.path().join("vcs.pftrace");
+    export("perfetto", &trace, &pftrace);
+    if let Some(counts) = check(&pftrace, None) {
+        let counts = counts.unwrap_or_else(|why| panic!("{why}"));
+        assert_eq!(counts["processes"], processes);
+        assert_eq!(counts["flows"], children, "{counts}");
+        let process_names = names(&counts, "process_names");
+        for name in ["vcs:git fail", "git:init", "git:fetch"] {
+            assert!(process_names.iter().any(|n| n == name), "{process_names:?}");
+        }
+    }
+
+    let json = dir.path().join("vcs.json");
+    export("chrome", &trace, &json);
+    let doc: Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let ts = |e: &Value| e["ts"].as_i64().unwrap();
+    let mut flows = 0;
+    for (at, end) in events.iter().enumerate().filter(|(_, e)| e["ph"] == "f") {
+        let start = events
+            .iter()
+            .find(|e| e["ph"] == "s" && e["id"] == end["id"])
+            .unwrap_or_else(|| panic!("no start for {end}"));
+        assert!(ts(start) <= ts(end), "{start} after {end}");
+        // It lands on the child's process slice, written before it.
+        let slice = events[..at]
+            .iter()
+            .find(|e| e["ph"] == "X" && e["cat"] == "process" && e["pid"] == end["pid"])
+            .unwrap_or_else(|| panic!("no process slice before {end}"));
+        let (from, dur) = (ts(slice), slice["dur"].as_i64().unwrap());
+        assert!(
+            from <= ts(end) && ts(end) <= from + dur,
+            "{end} outside {slice}"
+        );
+        flows += 1;
+    }
+    assert_eq!(flows, children);
+}

@@ -784,6 +784,12 @@ fn close_process<S: Sink>(
 /// started the child when one matches by time and arguments, else from the parent itself at
 /// the child's start (a program that runs git through a plain `Command`: the child's SID
 /// still names the parent).
+///
+/// A flow arrives at the child's process slice start, the one time every format can land it
+/// on (Perfetto ends it on the slice's begin event). That start is the child's clock zero
+/// (`time - t_abs`), which comes before its first line, and can come before the parent's
+/// record of the launch (a parent that logs `child_start` after spawning, clocks that
+/// disagree by a few µs): the flow then leaves the parent no later than it arrives.
 fn flows(processes: &[(String, ProcessState)], finished: &[Finished]) -> Vec<Flow> {
     let index: HashMap<&str, usize> = processes
         .iter()
@@ -797,16 +803,16 @@ fn flows(processes: &[(String, ProcessState)], finished: &[Finished]) -> Vec<Flo
         };
         let parent = &processes[p].1;
         let launches: Vec<Launch> = parent.launches.iter().map(|(l, _)| l.clone()).collect();
-        let to_us = finished[i].start_us.max(child.first_us);
+        let to_us = finished[i].start_us;
         let (from_tid, from_us) =
             match match_launch(&launches, child.first_us, argv_tail_hash(&child.argv)) {
                 Some(l) => (parent.launches[l].1, parent.launches[l].0.start_us),
                 None => {
                     let (start, end) = (finished[p].start_us, finished[p].end_us);
-                    let at = child.first_us.clamp(start, end.max(start)).min(to_us);
-                    (parent.pid, at)
+                    (parent.pid, to_us.clamp(start, end.max(start)))
                 }
             };
+        let from_us = from_us.min(to_us);
         flows.push(Flow {
             id: hash_str(sid) & ((1 << 53) - 1),
             from: TrackId {
@@ -815,7 +821,6 @@ fn flows(processes: &[(String, ProcessState)], finished: &[Finished]) -> Vec<Flo
             },
             from_us,
             to_pid: child.pid,
-            to_us,
         });
     }
     flows

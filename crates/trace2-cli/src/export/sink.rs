@@ -122,7 +122,7 @@ pub struct ProcessEnd<'a> {
     pub incomplete: bool,
     /// Argv, exit code, version, repos, data, timers, counters…
     pub args: Map<String, Value>,
-    /// The flow from its parent that ends at its slice, if any.
+    /// The flow from its parent that ends at its slice's start, if any.
     pub flow_in: Option<u64>,
 }
 
@@ -134,12 +134,11 @@ pub struct Flow {
     pub id: u64,
     /// The parent's track and time where it starts.
     pub from: TrackId,
-    /// Start time.
+    /// Start time: never after the child's process slice starts.
     pub from_us: i64,
-    /// The child's pid (its process slice).
+    /// The child's pid. The flow arrives where the child's process slice starts: its
+    /// [`ProcessEnd`] names the flow in `flow_in`.
     pub to_pid: u32,
-    /// Time it arrives (the child's slice start).
-    pub to_us: i64,
 }
 
 /// An output format. Calls come in trace order per track, except at the end, where the
@@ -203,7 +202,8 @@ pub trait Sink {
     /// A process at the end of input, with its slice.
     fn process_end(&mut self, process: ProcessEnd<'_>) -> io::Result<()>;
 
-    /// A flow from a parent to a child process (after every [`Sink::process_end`]).
+    /// Where a flow from a parent to a child process starts (before every
+    /// [`Sink::process_end`], which ends it).
     fn flow(&mut self, flow: &Flow) -> io::Result<()>;
 
     /// Events (or packets) written so far.

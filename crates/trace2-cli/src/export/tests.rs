@@ -471,3 +471,69 @@ fn a_git_run_without_child_start_is_connected_by_its_sid() {
         .unwrap();
     assert!(starts[0]["ts"].as_i64().unwrap() <= git_start);
 }
+
+/// The start of the flow into the process slice of `pid`, and that slice's start.
+fn flow_into(doc: &Value, pid: i64) -> (i64, i64) {
+    let end = of_phase(doc, "f")
+        .into_iter()
+        .find(|f| f["pid"] == pid)
+        .unwrap();
+    let start = of_phase(doc, "s")
+        .into_iter()
+        .find(|s| s["id"] == end["id"])
+        .unwrap();
+    let slice = of_phase(doc, "X")
+        .into_iter()
+        .find(|x| x["cat"] == "process" && x["pid"] == pid)
+        .unwrap();
+    assert_eq!(end["ts"], slice["ts"], "lands at the slice's start");
+    (start["ts"].as_i64().unwrap(), slice["ts"].as_i64().unwrap())
+}
+
+#[test]
+fn a_flow_by_sid_lands_at_the_childs_clock_zero_and_leaves_no_later() {
+    // git's slice starts at its clock zero, 300 µs before its first line.
+    let text = parent_without_launches().replace(
+        r#""t_abs":0.000010,"argv":["git","status"]"#,
+        r#""t_abs":0.000310,"argv":["git","status"]"#,
+    );
+    let (doc, stats) = export_text(&text);
+    check(&doc);
+    assert_eq!(stats.flows, 1);
+    let (from, to) = flow_into(&doc, 0x20);
+    assert_eq!(to - 1_767_225_600_000_000, 0);
+    assert!(from <= to, "{from} > {to}");
+}
+
+#[test]
+fn a_flow_from_a_child_start_logged_after_the_child_began_leaves_no_later() {
+    // The parent writes `child_start` 50 µs after the child's clock zero (after spawning it).
+    let child_sid = format!("{SID}/20260101T000000.000400Z-H0a7c9cdf-P00000020");
+    let child =
+        |event: &str, time_us: u32, rest: &str| line(event, time_us, rest).replace(SID, &child_sid);
+    let text = [
+        line("version", 10, r#","evt":"4","exe":"2.47.3""#),
+        line("start", 20, r#","t_abs":0.000020,"argv":["git","fetch"]"#),
+        child("version", 440, r#","evt":"4","exe":"2.47.3""#),
+        child("start", 450, r#","t_abs":0.000100,"argv":["git","gc"]"#),
+        line(
+            "child_start",
+            400,
+            r#","child_id":0,"child_class":"?","use_shell":false,"argv":["git","gc"]"#,
+        ),
+        child("atexit", 900, r#","t_abs":0.000550,"code":0"#),
+        line(
+            "child_exit",
+            950,
+            r#","child_id":0,"pid":32,"code":0,"t_rel":0.00055"#,
+        ),
+        line("atexit", 990, r#","t_abs":0.00099,"code":0"#),
+    ]
+    .join("\n");
+    let (doc, stats) = export_text(&text);
+    check(&doc);
+    assert_eq!(stats.flows, 1);
+    let (from, to) = flow_into(&doc, 0x20);
+    assert_eq!(to - 1_767_225_600_000_000, 350);
+    assert!(from <= to, "{from} > {to}");
+}

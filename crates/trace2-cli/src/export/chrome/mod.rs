@@ -203,6 +203,16 @@ impl<W: Write> Sink for ChromeSink<W> {
             incomplete: process.incomplete,
         };
         self.slice(TrackId { pid, tid: pid }, closed)?;
+        // The flow's end after the slice it binds to: a reader that keeps the file's order
+        // among events of one time finds the slice open.
+        if let Some(id) = process.flow_in {
+            self.doc
+                .begin("f", "child process", pid, pid, process.start_us)
+                .str("cat", "child")
+                .str("bp", "e")
+                .int("id", id as i64)
+                .end()?;
+        }
         self.doc
             .begin("M", "process_name", pid, pid, 0)
             .args()
@@ -231,12 +241,6 @@ impl<W: Write> Sink for ChromeSink<W> {
                 flow.from_us,
             )
             .str("cat", "child")
-            .int("id", id)
-            .end()?;
-        self.doc
-            .begin("f", "child process", flow.to_pid, flow.to_pid, flow.to_us)
-            .str("cat", "child")
-            .str("bp", "e")
             .int("id", id)
             .end()
     }
