@@ -53,10 +53,16 @@
 //! ```
 
 mod dir;
+#[cfg(unix)]
 mod fd;
 mod file;
+#[cfg(windows)]
+mod handle;
+mod os;
 mod sink;
+#[cfg(unix)]
 mod socket;
+#[cfg(unix)]
 mod stream;
 mod target_value;
 mod warn;
@@ -65,12 +71,14 @@ mod warn;
 mod test_support;
 
 pub use dir::DISCARD_SENTINEL;
+#[cfg(unix)]
 pub use socket::SOCKET_TIMEOUT;
-pub use target_value::{SocketKind, TargetValue, parse_target};
+pub use target_value::{
+    SocketKind, TargetValue, is_absolute_on_windows, is_named_pipe_path, parse_target,
+};
 pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
 
-pub use fd::FILE_BATCH_LIMIT;
-pub use sink::{MemorySink, NullSink, Sink};
+pub use sink::{FILE_BATCH_LIMIT, MemorySink, NullSink, Sink};
 use warn::Reporter;
 
 /// What [`open`] needs besides the value.
@@ -130,7 +138,7 @@ pub fn open_deferred(value: &str, settings: &OpenSettings) -> Opened {
     let mut to_stderr = |message: &str| warning(message);
     let mut report = Reporter::new(settings.dst_debug, &mut to_stderr);
     match parse_target(value) {
-        TargetValue::Fd(fd) => Opened::Sink(Box::new(fd::FdSink::pinned(fd))),
+        TargetValue::Fd(fd) => Opened::Sink(os::pinned_descriptor(fd)),
         _ => open_reporting(value, settings, &mut report),
     }
 }
@@ -140,20 +148,28 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
     match parse_target(value) {
         TargetValue::Disabled => Opened::Disabled,
         // Not checked now: an fd that is not open fails on the first write, as in git.
-        TargetValue::Fd(fd) => Opened::Sink(Box::new(fd::FdSink::borrowed(fd))),
+        TargetValue::Fd(fd) => Opened::Sink(os::descriptor(fd)),
         TargetValue::Path(path) if path.is_dir() => dir::open_in_dir(&path, settings, report),
         TargetValue::Path(path) => file::open_file(&path, settings.env_name, report),
+        #[cfg(unix)]
         TargetValue::UnixSocket { kind, path } => {
             socket::open_socket(value, kind, &path, settings.env_name, report)
         }
-        TargetValue::Unknown(text) => {
-            report.always(&format!(
-                "trace2: unknown value for '{}': '{text}'",
-                settings.env_name
-            ));
-            Opened::Disabled
-        }
+        // Git for Windows is built without Unix sockets (`NO_UNIX_SOCKETS`): the value
+        // is as unknown to it as any other.
+        #[cfg(not(unix))]
+        TargetValue::UnixSocket { .. } => unknown_value(value, settings, report),
+        TargetValue::Unknown(text) => unknown_value(&text, settings, report),
     }
+}
+
+/// Git's warning for a value it cannot use, printed whatever the dst-debug setting.
+fn unknown_value(value: &str, settings: &OpenSettings, report: &mut Reporter<'_>) -> Opened {
+    report.always(&format!(
+        "trace2: unknown value for '{}': '{value}'",
+        settings.env_name
+    ));
+    Opened::Disabled
 }
 
 #[cfg(test)]
