@@ -336,6 +336,7 @@ pub fn is_active() -> bool {
 }
 
 /// Flushes the layer's sinks (before an exec replaces the process).
+#[cfg(unix)]
 pub(crate) fn flush() {
     if let Some(shared) = SHARED.get() {
         shared.layer.flush();
