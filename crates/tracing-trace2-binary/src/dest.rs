@@ -13,7 +13,6 @@
 //! (the core's [`Sink::write_line`] contract), so frames of several processes appending
 //! to one file never interleave.
 
-
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened, TargetValue};
 
 pub use tracing_trace2_dst::{MemorySink, NullSink, Sink};

@@ -219,6 +219,7 @@ fn play(scenario: &str) {
                 std::thread::park();
             }
         }
+        #[cfg(unix)]
         "fork" => {
             let w = writer(MIN_BATCH_SIZE, true);
             (0..5).for_each(|i| say(&w, "main", &format!("parent before {i}")));
@@ -244,6 +245,7 @@ fn play(scenario: &str) {
                 std::thread::park();
             }
         }
+        #[cfg(unix)]
         "fork-idle" => {
             let file = std::env::var_os(dest::ENV_NAME).expect("a file");
             let w = writer_with_interval(DEFAULT_BATCH_SIZE, true, IDLE_INTERVAL);

@@ -166,7 +166,9 @@ pub fn hostname() -> Option<String> {
     if ok == 0 {
         return None;
     }
-    Some(String::from_utf16_lossy(&buf[..(len as usize).min(buf.len())]))
+    Some(String::from_utf16_lossy(
+        &buf[..(len as usize).min(buf.len())],
+    ))
 }
 
 /// The host name as `gethostname` reports it, or `None` when it cannot be read.

@@ -440,7 +440,9 @@ fn single_threaded() -> bool {
 /// The C-level hooks: the exit handler and the SIGPIPE handler.
 #[cfg(unix)]
 mod hooks {
-    use std::ffi::{c_int, c_void};
+    use std::ffi::c_int;
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    use std::ffi::c_void;
 
     use super::{Shared, Sigpipe, claim_end, write_atexit};
     use tracing_trace2_core::api;

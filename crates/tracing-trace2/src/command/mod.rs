@@ -407,7 +407,9 @@ mod tests {
     }
 
     /// `child_start`/`child_exit` lines as `<event> <child id> <code> <line>`.
+    #[cfg(unix)]
     struct ChildLines;
+    #[cfg(unix)]
     impl tracing_trace2_core::Format for ChildLines {
         fn format(&self, record: &tracing_trace2_core::Record<'_>, out: &mut Vec<u8>) {
             use tracing_trace2_core::Event;
