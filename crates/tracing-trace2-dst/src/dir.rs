@@ -214,6 +214,7 @@ mod tests {
         assert_eq!(names(dir.path()).len(), NAME_ATTEMPTS as usize);
     }
 
+    #[cfg(unix)]
     #[test]
     fn uncreatable_file_warns_like_git() {
         // /proc/self is a directory in which nothing can be created, even by root.
@@ -262,7 +263,10 @@ mod tests {
                 ("GIT_TRACE2_MAX_FILES", "5"),
                 ("GIT_TRACE2_DST_DEBUG", "1"),
             ];
-            let Some(git) = git_version(&env) else { return };
+            // Where there is no git to run, our side is still checked below.
+            let Some(git) = git_version(&env) else {
+                continue;
+            };
             let git_err = String::from_utf8(git.stderr).unwrap();
             let ours_err = String::from_utf8(ours_err).unwrap().replace(
                 ours_dir.path().to_str().unwrap(),
@@ -274,9 +278,11 @@ mod tests {
                 names(git_dir.path()).len(),
                 "run {run}"
             );
+            if run == 4 {
+                assert!(names(git_dir.path()).contains(&DISCARD_SENTINEL.to_owned()));
+            }
         }
         assert_eq!(kinds, ["file", "file", "file", "sentinel", "disabled"]);
-        assert!(names(git_dir.path()).contains(&DISCARD_SENTINEL.to_owned()));
         assert_eq!(
             std::fs::read(ours_dir.path().join(DISCARD_SENTINEL)).unwrap(),
             b"x\n"
