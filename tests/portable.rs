@@ -229,15 +229,26 @@ fn finish_with_an_exit_code() -> Result<(), String> {
 }
 
 /// `std::process::exit` without the guard: Linux with glibc learns the code from its
-/// exit handler; elsewhere the exit handler writes `exit` with code 0 (see the
-/// lifecycle's documentation), and on Windows the C runtime's `atexit` is the hook.
+/// exit handler; other Unix systems write `exit` with code 0 from `atexit` (see the
+/// lifecycle's documentation). On Windows it calls `ExitProcess`, which runs no exit
+/// handler at all: the trace stops where it was, as for a killed process.
 fn std_process_exit() -> Result<(), String> {
+    let lines = event_run("process-exit", 7)?;
+    if cfg!(windows) {
+        let names = event_names(&lines);
+        return ensure(
+            names.starts_with(&["version", "start"])
+                && !names.contains(&"exit")
+                && !names.contains(&"atexit"),
+            || format!("{names:?}"),
+        );
+    }
     let expected = if cfg!(all(target_os = "linux", target_env = "gnu")) {
         7
     } else {
         0
     };
-    ends_like_git(&event_run("process-exit", 7)?, expected)
+    ends_like_git(&lines, expected)
 }
 
 /// A panic that unwinds out of `main`: `error` with the message, then `exit` code 101.
@@ -400,11 +411,15 @@ fn named_pipe_target() -> Result<(), String> {
         let name = format!("trace2-portable-{}-{}", std::process::id(), spelling.len());
         let server = pipe::Server::create(&name)?;
         let mut cmd = program("threads");
-        cmd.env("GIT_TRACE2_EVENT", spelling.replace("{name}", &name));
-        let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+        cmd.env("GIT_TRACE2_EVENT", spelling.replace("{name}", &name))
+            .env("GIT_TRACE2_DST_DEBUG", "1")
+            .stderr(std::process::Stdio::piped());
+        let child = cmd.spawn().map_err(|e| e.to_string())?;
         let received = server.read_all()?;
-        ensure(child.wait().is_ok_and(|s| s.success()), || {
-            "the program failed".to_owned()
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        ensure(out.status.success() && stderr.is_empty(), || {
+            format!("{spelling}: {:?} {stderr}", out.status)
         })?;
         let lines = events(&String::from_utf8_lossy(&received))?;
         ends_like_git(&lines, 0).map_err(|e| format!("{spelling}: {e}"))?;

@@ -11,11 +11,14 @@ use super::warn::{Reporter, strerror};
 
 /// Opens `path` with `O_WRONLY|O_APPEND|O_CREAT` (mode 0666 before umask). On Windows a
 /// named pipe path is opened for plain writing, as Git for Windows opens it (appending
-/// is a different access right on a pipe, one a client does not get).
+/// is a different access right on a pipe, one a client does not get), and only if the
+/// pipe exists: `OPEN_EXISTING`, the disposition Windows documents for pipe clients
+/// (git's `O_CREAT` asks for `OPEN_ALWAYS`, which Windows takes for a pipe and wine
+/// does not).
 pub(crate) fn open_file(path: &Path, env_name: &str, report: &mut Reporter<'_>) -> Opened {
     let mut options = OpenOptions::new();
     if cfg!(windows) && path.to_str().is_some_and(crate::is_named_pipe_path) {
-        options.write(true).create(true);
+        options.write(true);
     } else {
         options.append(true).create(true);
     }

@@ -149,7 +149,9 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
         TargetValue::Disabled => Opened::Disabled,
         // Not checked now: an fd that is not open fails on the first write, as in git.
         TargetValue::Fd(fd) => Opened::Sink(os::descriptor(fd)),
-        TargetValue::Path(path) if path.is_dir() => dir::open_in_dir(&path, settings, report),
+        TargetValue::Path(path) if !names_a_pipe(&path) && path.is_dir() => {
+            dir::open_in_dir(&path, settings, report)
+        }
         TargetValue::Path(path) => file::open_file(&path, settings.env_name, report),
         #[cfg(unix)]
         TargetValue::UnixSocket { kind, path } => {
@@ -161,6 +163,13 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
         TargetValue::UnixSocket { .. } => unknown_value(value, settings, report),
         TargetValue::Unknown(text) => unknown_value(&text, settings, report),
     }
+}
+
+/// Whether `path` is a Windows named pipe, which must not be looked at before it is
+/// opened: std's `metadata` opens the path, which takes the pipe's listening instance
+/// (the collector sees an empty connection, and the real open then finds the pipe busy).
+fn names_a_pipe(path: &std::path::Path) -> bool {
+    cfg!(windows) && path.to_str().is_some_and(is_named_pipe_path)
 }
 
 /// Git's warning for a value it cannot use, printed whatever the dst-debug setting.

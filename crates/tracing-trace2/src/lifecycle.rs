@@ -536,7 +536,37 @@ mod hooks {
     }
 }
 
-#[cfg(not(unix))]
+/// Windows: the C runtime's `atexit`, which runs when `main` returns through the C
+/// runtime and when C code calls `exit`. `std::process::exit` calls `ExitProcess`
+/// directly, which runs no `atexit` handler: a process that ends that way has no `exit`
+/// and `atexit` lines, like one that is killed ([`Trace2Guard::exit`] writes them). There
+/// is no SIGPIPE: a write to a closed pipe fails with an error.
+#[cfg(windows)]
+mod hooks {
+    use super::{Sigpipe, claim_end, write_atexit};
+    use tracing_trace2_core::api;
+
+    pub(super) fn install_exit_handler() {
+        // SAFETY: the handler is a plain function that lives for the whole process.
+        unsafe {
+            libc::atexit(exit_handler);
+        }
+    }
+
+    /// Runs when the process calls `exit` without going through the guard; the code is
+    /// not known here (0 is written, as on Unix without glibc).
+    extern "C" fn exit_handler() {
+        let Some(shared) = claim_end() else { return };
+        if !api::exit_written() {
+            api::exit_at(shared.started_at, 0);
+        }
+        write_atexit(shared, shared.started_at);
+    }
+
+    pub(super) fn install_sigpipe(_mode: Sigpipe) {}
+}
+
+#[cfg(not(any(unix, windows)))]
 mod hooks {
     use super::Sigpipe;
 

@@ -139,6 +139,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "gitdir: conditions follow Unix path rules; Windows paths are not matched yet"
+    )]
     fn dot_slash_is_the_including_files_directory_taken_literally() {
         let scratch = crate::config::test_git::Scratch::new();
         let root = real_path(&scratch.root).unwrap();
@@ -160,6 +164,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "gitdir: conditions follow Unix path rules; Windows paths are not matched yet"
+    )]
     fn tilde_is_the_resolved_home() {
         let scratch = crate::config::test_git::Scratch::new();
         let home = real_path(&scratch.root.join("home")).unwrap();
