@@ -216,6 +216,16 @@ fn return_from_main() -> Result<(), String> {
         names.contains(&"region_enter") && names.contains(&"data"),
         || format!("no region or data: {names:?}"),
     )?;
+    // The parent is this test binary: Linux's short name (`comm`), Windows' file name.
+    if cfg!(any(target_os = "linux", windows)) {
+        let ancestry = lines.iter().find(|e| e["event"] == "cmd_ancestry");
+        let parent = ancestry
+            .and_then(|e| e["ancestry"][0].as_str())
+            .unwrap_or("");
+        ensure(parent.starts_with("portable"), || {
+            format!("cmd_ancestry: {ancestry:?}")
+        })?;
+    }
     // Git's Event timestamps: `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
     let time = lines[0]["time"].as_str().unwrap_or("");
     ensure(
