@@ -8,8 +8,9 @@
 //! On Windows the names are the executables' file names from one process snapshot
 //! (`bash.exe`), walked as Git for Windows walks them (see [`walk_windows`]): git writes
 //! them as `data_json` `windows/ancestry` and, since git 2.54, as `cmd_ancestry`; we
-//! write the `cmd_ancestry` line. Other platforms (macOS included, where git 2.54 reads
-//! process names with `sysctl`) have no ancestry here yet.
+//! write the `cmd_ancestry` line. On macOS (since git 2.54) the names are the kernel's
+//! short process names, parent first, at most 10 (see [`walk_macos`]); macOS is
+//! type-checked here, never run. Other platforms have no ancestry.
 
 #[cfg(target_os = "linux")]
 use std::path::Path;
@@ -24,9 +25,65 @@ pub fn ancestry() -> Vec<String> {
     {
         windows::ancestry()
     }
-    #[cfg(not(any(target_os = "linux", windows)))]
+    #[cfg(target_os = "macos")]
+    {
+        walk_macos(std::os::unix::process::parent_id(), macos::process_info)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
     {
         Vec::new()
+    }
+}
+
+/// The most ancestors git lists on macOS.
+#[cfg(any(target_os = "macos", test))]
+const MACOS_LIMIT: usize = 10;
+
+/// Git's walk on macOS: from the parent up, each process's short name while the pid
+/// is positive, its details can be read (`lookup`) and fewer than [`MACOS_LIMIT`] names
+/// are listed; a parent pid of 0, or one equal to the process's own, ends it.
+#[cfg(any(target_os = "macos", test))]
+fn walk_macos(parent: u32, lookup: impl Fn(u32) -> Option<(String, u32)>) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut pid = parent;
+    while pid > 0 && names.len() < MACOS_LIMIT {
+        let Some((name, next)) = lookup(pid) else {
+            break;
+        };
+        names.push(name);
+        if next == pid {
+            break;
+        }
+        pid = next;
+    }
+    names
+}
+
+/// A process's short name and parent pid, from the kernel.
+#[cfg(target_os = "macos")]
+mod macos {
+    /// The short name (the kernel's `p_comm`, at most 16 bytes) and parent pid of `pid`,
+    /// from `proc_pidinfo(PROC_PIDTBSDINFO)`, which reports the same fields as the
+    /// `sysctl(KERN_PROC_PID)` git reads.
+    pub(super) fn process_info(pid: u32) -> Option<(String, u32)> {
+        let pid = libc::c_int::try_from(pid).ok()?;
+        // SAFETY: `proc_bsdinfo` is plain data; all zeros is a valid value for it.
+        let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        // SAFETY: the buffer is `info`, valid for `size` bytes.
+        let got = unsafe {
+            libc::proc_pidinfo(pid, libc::PROC_PIDTBSDINFO, 0, (&raw mut info).cast(), size)
+        };
+        if got != size {
+            return None;
+        }
+        let comm: Vec<u8> = info
+            .pbi_comm
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        Some((String::from_utf8_lossy(&comm).into_owned(), info.pbi_ppid))
     }
 }
 
@@ -223,6 +280,30 @@ mod tests {
         assert_eq!(names[0], "p2.exe");
         assert_eq!(names[WINDOWS_LIMIT - 1], "p11.exe");
         assert_eq!(names[WINDOWS_LIMIT], "(truncated)");
+    }
+
+    #[test]
+    fn macos_walk_starts_at_the_parent_and_stops_at_ten() {
+        let processes = [(20, "zsh", 10), (10, "Terminal", 1), (1, "launchd", 0)];
+        assert_eq!(
+            walk_macos(20, table(&processes)),
+            ["zsh", "Terminal", "launchd"]
+        );
+        assert!(walk_macos(0, table(&processes)).is_empty());
+        // A process that is its own parent ends the walk after its name.
+        let own = [(5, "odd", 5)];
+        assert_eq!(walk_macos(5, table(&own)), ["odd"]);
+        let chain: Vec<(u32, String, u32)> = (1..=20)
+            .map(|pid| (pid, format!("p{pid}"), pid + 1))
+            .collect();
+        let names = walk_macos(1, |pid| {
+            chain
+                .iter()
+                .find(|e| e.0 == pid)
+                .map(|e| (e.1.clone(), e.2))
+        });
+        assert_eq!(names.len(), MACOS_LIMIT);
+        assert_eq!(names[0], "p1");
     }
 
     #[test]
