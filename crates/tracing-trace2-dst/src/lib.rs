@@ -14,11 +14,13 @@
 //! | module | job |
 //! |---|---|
 //! | `target_value` | parse a value, no I/O |
-//! | `fd` | one-call writes that never raise SIGPIPE; the descriptor sink |
+//! | `fd` | Unix: one-call writes that never raise SIGPIPE; the descriptor sink |
+//! | `handle` | Windows: one `WriteFile` per line; the handle sink |
+//! | `os` | what a descriptor number, an opened file and fd 2 become on this platform |
 //! | `file` | append to a file given by path |
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
-//! | `socket` | `af_unix:` stream and datagram sockets |
-//! | `stream` | whole lines on a stream socket, within a deadline |
+//! | `socket` | Unix: `af_unix:` stream and datagram sockets |
+//! | `stream` | Unix: whole lines on a stream socket, within a deadline |
 //! | `warn` | git's warning texts and `strerror` |
 //! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
 //!
