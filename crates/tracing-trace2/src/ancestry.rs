@@ -6,10 +6,10 @@
 //! first; when nothing can be read the line is left out.
 //!
 //! On Windows the names are the executables' file names from one process snapshot
-//! (`bash.exe`), walked as Git for Windows walks them (see [`walk_windows`]): git writes
+//! (`bash.exe`), walked as Git for Windows walks them (see `walk_windows`): git writes
 //! them as `data_json` `windows/ancestry` and, since git 2.54, as `cmd_ancestry`; we
 //! write the `cmd_ancestry` line. On macOS (since git 2.54) the names are the kernel's
-//! short process names, parent first, at most 10 (see [`walk_macos`]); macOS is
+//! short process names, parent first, at most 10 (see `walk_macos`); macOS is
 //! type-checked here, never run. Other platforms have no ancestry.
 
 #[cfg(target_os = "linux")]
