@@ -1,10 +1,14 @@
 //! Windows: writing lines to a handle, one `WriteFile` per line, as Git for Windows
 //! writes a trace line to its C runtime descriptor.
 //!
-//! A numeric target (`1`, `2`, `3`..`9`) names one of the C runtime's descriptors, as in
-//! git: 1 and 2 are the standard handles, the others come from `_get_osfhandle`, looked
-//! up at each write (what the number names at that moment). Files, directories and named
-//! pipes opened by path are owned and closed with the sink.
+//! A numeric target names a descriptor, as in git: `1`/`true` and `2` are the standard
+//! error handle, looked up at each write (what it is at that moment). The C runtime's
+//! descriptors 3 to 9, which Git for Windows can also write to, are not reached: a Rust
+//! program has none of its own, and asking the C runtime about one that is not open
+//! (`_get_osfhandle`) ends the process in its default invalid-parameter handler, which
+//! a library must not risk. Such a target fails on its first write with "Bad file
+//! descriptor", as git's does for a descriptor that is not open. Files, directories and
+//! named pipes opened by path are owned and closed with the sink.
 //!
 //! A file opened for appending (std's `append(true)` asks only for `FILE_APPEND_DATA`,
 //! like git's `mingw_open_append`) takes every write at its end in one piece whatever
@@ -37,17 +41,15 @@ pub(crate) struct HandleSink {
     batch_limit: usize,
 }
 
-/// The handle behind the C runtime's descriptor `fd` now (the standard handles for 1
-/// and 2); `None` when the number names nothing.
+/// The standard handle behind descriptor `fd` now (1 and 2); `None` for any other
+/// number (see the module documentation) and when there is no such handle.
 fn descriptor_handle(fd: i32) -> Option<RawHandle> {
     let handle = match fd {
         1 => io::stdout().as_raw_handle(),
         2 => io::stderr().as_raw_handle(),
-        // SAFETY: `_get_osfhandle` only looks the number up in the runtime's table; a
-        // number that is not open gives -1 (or -2 when not tied to a stream).
-        _ => unsafe { libc::get_osfhandle(fd) as RawHandle },
+        _ => return None,
     };
-    let invalid = handle.is_null() || handle as isize == -1 || handle as isize == -2;
+    let invalid = handle.is_null() || handle as isize == -1;
     (!invalid).then_some(handle)
 }
 
@@ -73,7 +75,7 @@ fn is_regular_file(file: &File) -> bool {
 }
 
 impl HandleSink {
-    /// Writes to the C runtime's descriptor `fd`, whatever it names at each write.
+    /// Writes to descriptor `fd`, whatever it names at each write.
     pub(crate) fn borrowed(fd: i32) -> Self {
         let batch_limit = match descriptor_handle(fd) {
             Some(handle) if with_borrowed(handle, is_regular_file) => FILE_BATCH_LIMIT,
