@@ -93,6 +93,8 @@ pub(crate) fn main() -> ExitCode {
             }
             trace2.finish(ExitCode::from(code as u8))
         }
+        // Windows has no exec: the argument falls through to `return` there.
+        #[cfg(unix)]
         "exec" => {
             let Some((program, rest)) = args[1..].split_first() else {
                 trace2.exit(2)

@@ -2,6 +2,9 @@
 //! 200 000-line trace is about what it is on a 20 000-line one. The peak is the child's own
 //! `ru_maxrss`, taken with `wait4` so that no other test's processes count.
 
+// `wait4` and `ru_maxrss` are Unix's.
+#![cfg(unix)]
+
 mod common;
 #[path = "common/synthetic.rs"]
 mod synthetic;

@@ -71,6 +71,8 @@ fn speedscope_shows_every_process_and_region_of_a_real_git_trace() {
     }
     let hook = repo.join(".git/hooks/pre-commit");
     fs::write(&hook, "#!/bin/sh\nexec git status --short >/dev/null\n").unwrap();
+    // Git for Windows runs a hook without an executable bit.
+    #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();

@@ -13,8 +13,6 @@
 //! (the core's [`Sink::write_line`] contract), so frames of several processes appending
 //! to one file never interleave.
 
-use std::os::fd::RawFd;
-
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened, TargetValue};
 
 pub use tracing_trace2_dst::{MemorySink, NullSink, Sink};
@@ -96,9 +94,10 @@ pub fn open_from_env(settings: &DestSettings) -> Option<Destination> {
     open(&value, settings)
 }
 
-fn is_terminal(fd: RawFd) -> bool {
-    // SAFETY: isatty only inspects the descriptor; a closed one just returns 0.
-    unsafe { libc::isatty(fd) == 1 }
+fn is_terminal(fd: i32) -> bool {
+    // SAFETY: isatty only inspects the descriptor; a closed one just returns 0 (the C
+    // runtime's `_isatty` on Windows: nonzero for a character device).
+    unsafe { libc::isatty(fd) != 0 }
 }
 
 /// Prints git's warning about a failed write, as the text targets do with

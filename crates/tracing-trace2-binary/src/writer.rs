@@ -421,10 +421,16 @@ fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) 
 /// generation they were set up in.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
+#[cfg(unix)]
 extern "C" fn forked_child() {
     FORK_GEN.fetch_add(1, Ordering::AcqRel);
 }
 
+/// Windows has no `fork`: nothing to watch for.
+#[cfg(not(unix))]
+fn install_fork_handler() {}
+
+#[cfg(unix)]
 fn install_fork_handler() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {

@@ -184,6 +184,32 @@ fn non_empty_env(key: &str) -> Option<String> {
 }
 
 /// The host name as `gethostname` reports it, or `None` when it cannot be read.
+///
+/// On Windows, the DNS host name (`GetComputerNameExW`), the name Winsock's
+/// `gethostname`, which Git for Windows calls, reports.
+#[cfg(windows)]
+pub fn hostname() -> Option<String> {
+    /// `COMPUTER_NAME_FORMAT::ComputerNameDnsHostname`.
+    const DNS_HOSTNAME: i32 = 1;
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn GetComputerNameExW(name_type: i32, buffer: *mut u16, size: *mut u32) -> i32;
+    }
+    let mut buf = [0u16; 256];
+    let mut len = buf.len() as u32;
+    // SAFETY: `buf` is valid for `len` UTF-16 units; the call writes at most that many
+    // and stores the count it wrote (without the NUL) in `len`.
+    let ok = unsafe { GetComputerNameExW(DNS_HOSTNAME, buf.as_mut_ptr(), &mut len) };
+    if ok == 0 {
+        return None;
+    }
+    Some(String::from_utf16_lossy(
+        &buf[..(len as usize).min(buf.len())],
+    ))
+}
+
+/// The host name as `gethostname` reports it, or `None` when it cannot be read.
+#[cfg(unix)]
 pub fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its whole length; gethostname writes at most that.

@@ -25,7 +25,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::sink::Sink;
+use crate::sink::{FILE_BATCH_LIMIT, Sink};
 
 /// How a line reaches the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,9 +152,6 @@ fn check_fits(fd: RawFd, line: &[u8], limit: u64) -> io::Result<()> {
     }
     Ok(())
 }
-
-/// The most bytes of whole lines one `write` of a batch carries to a regular file.
-pub const FILE_BATCH_LIMIT: usize = 64 * 1024;
 
 /// Whether `fd` is a regular file.
 fn is_regular_file(fd: RawFd) -> bool {

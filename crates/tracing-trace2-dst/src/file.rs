@@ -4,22 +4,26 @@
 //! processes share the file.
 
 use std::fs::OpenOptions;
-use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use super::Opened;
-use super::fd::{FdSink, WriteMode};
 use super::warn::{Reporter, strerror};
 
-/// Opens `path` with `O_WRONLY|O_APPEND|O_CREAT` (mode 0666 before umask).
+/// Opens `path` with `O_WRONLY|O_APPEND|O_CREAT` (mode 0666 before umask). On Windows a
+/// named pipe path is opened for plain writing, as Git for Windows opens it (appending
+/// is a different access right on a pipe, one a client does not get), and only if the
+/// pipe exists: `OPEN_EXISTING`, the disposition Windows documents for pipe clients
+/// (git's `O_CREAT` asks for `OPEN_ALWAYS`, which Windows takes for a pipe and wine
+/// does not).
 pub(crate) fn open_file(path: &Path, env_name: &str, report: &mut Reporter<'_>) -> Opened {
-    match OpenOptions::new().append(true).create(true).open(path) {
-        Ok(file) => {
-            let fd = OwnedFd::from(file);
-            // Usually a regular file, but a FIFO given by path can raise SIGPIPE.
-            let mode = WriteMode::for_fd(std::os::fd::AsRawFd::as_raw_fd(&fd));
-            Opened::Sink(Box::new(FdSink::owned(fd, mode)))
-        }
+    let mut options = OpenOptions::new();
+    if cfg!(windows) && path.to_str().is_some_and(crate::is_named_pipe_path) {
+        options.write(true);
+    } else {
+        options.append(true).create(true);
+    }
+    match options.open(path) {
+        Ok(file) => Opened::Sink(crate::os::opened_file(file)),
         Err(err) => {
             report.debug(&format!(
                 "trace2: could not open '{}' for '{env_name}' tracing: {}",
@@ -34,7 +38,6 @@ pub(crate) fn open_file(path: &Path, env_name: &str, report: &mut Reporter<'_>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::git_stderr;
 
     fn open_collect(path: &Path, debug: bool) -> (Opened, Vec<String>) {
         let mut seen = Vec::new();
@@ -67,13 +70,16 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\na1\nb1\na2\n");
     }
 
+    #[cfg(unix)]
     #[test]
     fn unopenable_path_warns_like_git() {
         for bad in ["/dev/null/x", "/proc/x"] {
             let (opened, seen) = open_collect(Path::new(bad), true);
             assert!(matches!(opened, Opened::Disabled));
-            let Some(git) = git_stderr(&[("GIT_TRACE2_EVENT", bad), ("GIT_TRACE2_DST_DEBUG", "1")])
-            else {
+            let Some(git) = crate::test_support::git_stderr(&[
+                ("GIT_TRACE2_EVENT", bad),
+                ("GIT_TRACE2_DST_DEBUG", "1"),
+            ]) else {
                 return;
             };
             let ours: Vec<u8> = seen
@@ -89,7 +95,8 @@ mod tests {
 
     #[test]
     fn silent_without_dst_debug() {
-        let (opened, seen) = open_collect(Path::new("/dev/null/x"), false);
+        let missing = tempfile::tempdir().unwrap().path().join("gone/x");
+        let (opened, seen) = open_collect(&missing, false);
         assert!(matches!(opened, Opened::Disabled));
         assert!(seen.is_empty());
     }

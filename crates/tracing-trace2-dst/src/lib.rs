@@ -15,11 +15,13 @@
 //! | module | job |
 //! |---|---|
 //! | `target_value` | parse a value, no I/O |
-//! | `fd` | one-call writes that never raise SIGPIPE; the descriptor sink |
+//! | `fd` | Unix: one-call writes that never raise SIGPIPE; the descriptor sink |
+//! | `handle` | Windows: one `WriteFile` per line; the handle sink |
+//! | `os` | what a descriptor number, an opened file and fd 2 become on this platform |
 //! | `file` | append to a file given by path |
 //! | `dir` | one file per process in a directory; the `maxFiles` cap |
-//! | `socket` | `af_unix:` stream and datagram sockets (feature `sockets`, on by default) |
-//! | `stream` | whole lines on a stream socket, within a deadline |
+//! | `socket` | Unix: `af_unix:` stream and datagram sockets (feature `sockets`, on by default) |
+//! | `stream` | Unix: whole lines on a stream socket, within a deadline |
 //! | `warn` | git's warning texts and `strerror` |
 //! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
 //! | `clock` | the process start, `t_abs` and the local UTC offset |
@@ -56,12 +58,16 @@
 
 pub mod clock;
 mod dir;
+#[cfg(unix)]
 mod fd;
 mod file;
+#[cfg(windows)]
+mod handle;
+mod os;
 mod sink;
-#[cfg(feature = "sockets")]
+#[cfg(all(unix, feature = "sockets"))]
 mod socket;
-#[cfg(feature = "sockets")]
+#[cfg(all(unix, feature = "sockets"))]
 mod stream;
 mod target_value;
 mod warn;
@@ -70,13 +76,14 @@ mod warn;
 mod test_support;
 
 pub use dir::DISCARD_SENTINEL;
-#[cfg(feature = "sockets")]
+#[cfg(all(unix, feature = "sockets"))]
 pub use socket::SOCKET_TIMEOUT;
-pub use target_value::{SocketKind, TargetValue, parse_target};
+pub use target_value::{
+    SocketKind, TargetValue, is_absolute_on_windows, is_named_pipe_path, parse_target,
+};
 pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
 
-pub use fd::FILE_BATCH_LIMIT;
-pub use sink::{MemorySink, NullSink, Sink};
+pub use sink::{FILE_BATCH_LIMIT, MemorySink, NullSink, Sink};
 use warn::Reporter;
 
 /// What [`open`] needs besides the value.
@@ -136,7 +143,7 @@ pub fn open_deferred(value: &str, settings: &OpenSettings) -> Opened {
     let mut to_stderr = |message: &str| warning(message);
     let mut report = Reporter::new(settings.dst_debug, &mut to_stderr);
     match parse_target(value) {
-        TargetValue::Fd(fd) => Opened::Sink(Box::new(fd::FdSink::pinned(fd))),
+        TargetValue::Fd(fd) => Opened::Sink(os::pinned_descriptor(fd)),
         _ => open_reporting(value, settings, &mut report),
     }
 }
@@ -146,14 +153,16 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
     match parse_target(value) {
         TargetValue::Disabled => Opened::Disabled,
         // Not checked now: an fd that is not open fails on the first write, as in git.
-        TargetValue::Fd(fd) => Opened::Sink(Box::new(fd::FdSink::borrowed(fd))),
-        TargetValue::Path(path) if path.is_dir() => dir::open_in_dir(&path, settings, report),
+        TargetValue::Fd(fd) => Opened::Sink(os::descriptor(fd)),
+        TargetValue::Path(path) if !names_a_pipe(&path) && path.is_dir() => {
+            dir::open_in_dir(&path, settings, report)
+        }
         TargetValue::Path(path) => file::open_file(&path, settings.env_name, report),
-        #[cfg(feature = "sockets")]
+        #[cfg(all(unix, feature = "sockets"))]
         TargetValue::UnixSocket { kind, path } => {
             socket::open_socket(value, kind, &path, settings.env_name, report)
         }
-        #[cfg(not(feature = "sockets"))]
+        #[cfg(all(unix, not(feature = "sockets")))]
         TargetValue::UnixSocket { .. } => {
             report.always(&format!(
                 "trace2: '{}' cannot write to sockets in this build: '{value}'",
@@ -161,14 +170,28 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
             ));
             Opened::Disabled
         }
-        TargetValue::Unknown(text) => {
-            report.always(&format!(
-                "trace2: unknown value for '{}': '{text}'",
-                settings.env_name
-            ));
-            Opened::Disabled
-        }
+        // Git for Windows is built without Unix sockets (`NO_UNIX_SOCKETS`): the value
+        // is as unknown to it as any other.
+        #[cfg(not(unix))]
+        TargetValue::UnixSocket { .. } => unknown_value(value, settings, report),
+        TargetValue::Unknown(text) => unknown_value(&text, settings, report),
     }
+}
+
+/// Whether `path` is a Windows named pipe, which must not be looked at before it is
+/// opened: std's `metadata` opens the path, which takes the pipe's listening instance
+/// (the collector sees an empty connection, and the real open then finds the pipe busy).
+fn names_a_pipe(path: &std::path::Path) -> bool {
+    cfg!(windows) && path.to_str().is_some_and(is_named_pipe_path)
+}
+
+/// Git's warning for a value it cannot use, printed whatever the dst-debug setting.
+fn unknown_value(value: &str, settings: &OpenSettings, report: &mut Reporter<'_>) -> Opened {
+    report.always(&format!(
+        "trace2: unknown value for '{}': '{value}'",
+        settings.env_name
+    ));
+    Opened::Disabled
 }
 
 #[cfg(test)]
@@ -243,7 +266,8 @@ mod tests {
                     panic!("fd target not opened")
                 };
                 let err = sink.write_line(b"x\n").unwrap_err();
-                assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+                // EBADF; on Windows ERROR_INVALID_HANDLE, which git reads as EBADF.
+                assert_eq!(strerror(&err), "Bad file descriptor");
                 warn_write_failed(s.env_name, &err);
             },
         );

@@ -14,6 +14,9 @@
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 
+/// The most bytes of whole lines one `write` of a batch carries to a regular file.
+pub const FILE_BATCH_LIMIT: usize = 64 * 1024;
+
 /// Where the lines of one target go.
 pub trait Sink: Send + Sync + 'static {
     /// Writes one complete line (ending in LF) with one `write` call. A short write is

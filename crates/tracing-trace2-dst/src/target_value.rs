@@ -53,7 +53,7 @@ pub fn parse_target(value: &str) -> TargetValue {
     if let [digit @ b'0'..=b'9'] = value.as_bytes() {
         return TargetValue::Fd(i32::from(digit - b'0'));
     }
-    if value.starts_with('/') {
+    if is_absolute_here(value) {
         return TargetValue::Path(PathBuf::from(value));
     }
     // The longer prefixes must be tried first: `af_unix:` alone would swallow them.
@@ -73,9 +73,100 @@ pub fn parse_target(value: &str) -> TargetValue {
     TargetValue::Unknown(value.to_owned())
 }
 
+/// Whether git on this platform takes `value` for an absolute path.
+fn is_absolute_here(value: &str) -> bool {
+    if cfg!(windows) {
+        is_absolute_on_windows(value)
+    } else {
+        value.starts_with('/')
+    }
+}
+
+/// Whether Git for Windows takes `value` for an absolute path (its `is_absolute_path`):
+/// a leading `/` or `\` (so `\\.\pipe\name`, `//./pipe/name` and `\\server\share`
+/// too), or a drive letter and a colon, even without a separator after it (`C:x`).
+pub fn is_absolute_on_windows(value: &str) -> bool {
+    match value.as_bytes() {
+        [b'/' | b'\\', ..] => true,
+        [drive, b':', ..] => drive.is_ascii_alphabetic(),
+        _ => false,
+    }
+}
+
+/// Whether `path` names a local named pipe as Git for Windows recognises one:
+/// `\\.\pipe\<name>` with either separator in each place (trace2receiver's documented
+/// form is `//./pipe/<name>`), `pipe` in any case, and a name of at least one byte.
+/// Git opens such a path for writing without `FILE_APPEND_DATA`, which a pipe does not
+/// take (the bit means "create a pipe instance" there).
+pub fn is_named_pipe_path(path: &str) -> bool {
+    let sep = |b: &u8| *b == b'/' || *b == b'\\';
+    match path.as_bytes() {
+        [a, b, b'.', c, p0, p1, p2, p3, d, _name, ..] => {
+            sep(a)
+                && sep(b)
+                && sep(c)
+                && sep(d)
+                && [p0, p1, p2, p3].map(u8::to_ascii_lowercase) == *b"pipe"
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_absolute_paths() {
+        for v in [
+            "/tmp/x",
+            "\\x",
+            "C:\\trace",
+            "c:/trace",
+            "C:",
+            "Z:rel",
+            "\\\\.\\pipe\\tr2",
+            "//./pipe/tr2",
+            "\\\\server\\share\\t",
+        ] {
+            assert!(is_absolute_on_windows(v), "{v:?}");
+        }
+        for v in ["rel\\x", "1:x", ":x", "CC:/x", "af_unix:/x", ".\\x", ""] {
+            assert!(!is_absolute_on_windows(v), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn named_pipe_paths() {
+        for v in [
+            "\\\\.\\pipe\\tr2",
+            "//./pipe/tr2",
+            "/\\./PIPE/x",
+            "\\/.\\Pipe\\a\\b",
+        ] {
+            assert!(is_named_pipe_path(v), "{v:?}");
+        }
+        for v in [
+            "\\\\.\\pipe\\",
+            "//./pipe",
+            "//?/pipe/x",
+            "//./pipes/x",
+            "\\\\server\\pipe\\x",
+            "C:\\pipe\\x",
+        ] {
+            assert!(!is_named_pipe_path(v), "{v:?}");
+        }
+    }
+
+    /// On Windows the separators and drive forms are absolute paths; `af_unix:` is
+    /// still parsed (and refused when opened, as Git for Windows has no Unix sockets).
+    #[cfg(windows)]
+    #[test]
+    fn windows_values() {
+        for v in ["C:\\t\\ev.json", "\\\\.\\pipe\\tr2", "//./pipe/tr2"] {
+            assert_eq!(parse_target(v), TargetValue::Path(PathBuf::from(v)));
+        }
+    }
 
     fn sock(kind: SocketKind, path: &str) -> TargetValue {
         TargetValue::UnixSocket {

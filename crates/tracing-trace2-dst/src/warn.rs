@@ -6,14 +6,19 @@
 
 use std::io;
 
-use super::fd::{WriteMode, write_fd};
-
 /// Size of git's message buffer; the printed warning (LF included) never exceeds it.
 const GIT_MSG_BUF: usize = 4096;
 
 /// The text of an I/O error as C's `strerror` gives it (`Bad file descriptor`), without
-/// the ` (os error 9)` that Rust appends.
+/// the ` (os error 9)` that Rust appends. On Windows, a system error code is first
+/// turned into the `errno` Git for Windows turns it into, and the C runtime's text for
+/// that is used (`The pipe is being closed.` becomes `Broken pipe`, as git prints it);
+/// a code git does not map keeps the system's text.
 pub fn strerror(err: &io::Error) -> String {
+    #[cfg(windows)]
+    if let Some(text) = err.raw_os_error().and_then(windows::crt_text) {
+        return text;
+    }
     let text = err.to_string();
     match err.raw_os_error() {
         Some(code) => match text.strip_suffix(&format!(" (os error {code})")) {
@@ -41,7 +46,7 @@ pub fn warn_write_failed(env_name: &str, err: &io::Error) {
 pub fn warning(message: &str) {
     let bytes = format_warning(message);
     // A warning that cannot be written has nowhere else to go.
-    let _ = write_fd(2, &bytes, WriteMode::NoSigpipe);
+    let _ = crate::os::write_stderr(&bytes);
 }
 
 /// The exact bytes git's `warning()` writes for `message`.
@@ -60,6 +65,50 @@ pub fn format_warning(message: &str) -> Vec<u8> {
     }));
     out.push(b'\n');
     out
+}
+
+/// Windows system error codes as Git for Windows reports them.
+#[cfg(windows)]
+mod windows {
+    /// The `errno` git's `err_win_to_posix` gives a Windows system error `code`, for
+    /// the codes opening and writing a trace target meet.
+    fn errno_for(code: i32) -> Option<libc::c_int> {
+        Some(match code {
+            // FILE_NOT_FOUND, PATH_NOT_FOUND, INVALID_DRIVE, BAD_NETPATH, BAD_NET_NAME,
+            // INVALID_NAME, BAD_PATHNAME
+            2 | 3 | 15 | 53 | 67 | 123 | 161 => libc::ENOENT,
+            // ACCESS_DENIED, SHARING_VIOLATION, LOCK_VIOLATION
+            5 | 32 | 33 => libc::EACCES,
+            4 => libc::EMFILE,
+            6 => libc::EBADF,
+            8 | 14 => libc::ENOMEM,
+            19 => libc::EROFS,
+            // FILE_EXISTS, ALREADY_EXISTS
+            80 | 183 => libc::EEXIST,
+            // HANDLE_DISK_FULL, DISK_FULL
+            39 | 112 => libc::ENOSPC,
+            87 => libc::EINVAL,
+            // BROKEN_PIPE, NO_DATA (the reading end is closed)
+            109 | 232 => libc::EPIPE,
+            // PIPE_BUSY: every instance of the pipe is in use
+            231 => libc::EBUSY,
+            _ => return None,
+        })
+    }
+
+    /// The C runtime's `strerror` text for the `errno` of `code`.
+    pub(super) fn crt_text(code: i32) -> Option<String> {
+        let errno = errno_for(code)?;
+        // SAFETY: the runtime returns a NUL-terminated string in a per-thread buffer (or
+        // a static one), read at once and copied.
+        let text = unsafe { libc::strerror(errno) };
+        if text.is_null() {
+            return None;
+        }
+        // SAFETY: non-null and NUL-terminated, as above.
+        let text = unsafe { std::ffi::CStr::from_ptr(text) };
+        Some(text.to_string_lossy().into_owned())
+    }
 }
 
 /// Where the destination code sends its warnings: fd 2 in production, a buffer in tests.
@@ -92,6 +141,22 @@ mod tests {
     use super::*;
     use crate::test_support::{child_or_run, git_stderr};
 
+    #[cfg(windows)]
+    #[test]
+    fn windows_codes_read_as_git_prints_them() {
+        for (code, text) in [
+            (109, "Broken pipe"),
+            (232, "Broken pipe"),
+            (5, "Permission denied"),
+        ] {
+            assert_eq!(strerror(&io::Error::from_raw_os_error(code)), text);
+        }
+        // A code git does not map keeps the system's text, without Rust's suffix.
+        let odd = strerror(&io::Error::from_raw_os_error(1453));
+        assert!(!odd.contains("os error"), "{odd}");
+    }
+
+    #[cfg(unix)]
     #[test]
     fn strerror_drops_rust_suffix() {
         let e = io::Error::from_raw_os_error(libc::EBADF);
@@ -102,6 +167,7 @@ mod tests {
         assert_eq!(strerror(&e), "custom");
     }
 
+    #[cfg(unix)]
     #[test]
     fn write_failed_text() {
         let e = io::Error::from_raw_os_error(libc::EBADF);
@@ -128,8 +194,18 @@ mod tests {
             "trace2: unknown value for 'GIT_TRACE2_EVENT': '{long}'"
         ));
         assert_eq!(ours.len(), GIT_MSG_BUF);
-        let git = git_stderr(&[("GIT_TRACE2_EVENT", long.as_str())]).unwrap_or_default();
+        let Some(git) = git_stderr(&[("GIT_TRACE2_EVENT", long.as_str())]) else {
+            return;
+        };
         assert_eq!(ours, git);
+    }
+
+    /// The "broken pipe" error of this platform (`EPIPE`, Windows' `ERROR_NO_DATA`).
+    fn broken_pipe() -> io::Error {
+        #[cfg(unix)]
+        return io::Error::from_raw_os_error(libc::EPIPE);
+        #[cfg(windows)]
+        return io::Error::from_raw_os_error(232);
     }
 
     #[test]
@@ -138,10 +214,7 @@ mod tests {
             concat!(module_path!(), "::warning_goes_to_fd2_in_one_piece"),
             &[],
             || {
-                warn_write_failed(
-                    "GIT_TRACE2_PERF",
-                    &io::Error::from_raw_os_error(libc::EPIPE),
-                );
+                warn_write_failed("GIT_TRACE2_PERF", &broken_pipe());
             },
         );
         assert!(out.status.success(), "{out:?}");

@@ -921,6 +921,10 @@ mod tests {
     /// A fresh trace from the real git binary: a worktree and arguments that need
     /// quoting (`'` and `!`), and an error message spanning three lines.
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs the real git, which Windows runs here do not have"
+    )]
     fn real_git_trace() {
         let root = std::env::temp_dir().join(format!("tt2-normal-{}", std::process::id()));
         let repo = root.join("it's here");

@@ -3,8 +3,14 @@
 //! On Linux git reads `/proc/<pid>/stat` of its parent, takes the command name (`comm`,
 //! the kernel's short name of at most 15 bytes) and the parent's parent pid from it, and
 //! repeats until the kernel reports parent pid 0. The names are listed nearest parent
-//! first; when nothing can be read the line is left out. Other platforms have no
-//! ancestry here, as in git 2.47.3 outside Linux and Windows.
+//! first; when nothing can be read the line is left out.
+//!
+//! On Windows the names are the executables' file names from one process snapshot
+//! (`bash.exe`), walked as Git for Windows walks them (see `walk_windows`): git writes
+//! them as `data_json` `windows/ancestry` and, since git 2.54, as `cmd_ancestry`; we
+//! write the `cmd_ancestry` line. On macOS (since git 2.54) the names are the kernel's
+//! short process names, parent first, at most 10 (see `walk_macos`); macOS is
+//! type-checked here, never run. Other platforms have no ancestry.
 
 #[cfg(target_os = "linux")]
 use std::path::Path;
@@ -15,9 +21,171 @@ pub fn ancestry() -> Vec<String> {
     {
         ancestry_from(Path::new("/proc"), std::os::unix::process::parent_id())
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(windows)]
+    {
+        windows::ancestry()
+    }
+    #[cfg(target_os = "macos")]
+    {
+        walk_macos(std::os::unix::process::parent_id(), macos::process_info)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
     {
         Vec::new()
+    }
+}
+
+/// The most ancestors git lists on macOS.
+#[cfg(any(target_os = "macos", test))]
+const MACOS_LIMIT: usize = 10;
+
+/// Git's walk on macOS: from the parent up, each process's short name while the pid
+/// is positive, its details can be read (`lookup`) and fewer than [`MACOS_LIMIT`] names
+/// are listed; a parent pid of 0, or one equal to the process's own, ends it.
+#[cfg(any(target_os = "macos", test))]
+fn walk_macos(parent: u32, lookup: impl Fn(u32) -> Option<(String, u32)>) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut pid = parent;
+    while pid > 0 && names.len() < MACOS_LIMIT {
+        let Some((name, next)) = lookup(pid) else {
+            break;
+        };
+        names.push(name);
+        if next == pid {
+            break;
+        }
+        pid = next;
+    }
+    names
+}
+
+/// A process's short name and parent pid, from the kernel.
+#[cfg(target_os = "macos")]
+mod macos {
+    /// The short name (the kernel's `p_comm`, at most 16 bytes) and parent pid of `pid`,
+    /// from `proc_pidinfo(PROC_PIDTBSDINFO)`, which reports the same fields as the
+    /// `sysctl(KERN_PROC_PID)` git reads.
+    pub(super) fn process_info(pid: u32) -> Option<(String, u32)> {
+        let pid = libc::c_int::try_from(pid).ok()?;
+        // SAFETY: `proc_bsdinfo` is plain data; all zeros is a valid value for it.
+        let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        // SAFETY: the buffer is `info`, valid for `size` bytes.
+        let got = unsafe {
+            libc::proc_pidinfo(pid, libc::PROC_PIDTBSDINFO, 0, (&raw mut info).cast(), size)
+        };
+        if got != size {
+            return None;
+        }
+        let comm: Vec<u8> = info
+            .pbi_comm
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        Some((String::from_utf8_lossy(&comm).into_owned(), info.pbi_ppid))
+    }
+}
+
+/// The most processes Git for Windows looks at, this one included.
+#[cfg(any(windows, test))]
+const WINDOWS_LIMIT: usize = 10;
+
+/// Git for Windows' walk up the parent links from `start` (this process): `lookup`
+/// gives a process's executable name and parent pid, or `None` when the process is not
+/// in the snapshot (it exited), which ends the walk. This process's own name is left
+/// out. A pid seen before (pids are reused, so a parent link can loop) adds `(cycle)`
+/// and ends it; a walk that reached [`WINDOWS_LIMIT`] processes adds `(truncated)`.
+#[cfg(any(windows, test))]
+fn walk_windows(start: u32, lookup: impl Fn(u32) -> Option<(String, u32)>) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut seen: Vec<u32> = Vec::with_capacity(WINDOWS_LIMIT);
+    let mut pid = start;
+    while let Some((name, parent)) = lookup(pid) {
+        if !seen.is_empty() {
+            names.push(name);
+        }
+        if seen.contains(&pid) {
+            names.push("(cycle)".to_owned());
+            break;
+        }
+        if seen.len() == WINDOWS_LIMIT {
+            names.push("(truncated)".to_owned());
+            break;
+        }
+        seen.push(pid);
+        pid = parent;
+    }
+    names
+}
+
+/// The process snapshot of Windows' Tool Help functions.
+#[cfg(windows)]
+mod windows {
+    use std::ffi::c_void;
+
+    /// `TH32CS_SNAPPROCESS`.
+    const SNAP_PROCESS: u32 = 0x2;
+    /// `MAX_PATH`.
+    const MAX_PATH: usize = 260;
+
+    /// `PROCESSENTRY32W`.
+    #[repr(C)]
+    struct ProcessEntry {
+        size: u32,
+        usage: u32,
+        process_id: u32,
+        default_heap_id: usize,
+        module_id: u32,
+        threads: u32,
+        parent_process_id: u32,
+        priority_base: i32,
+        flags: u32,
+        exe_file: [u16; MAX_PATH],
+    }
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn CreateToolhelp32Snapshot(flags: u32, process_id: u32) -> *mut c_void;
+        fn Process32FirstW(snapshot: *mut c_void, entry: *mut ProcessEntry) -> i32;
+        fn Process32NextW(snapshot: *mut c_void, entry: *mut ProcessEntry) -> i32;
+        fn CloseHandle(handle: *mut c_void) -> i32;
+    }
+
+    /// The executable names of this process's ancestors, nearest parent first.
+    pub(super) fn ancestry() -> Vec<String> {
+        // SAFETY: a snapshot of all processes; checked for failure (-1) below.
+        let snapshot = unsafe { CreateToolhelp32Snapshot(SNAP_PROCESS, 0) };
+        if snapshot as isize == -1 || snapshot.is_null() {
+            return Vec::new();
+        }
+        // Every process of the snapshot, read once.
+        let mut processes = Vec::new();
+        // SAFETY: `ProcessEntry` is plain data; all zeros is a valid value for it.
+        let mut entry: ProcessEntry = unsafe { std::mem::zeroed() };
+        entry.size = std::mem::size_of::<ProcessEntry>() as u32;
+        // SAFETY: `snapshot` is open and `entry` is a `PROCESSENTRY32W` whose size field
+        // is set, as the functions require; the snapshot is closed once, after the loop.
+        unsafe {
+            let mut more = Process32FirstW(snapshot, &mut entry) != 0;
+            while more {
+                let len = entry
+                    .exe_file
+                    .iter()
+                    .position(|&c| c == 0)
+                    .unwrap_or(MAX_PATH);
+                let name = String::from_utf16_lossy(&entry.exe_file[..len]);
+                processes.push((entry.process_id, name, entry.parent_process_id));
+                more = Process32NextW(snapshot, &mut entry) != 0;
+            }
+            CloseHandle(snapshot);
+        }
+        super::walk_windows(std::process::id(), |pid| {
+            processes
+                .iter()
+                .find(|(id, _, _)| *id == pid)
+                .map(|(_, name, parent)| (name.clone(), *parent))
+        })
     }
 }
 
@@ -65,6 +233,78 @@ fn parse_stat(stat: &[u8]) -> Option<(String, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process table: pid -> (name, parent pid).
+    fn table<'a>(entries: &'a [(u32, &'a str, u32)]) -> impl Fn(u32) -> Option<(String, u32)> + 'a {
+        move |pid| {
+            entries
+                .iter()
+                .find(|e| e.0 == pid)
+                .map(|e| (e.1.to_owned(), e.2))
+        }
+    }
+
+    #[test]
+    fn windows_walk_lists_parents_until_one_is_gone() {
+        let processes = [
+            (30, "git.exe", 20),
+            (20, "bash.exe", 10),
+            (10, "mintty.exe", 4),
+        ];
+        assert_eq!(
+            walk_windows(30, table(&processes)),
+            ["bash.exe", "mintty.exe"]
+        );
+        assert!(walk_windows(99, table(&processes)).is_empty());
+    }
+
+    #[test]
+    fn windows_walk_marks_a_cycle_and_truncates_at_ten() {
+        // A parent link back to an earlier pid (pids are reused).
+        let looped = [(30, "git.exe", 20), (20, "a.exe", 10), (10, "b.exe", 20)];
+        assert_eq!(
+            walk_windows(30, table(&looped)),
+            ["a.exe", "b.exe", "a.exe", "(cycle)"]
+        );
+        let chain: Vec<(u32, String, u32)> = (1..=20)
+            .map(|pid| (pid, format!("p{pid}.exe"), pid + 1))
+            .collect();
+        let lookup = |pid: u32| {
+            chain
+                .iter()
+                .find(|e| e.0 == pid)
+                .map(|e| (e.1.clone(), e.2))
+        };
+        let names = walk_windows(1, lookup);
+        assert_eq!(names.len(), WINDOWS_LIMIT + 1);
+        assert_eq!(names[0], "p2.exe");
+        assert_eq!(names[WINDOWS_LIMIT - 1], "p11.exe");
+        assert_eq!(names[WINDOWS_LIMIT], "(truncated)");
+    }
+
+    #[test]
+    fn macos_walk_starts_at_the_parent_and_stops_at_ten() {
+        let processes = [(20, "zsh", 10), (10, "Terminal", 1), (1, "launchd", 0)];
+        assert_eq!(
+            walk_macos(20, table(&processes)),
+            ["zsh", "Terminal", "launchd"]
+        );
+        assert!(walk_macos(0, table(&processes)).is_empty());
+        // A process that is its own parent ends the walk after its name.
+        let own = [(5, "odd", 5)];
+        assert_eq!(walk_macos(5, table(&own)), ["odd"]);
+        let chain: Vec<(u32, String, u32)> = (1..=20)
+            .map(|pid| (pid, format!("p{pid}"), pid + 1))
+            .collect();
+        let names = walk_macos(1, |pid| {
+            chain
+                .iter()
+                .find(|e| e.0 == pid)
+                .map(|e| (e.1.clone(), e.2))
+        });
+        assert_eq!(names.len(), MACOS_LIMIT);
+        assert_eq!(names[0], "p1");
+    }
 
     #[test]
     fn parses_names_with_spaces_quotes_and_parentheses() {

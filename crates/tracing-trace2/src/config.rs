@@ -734,7 +734,8 @@ fn atoi(value: &str) -> i32 {
     clamped as i32
 }
 
-#[cfg(test)]
+// Compared with the real git, with Unix links and owners: Unix only.
+#[cfg(all(test, unix))]
 mod repo_tests;
 #[cfg(test)]
 mod tests;

@@ -433,6 +433,7 @@ pub fn is_active() -> bool {
 }
 
 /// Flushes the layer's sinks (before an exec replaces the process).
+#[cfg(unix)]
 pub(crate) fn flush() {
     if let Some(shared) = SHARED.get() {
         shared.layer.flush();
@@ -549,7 +550,9 @@ fn install_panic_hook() {
 /// The C-level hooks: the exit handler and the SIGPIPE handler.
 #[cfg(unix)]
 mod hooks {
-    use std::ffi::{c_int, c_void};
+    use std::ffi::c_int;
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    use std::ffi::c_void;
 
     use super::{Shared, Sigpipe, claim_end, write_atexit};
     use tracing_trace2_core::api;
@@ -648,7 +651,37 @@ mod hooks {
     }
 }
 
-#[cfg(not(unix))]
+/// Windows: the C runtime's `atexit`, which runs when `main` returns through the C
+/// runtime and when C code calls `exit`. `std::process::exit` calls `ExitProcess`
+/// directly, which runs no `atexit` handler: a process that ends that way has no `exit`
+/// and `atexit` lines, like one that is killed ([`Trace2Guard::exit`] writes them). There
+/// is no SIGPIPE: a write to a closed pipe fails with an error.
+#[cfg(windows)]
+mod hooks {
+    use super::{Sigpipe, claim_end, write_atexit};
+    use tracing_trace2_core::api;
+
+    pub(super) fn install_exit_handler() {
+        // SAFETY: the handler is a plain function that lives for the whole process.
+        unsafe {
+            libc::atexit(exit_handler);
+        }
+    }
+
+    /// Runs when the process calls `exit` without going through the guard; the code is
+    /// not known here (0 is written, as on Unix without glibc).
+    extern "C" fn exit_handler() {
+        let Some(shared) = claim_end() else { return };
+        if !api::exit_written() {
+            api::exit_at(shared.started_at, 0);
+        }
+        write_atexit(shared, shared.started_at);
+    }
+
+    pub(super) fn install_sigpipe(_mode: Sigpipe) {}
+}
+
+#[cfg(not(any(unix, windows)))]
 mod hooks {
     use super::Sigpipe;
 

@@ -98,6 +98,7 @@ pub(crate) enum Delivery {
 /// handler: a queue started in an earlier generation has no worker here.
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 
+#[cfg(unix)]
 extern "C" fn count_fork_in_child() {
     // Async-signal-safe: one atomic add.
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
@@ -107,6 +108,11 @@ fn fork_generation() -> u64 {
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
+/// Windows has no `fork`: a process there always starts with nothing of its parent's.
+#[cfg(not(unix))]
+fn watch_forks() {}
+
+#[cfg(unix)]
 fn watch_forks() {
     static WATCH: Once = Once::new();
     WATCH.call_once(|| {

@@ -56,10 +56,13 @@ use std::process::{
     Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Output, Stdio,
 };
 
+#[cfg(unix)]
 use tracing_trace2_core::api;
 
 pub use child::exit_code;
-use child::{ChildRecord, ChildSpec, full_argv, set_child_env};
+use child::{ChildRecord, ChildSpec};
+#[cfg(unix)]
+use child::{full_argv, set_child_env};
 
 /// Trace2 for `std::process::Command`: the `trace2*` methods start the command and
 /// write `child_start`, then `child_exit` when it is reaped.
@@ -404,7 +407,9 @@ mod tests {
     }
 
     /// `child_start`/`child_exit` lines as `<event> <child id> <code> <line>`.
+    #[cfg(unix)]
     struct ChildLines;
+    #[cfg(unix)]
     impl tracing_trace2_core::Format for ChildLines {
         fn format(&self, record: &tracing_trace2_core::Record<'_>, out: &mut Vec<u8>) {
             use tracing_trace2_core::Event;

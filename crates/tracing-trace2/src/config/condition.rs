@@ -8,7 +8,6 @@
 //! in front; a trailing `/` gets `**` after it. Matching is git's wildmatch with path
 //! semantics, folding case for `gitdir/i:`.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::EnvFn;
@@ -34,7 +33,7 @@ pub(crate) fn gitdir_matches(
             return Err("relative config include conditionals must come from files".to_string());
         };
         let file = real_path(file).unwrap_or_else(|| file.to_path_buf());
-        let file = file.as_os_str().as_bytes();
+        let file = file.as_os_str().as_encoded_bytes();
         let dir_len = file.iter().rposition(|&c| c == b'/').unwrap_or(0);
         let mut joined = file[..dir_len].to_vec();
         joined.extend_from_slice(&pattern[1..]);
@@ -82,7 +81,7 @@ fn expand_home(pattern: &str, env: EnvFn<'_>) -> Option<Vec<u8>> {
     let home = if user.is_empty() {
         let home = env("HOME")?;
         real_path(Path::new(&home))
-            .map(|p| p.as_os_str().as_bytes().to_vec())
+            .map(|p| p.as_os_str().as_encoded_bytes().to_vec())
             .unwrap_or_else(|| home.into_bytes())
     } else {
         home_of_user(user)?.into_bytes()
@@ -140,6 +139,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "gitdir: conditions follow Unix path rules; Windows paths are not matched yet"
+    )]
     fn dot_slash_is_the_including_files_directory_taken_literally() {
         let scratch = crate::config::test_git::Scratch::new();
         let root = real_path(&scratch.root).unwrap();
@@ -161,6 +164,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "gitdir: conditions follow Unix path rules; Windows paths are not matched yet"
+    )]
     fn tilde_is_the_resolved_home() {
         let scratch = crate::config::test_git::Scratch::new();
         let home = real_path(&scratch.root.join("home")).unwrap();

@@ -13,9 +13,7 @@
 //! reads no repository config, and neither do we. Every rule here was checked against
 //! that binary (see `tests/repo_config.rs`).
 
-use std::ffi::{CString, OsStr};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::MetadataExt;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use super::parse::parse_config;
@@ -105,13 +103,13 @@ fn find_git_dir(
         // Explicit: no search and no ownership check.
         return (!dir.is_empty()).then(|| PathBuf::from(dir));
     }
-    let cwd_text = cwd.as_os_str().as_bytes();
+    let cwd_text = cwd.as_os_str().as_encoded_bytes();
     if !cwd_text.starts_with(b"/") {
         return None;
     }
     let ceiling = ceiling_length(env, cwd_text);
     let one_filesystem = !env_flag(env, "GIT_DISCOVERY_ACROSS_FILESYSTEM");
-    let device = std::fs::metadata(cwd).ok()?.dev();
+    let device = os::device(&std::fs::metadata(cwd).ok()?);
     let mut dir = cwd.to_path_buf();
     loop {
         let dot_git = dir.join(".git");
@@ -163,14 +161,14 @@ fn find_git_dir(
         }
         // Up one level, unless that reaches the ceiling or leaves the filesystem.
         let parent = dir.parent()?.to_path_buf();
-        let parent_len = match parent.as_os_str().as_bytes() {
+        let parent_len = match parent.as_os_str().as_encoded_bytes() {
             b"/" => 0,
             p => p.len(),
         };
         if parent_len as isize <= ceiling {
             return None;
         }
-        if one_filesystem && std::fs::metadata(&parent).ok()?.dev() != device {
+        if one_filesystem && os::device(&std::fs::metadata(&parent).ok()?) != device {
             return None;
         }
         dir = parent;
@@ -199,7 +197,7 @@ fn ceiling_length(env: EnvFn<'_>, cwd: &[u8]) -> isize {
         }
         let ceiling = if resolve {
             match real_path(Path::new(entry)) {
-                Some(p) => p.into_os_string().into_vec(),
+                Some(p) => p.into_os_string().into_encoded_bytes(),
                 None => continue,
             }
         } else {
@@ -251,10 +249,10 @@ fn read_gitfile(env: EnvFn<'_>, path: &Path) -> Result<PathBuf, GitfileError> {
     if end == 0 {
         return Err(GitfileError::Invalid);
     }
-    let target = Path::new(OsStr::from_bytes(&rest[..end]));
+    let target = os::path_from_bytes(&rest[..end]);
     let target = match path.parent() {
-        Some(dir) if target.is_relative() => dir.join(target),
-        _ => target.to_path_buf(),
+        Some(dir) if target.is_relative() => dir.join(&target),
+        _ => target,
     };
     if !is_git_directory(env, &target) {
         return Err(GitfileError::Invalid);
@@ -279,11 +277,7 @@ fn is_git_directory(env: EnvFn<'_>, dir: &Path) -> bool {
 
 /// `access(path, X_OK)`.
 fn searchable(path: &Path) -> bool {
-    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a NUL-terminated path that lives across the call.
-    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+    os::searchable(path)
 }
 
 /// A `HEAD` git accepts while looking for a repository.
@@ -293,7 +287,7 @@ fn valid_head(path: &Path) -> bool {
     };
     if meta.file_type().is_symlink() {
         return std::fs::read_link(path)
-            .is_ok_and(|target| target.as_os_str().as_bytes().starts_with(b"refs/"));
+            .is_ok_and(|target| target.as_os_str().as_encoded_bytes().starts_with(b"refs/"));
     }
     let Ok(bytes) = std::fs::read(path) else {
         return false;
@@ -322,7 +316,7 @@ fn common_dir(env: EnvFn<'_>, git_dir: &Path) -> Option<PathBuf> {
     while end > 0 && matches!(bytes[end - 1], b'\n' | b'\r') {
         end -= 1;
     }
-    let named = Path::new(OsStr::from_bytes(&bytes[..end]));
+    let named = os::path_from_bytes(&bytes[..end]);
     let joined = if named.is_absolute() {
         named.to_path_buf()
     } else {
@@ -447,7 +441,7 @@ fn valid_ownership(
     let Some(path) = real_path(worktree.unwrap_or(git_dir)) else {
         return false;
     };
-    let path = path.as_os_str().as_bytes();
+    let path = path.as_os_str().as_encoded_bytes();
     let mut safe = false;
     for entry in protected.iter().filter(|e| e.key == "safe.directory") {
         let value = entry.value.as_deref().unwrap_or("");
@@ -476,7 +470,7 @@ fn valid_ownership(
         let Some(allowed) = real_path(&cwd.join(allowed)) else {
             continue;
         };
-        let allowed = allowed.as_os_str().as_bytes();
+        let allowed = allowed.as_os_str().as_encoded_bytes();
         if let Some(prefix) = allowed.strip_suffix(b"*").filter(|p| p.ends_with(b"/")) {
             if path.starts_with(prefix) {
                 safe = true;
@@ -494,20 +488,7 @@ fn owned_by_current_user(env: EnvFn<'_>, path: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
     };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let mut euid = unsafe { libc::geteuid() };
-    if euid == 0 {
-        if meta.uid() == 0 {
-            return true;
-        }
-        if let Some(id) = env("SUDO_UID")
-            .filter(|v| !v.is_empty())
-            .and_then(|v| v.parse::<u32>().ok())
-        {
-            euid = id;
-        }
-    }
-    meta.uid() == euid
+    os::owned_by_effective_user(env, &meta)
 }
 
 /// Whether `safe.bareRepository` is `explicit` (the last valid value wins).
@@ -535,7 +516,7 @@ fn bare_repositories_explicit_only(protected: &[ConfigEntry], warnings: &mut Vec
 /// A bare repository git still finds under `safe.bareRepository=explicit`: a `.git`
 /// directory itself, or the git directory of a linked worktree or of a submodule.
 fn is_implicit_bare(dir: &Path) -> bool {
-    let text = dir.as_os_str().as_bytes();
+    let text = dir.as_os_str().as_encoded_bytes();
     dir.file_name() == Some(OsStr::new(".git"))
         || contains(text, b"/.git/worktrees/")
         || contains(text, b"/.git/modules/")
@@ -578,19 +559,113 @@ fn absolute_path(env: EnvFn<'_>, cwd: &Path, path: &Path) -> PathBuf {
         .filter(|pwd| Path::new(pwd) != cwd)
         .filter(
             |pwd| match (std::fs::metadata(pwd), std::fs::metadata(cwd)) {
-                (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+                (Ok(a), Ok(b)) => os::same_file(&a, &b),
                 _ => false,
             },
         )
         .map(PathBuf::from)
         .unwrap_or_else(|| cwd.to_path_buf());
     // Joined as text: git keeps a trailing `.` (`/repo.git/.`).
-    let mut joined = base.into_os_string().into_vec();
+    let mut joined = base.into_os_string().into_encoded_bytes();
     if joined.last() != Some(&b'/') {
         joined.push(b'/');
     }
-    joined.extend_from_slice(path.as_os_str().as_bytes());
-    PathBuf::from(std::ffi::OsString::from_vec(joined))
+    joined.extend_from_slice(path.as_os_str().as_encoded_bytes());
+    os::path_from_bytes(&joined)
+}
+
+/// What repository discovery asks of the operating system.
+#[cfg(unix)]
+mod os {
+    use std::ffi::{CString, OsStr};
+    use std::fs::Metadata;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::{Path, PathBuf};
+
+    use super::EnvFn;
+
+    /// A path from the bytes of a file (`gitdir:`, `commondir`) or of a joined path.
+    pub(super) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+        PathBuf::from(OsStr::from_bytes(bytes))
+    }
+
+    /// The device a file is on (discovery stops where it changes).
+    pub(super) fn device(meta: &Metadata) -> u64 {
+        meta.dev()
+    }
+
+    /// Whether two `stat` results are of the same file (device and inode).
+    pub(super) fn same_file(a: &Metadata, b: &Metadata) -> bool {
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+
+    /// `access(path, X_OK)`.
+    pub(super) fn searchable(path: &Path) -> bool {
+        let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: `c` is a NUL-terminated path that lives across the call.
+        unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
+    }
+
+    /// Whether `meta` belongs to the effective user; for root, to root or to the user
+    /// `sudo` ran as (`SUDO_UID`).
+    pub(super) fn owned_by_effective_user(env: EnvFn<'_>, meta: &Metadata) -> bool {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let mut euid = unsafe { libc::geteuid() };
+        if euid == 0 {
+            if meta.uid() == 0 {
+                return true;
+            }
+            if let Some(id) = env("SUDO_UID")
+                .filter(|v| !v.is_empty())
+                .and_then(|v| v.parse::<u32>().ok())
+            {
+                euid = id;
+            }
+        }
+        meta.uid() == euid
+    }
+}
+
+/// What repository discovery asks of the operating system, as Git for Windows'
+/// `compat/mingw.c` answers it.
+#[cfg(windows)]
+mod os {
+    use std::fs::Metadata;
+    use std::path::{Path, PathBuf};
+
+    use super::EnvFn;
+
+    /// A path from the bytes of a file (`gitdir:`, `commondir`): git writes them as
+    /// UTF-8 on Windows.
+    pub(super) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
+        PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+    }
+
+    /// Git for Windows' `stat` reports device 0 for every file: discovery never stops
+    /// at a filesystem boundary there.
+    pub(super) fn device(_meta: &Metadata) -> u64 {
+        0
+    }
+
+    /// Git for Windows' `stat` has no device or inode numbers (both 0), and git then
+    /// never takes `$PWD` for the current directory.
+    pub(super) fn same_file(_a: &Metadata, _b: &Metadata) -> bool {
+        false
+    }
+
+    /// Git for Windows' `access` ignores `X_OK`: the path must exist.
+    pub(super) fn searchable(path: &Path) -> bool {
+        std::fs::metadata(path).is_ok()
+    }
+
+    /// Git for Windows compares the owner's security identifier with the user's; that
+    /// check is not made here: every repository counts as the user's own.
+    pub(super) fn owned_by_effective_user(_env: EnvFn<'_>, _meta: &Metadata) -> bool {
+        true
+    }
 }
 
 fn lossy(path: &Path) -> String {
@@ -641,9 +716,12 @@ mod tests {
         assert!(head(&[b'a'; 40]));
         assert!(!head(&[b'a'; 39]));
         assert!(!head(b""));
-        let link = s.root.join("LINK");
-        std::os::unix::fs::symlink("refs/heads/main", &link).unwrap();
-        assert!(valid_head(&link));
+        #[cfg(unix)]
+        {
+            let link = s.root.join("LINK");
+            std::os::unix::fs::symlink("refs/heads/main", &link).unwrap();
+            assert!(valid_head(&link));
+        }
         assert!(!valid_head(&s.root.join("missing")));
     }
 

@@ -445,6 +445,10 @@ mod tests {
     ];
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs the real git, which Windows runs here do not have"
+    )]
     fn parse_matches_git_config_list() {
         let s = crate::config::test_git::Scratch::new();
         for text in CORPUS {

@@ -71,6 +71,7 @@ impl Scratch {
     }
 
     /// Runs git with `args` in `rel` and panics unless it succeeds.
+    #[cfg(unix)]
     pub fn git_ok(&self, rel: &str, args: &[&str], env: &BTreeMap<String, String>) {
         let out = self.git_in(rel, args, env);
         assert!(

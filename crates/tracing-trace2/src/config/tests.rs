@@ -515,6 +515,10 @@ const CASES: &[Case] = &[
 ];
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the real git, which Windows runs here do not have"
+)]
 fn targets_and_brief_match_git() {
     for case in CASES {
         let s = Scratch::new();
@@ -529,6 +533,10 @@ fn targets_and_brief_match_git() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the real git, which Windows runs here do not have"
+)]
 fn destination_debug_matches_git() {
     for (value, env_value) in [
         ("1", None),
@@ -558,6 +566,10 @@ fn destination_debug_matches_git() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the real git, which Windows runs here do not have"
+)]
 fn max_files_matches_git() {
     for (value, env_value) in [
         ("1", None),
@@ -594,6 +606,10 @@ fn max_files_matches_git() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the real git, which Windows runs here do not have"
+)]
 fn warnings_carry_git_fatal_messages() {
     let bad_files: &[&str] = &[
         "[trace2]\n\tnormalBrief\n",
@@ -630,6 +646,10 @@ fn warnings_carry_git_fatal_messages() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the real git, which Windows runs here do not have"
+)]
 fn bad_nosystem_value_matches_git_message() {
     let s = Scratch::new();
     let env = s.env(&[
@@ -642,6 +662,10 @@ fn bad_nosystem_value_matches_git_message() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs the real git, which Windows runs here do not have"
+)]
 fn bad_redact_value_matches_git_message() {
     let s = Scratch::new();
     let env = s.env(&[

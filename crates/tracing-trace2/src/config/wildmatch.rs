@@ -315,6 +315,10 @@ mod tests {
     /// command-line remote URL). docs/decisions.md reports the larger run this is cut
     /// from.
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "needs the real git, which Windows runs here do not have"
+    )]
     fn generated_patterns_match_as_in_git() {
         use crate::config::test_git::Scratch;
         let mut rng = Lcg(2024);

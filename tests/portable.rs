@@ -1,0 +1,529 @@
+//! The targets and the lifecycle on every platform: run natively on Linux and, in CI,
+//! under wine as a Windows program (`x86_64-pc-windows-gnu`). Each check starts this
+//! binary again as a small traced program and reads what its targets received: a file
+//! (appended to by several processes at once), a directory (one file per process), a
+//! named pipe in both of Git for Windows' spellings (Windows only), stderr, and the
+//! warnings for values the platform's git refuses. The program ends in each way a
+//! process can end (return, an exit code, `std::process::exit`, a panic) and runs named
+//! threads.
+//!
+//! The binary has its own `main` (no libtest harness) because it doubles as the program.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Output};
+
+use serde_json::Value;
+
+/// Set in the environment of a process that must act as the traced program.
+const PROGRAM_ENV: &str = "TRACE2_PORTABLE_PROGRAM";
+
+type Check = fn() -> Result<(), String>;
+
+fn main() -> ExitCode {
+    if let Some(mode) = std::env::var_os(PROGRAM_ENV) {
+        return program::main(&mode.to_string_lossy());
+    }
+    let mut checks: Vec<(&str, Check)> = vec![
+        ("return_from_main", return_from_main),
+        ("finish_with_an_exit_code", finish_with_an_exit_code),
+        ("std_process_exit", std_process_exit),
+        ("panic_out_of_main", panic_out_of_main),
+        ("named_threads", named_threads),
+        ("normal_to_stderr", normal_to_stderr),
+        ("directory_target", directory_target),
+        ("appending_processes_never_interleave", appending_processes),
+        ("refused_values_warn_as_git_does", refused_values_warn),
+    ];
+    if cfg!(windows) {
+        checks.push(("named_pipe_target", named_pipe_target));
+    }
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let mut failed = 0;
+    for (name, check) in checks {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        match check() {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(message) => {
+                failed += 1;
+                println!("test {name} ... FAILED\n{message}");
+            }
+        }
+    }
+    if failed > 0 {
+        println!("portable: {failed} failed");
+        return ExitCode::FAILURE;
+    }
+    println!("portable: all passed");
+    ExitCode::SUCCESS
+}
+
+/// The traced program, one mode per way out.
+mod program {
+    use std::process::ExitCode;
+
+    use tracing_subscriber::prelude::*;
+    use tracing_trace2::api;
+
+    pub(super) fn main(mode: &str) -> ExitCode {
+        let lifecycle = tracing_trace2::Trace2::from_env()
+            .with_exe_version("0.1.0")
+            .lifecycle();
+        tracing_subscriber::registry()
+            .with(lifecycle.layer())
+            .init();
+        let trace2 = lifecycle.start();
+        api::cmd_name("portable");
+        tracing::info_span!("work", category = "portable").in_scope(|| {
+            tracing::info!(category = "portable", key = "mode", value = mode);
+        });
+        match mode {
+            "exit-code" => trace2.finish(ExitCode::from(3)),
+            "process-exit" => std::process::exit(7),
+            "panic" => panic!("the program panics"),
+            "threads" => {
+                let workers: Vec<_> = ["alpha", "beta"]
+                    .into_iter()
+                    .map(|name| {
+                        tracing_trace2::thread::spawn(name, move || {
+                            tracing::info_span!("chunk", category = "portable").in_scope(|| {
+                                tracing::info!(category = "portable", key = name, value = 1)
+                            });
+                        })
+                        .expect("a thread starts")
+                    })
+                    .collect();
+                for worker in workers {
+                    worker.join().expect("the thread ends");
+                }
+                ExitCode::SUCCESS
+            }
+            _ => ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// A fresh, empty directory for one check.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("trace2-portable-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// This binary as the traced program in `mode`, with no inherited `GIT_*` variables.
+fn program(mode: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().expect("the test binary's path"));
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.env(PROGRAM_ENV, mode).env("RUST_BACKTRACE", "0");
+    cmd
+}
+
+fn run(mut cmd: Command) -> Output {
+    cmd.output().expect("the program runs")
+}
+
+fn ensure(condition: bool, message: impl FnOnce() -> String) -> Result<(), String> {
+    if condition { Ok(()) } else { Err(message()) }
+}
+
+/// The Event lines of `text`, parsed.
+fn events(text: &str) -> Result<Vec<Value>, String> {
+    text.lines()
+        .map(|line| serde_json::from_str(line).map_err(|e| format!("not JSON ({e}): {line:?}")))
+        .collect()
+}
+
+fn event_names(lines: &[Value]) -> Vec<&str> {
+    lines
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("?"))
+        .collect()
+}
+
+/// Runs `mode` with the Event target on a file; checks the exit status and returns the
+/// events.
+fn event_run(mode: &str, code: i32) -> Result<Vec<Value>, String> {
+    let dir = fresh_dir(mode);
+    let file = dir.join("trace.event");
+    let mut cmd = program(mode);
+    cmd.env("GIT_TRACE2_EVENT", &file);
+    let out = run(cmd);
+    ensure(out.status.code() == Some(code), || {
+        format!(
+            "exit status {:?}, expected {code}; stderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    events(&text)
+}
+
+/// `version`, `start` first, `exit` with `code`, then `atexit` last, once each.
+fn ends_like_git(lines: &[Value], code: i64) -> Result<(), String> {
+    let names = event_names(lines);
+    ensure(
+        names.first() == Some(&"version") && names.get(1) == Some(&"start"),
+        || format!("does not begin with version, start: {names:?}"),
+    )?;
+    for once in ["version", "start", "exit", "atexit"] {
+        let count = names.iter().filter(|n| **n == once).count();
+        ensure(count == 1, || format!("{once} {count} times: {names:?}"))?;
+    }
+    ensure(names.last() == Some(&"atexit"), || {
+        format!("atexit is not last: {names:?}")
+    })?;
+    let exit = lines
+        .iter()
+        .find(|e| e["event"] == "exit")
+        .expect("counted above");
+    ensure(exit["code"] == code, || {
+        format!("exit line {exit}, expected code {code}")
+    })?;
+    let sid = lines[0]["sid"].as_str().unwrap_or("");
+    ensure(is_sid(sid), || format!("not a session id: {sid:?}"))?;
+    ensure(lines.iter().all(|e| e["sid"] == sid), || {
+        "one session id".to_owned()
+    })
+}
+
+/// `YYYYMMDDTHHMMSS.ffffffZ-H<8 hex>-P<8 hex>`, as git makes one.
+fn is_sid(sid: &str) -> bool {
+    let b = sid.as_bytes();
+    b.len() == 43
+        && b[8] == b'T'
+        && b[15] == b'.'
+        && &b[22..25] == b"Z-H"
+        && &b[33..35] == b"-P"
+        && b[25..33].iter().chain(&b[35..]).all(u8::is_ascii_hexdigit)
+}
+
+fn return_from_main() -> Result<(), String> {
+    let lines = event_run("return", 0)?;
+    ends_like_git(&lines, 0)?;
+    let names = event_names(&lines);
+    ensure(
+        names.contains(&"region_enter") && names.contains(&"data"),
+        || format!("no region or data: {names:?}"),
+    )?;
+    // The parent is this test binary: Linux's short name (`comm`), Windows' file name.
+    if cfg!(any(target_os = "linux", windows)) {
+        let ancestry = lines.iter().find(|e| e["event"] == "cmd_ancestry");
+        let parent = ancestry
+            .and_then(|e| e["ancestry"][0].as_str())
+            .unwrap_or("");
+        ensure(parent.starts_with("portable"), || {
+            format!("cmd_ancestry: {ancestry:?}")
+        })?;
+    }
+    // Git's Event timestamps: `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
+    let time = lines[0]["time"].as_str().unwrap_or("");
+    ensure(
+        time.len() == 27 && time.ends_with('Z') && time.as_bytes()[10] == b'T',
+        || format!("time {time:?}"),
+    )
+}
+
+fn finish_with_an_exit_code() -> Result<(), String> {
+    ends_like_git(&event_run("exit-code", 3)?, 3)
+}
+
+/// `std::process::exit` without the guard: Linux with glibc learns the code from its
+/// exit handler; other Unix systems write `exit` with code 0 from `atexit` (see the
+/// lifecycle's documentation). On Windows it calls `ExitProcess`, which runs no exit
+/// handler at all: the trace stops where it was, as for a killed process.
+fn std_process_exit() -> Result<(), String> {
+    let lines = event_run("process-exit", 7)?;
+    if cfg!(windows) {
+        let names = event_names(&lines);
+        return ensure(
+            names.starts_with(&["version", "start"])
+                && !names.contains(&"exit")
+                && !names.contains(&"atexit"),
+            || format!("{names:?}"),
+        );
+    }
+    let expected = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        7
+    } else {
+        0
+    };
+    ends_like_git(&lines, expected)
+}
+
+/// A panic that unwinds out of `main`: `error` with the message, then `exit` code 101.
+fn panic_out_of_main() -> Result<(), String> {
+    let lines = event_run("panic", 101)?;
+    ends_like_git(&lines, 101)?;
+    let error = lines.iter().find(|e| e["event"] == "error");
+    ensure(
+        error.is_some_and(|e| {
+            e["msg"]
+                .as_str()
+                .is_some_and(|m| m.contains("the program panics"))
+        }),
+        || format!("no error line: {:?}", event_names(&lines)),
+    )
+}
+
+/// Two named threads: `thread_start`/`thread_exit` under git's `th<NN>:<name>` names.
+fn named_threads() -> Result<(), String> {
+    let lines = event_run("threads", 0)?;
+    ends_like_git(&lines, 0)?;
+    let threads: Vec<&str> = lines
+        .iter()
+        .filter(|e| e["event"] == "thread_start")
+        .filter_map(|e| e["thread"].as_str())
+        .collect();
+    let mut names: Vec<&str> = threads
+        .iter()
+        .filter_map(|t| t.split_once(':'))
+        .map(|(_, n)| n)
+        .collect();
+    names.sort_unstable();
+    ensure(names == ["alpha", "beta"], || {
+        format!("thread_start lines: {threads:?}")
+    })?;
+    ensure(threads.iter().all(|t| t.starts_with("th")), || {
+        format!("{threads:?}")
+    })?;
+    let exits = lines.iter().filter(|e| e["event"] == "thread_exit").count();
+    ensure(exits == 2, || format!("{exits} thread_exit lines"))
+}
+
+/// `GIT_TRACE2=1`: the Normal stream on stderr, nothing else there.
+fn normal_to_stderr() -> Result<(), String> {
+    let mut cmd = program("return");
+    cmd.env("GIT_TRACE2", "1");
+    let out = run(cmd);
+    let text = String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.success(), || format!("{:?}: {text}", out.status))?;
+    let firsts: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).unwrap_or(""))
+        .collect();
+    ensure(
+        firsts.first() == Some(&"version") && firsts.last() == Some(&"atexit"),
+        || format!("stderr: {text}"),
+    )?;
+    ensure(!text.contains('\r'), || {
+        "CR in the Normal stream".to_owned()
+    })
+}
+
+/// A directory: one new file per process, named by its session id.
+fn directory_target() -> Result<(), String> {
+    let dir = fresh_dir("directory");
+    for _ in 0..2 {
+        let mut cmd = program("return");
+        cmd.env("GIT_TRACE2_EVENT", &dir);
+        ensure(run(cmd).status.success(), || {
+            "the program failed".to_owned()
+        })?;
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| e.to_string())?
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    ensure(names.len() == 2 && names.iter().all(|n| is_sid(n)), || {
+        format!("files: {names:?}")
+    })?;
+    for name in &names {
+        let lines = events(&std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string())?)?;
+        ensure(lines[0]["sid"] == name.as_str(), || {
+            format!("{name}: {}", lines[0])
+        })?;
+        ends_like_git(&lines, 0)?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Four processes appending to one file at once: every line whole.
+fn appending_processes() -> Result<(), String> {
+    let dir = fresh_dir("append");
+    let file = dir.join("shared.event");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            let mut cmd = program("threads");
+            cmd.env("GIT_TRACE2_EVENT", &file)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            cmd.spawn().expect("the program starts")
+        })
+        .collect();
+    for mut child in children {
+        ensure(child.wait().is_ok_and(|s| s.success()), || {
+            "a program failed".to_owned()
+        })?;
+    }
+    let lines = events(&std::fs::read_to_string(&file).map_err(|e| e.to_string())?)?;
+    let mut sids: Vec<&str> = lines.iter().filter_map(|e| e["sid"].as_str()).collect();
+    sids.sort_unstable();
+    sids.dedup();
+    ensure(sids.len() == 4, || format!("{} sessions", sids.len()))?;
+    for sid in sids {
+        let own: Vec<Value> = lines.iter().filter(|e| e["sid"] == sid).cloned().collect();
+        ends_like_git(&own, 0)?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Values the platform's git refuses: the warning git prints, and the program runs on.
+/// Git for Windows is built without Unix sockets, so `af_unix:` is an unknown value there.
+fn refused_values_warn() -> Result<(), String> {
+    let mut values = vec!["on", "rel/path"];
+    if cfg!(windows) {
+        values.push("af_unix:/tmp/collector.sock");
+        values.push("af_unix:stream:/tmp/collector.sock");
+    }
+    for value in values {
+        let mut cmd = program("return");
+        cmd.env("GIT_TRACE2_EVENT", value);
+        let out = run(cmd);
+        let expected =
+            format!("warning: trace2: unknown value for 'GIT_TRACE2_EVENT': '{value}'\n");
+        ensure(
+            out.status.success() && String::from_utf8_lossy(&out.stderr) == expected,
+            || {
+                format!(
+                    "{value}: {:?} {}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// A named pipe, as trace2receiver listens on one: both spellings Git for Windows takes.
+#[cfg(windows)]
+fn named_pipe_target() -> Result<(), String> {
+    for spelling in [r"\\.\pipe\{name}", "//./pipe/{name}"] {
+        let name = format!("trace2-portable-{}-{}", std::process::id(), spelling.len());
+        let server = pipe::Server::create(&name)?;
+        let mut cmd = program("threads");
+        cmd.env("GIT_TRACE2_EVENT", spelling.replace("{name}", &name))
+            .env("GIT_TRACE2_DST_DEBUG", "1")
+            .stderr(std::process::Stdio::piped());
+        let child = cmd.spawn().map_err(|e| e.to_string())?;
+        let received = server.read_all()?;
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        ensure(out.status.success() && stderr.is_empty(), || {
+            format!("{spelling}: {:?} {stderr}", out.status)
+        })?;
+        let lines = events(&String::from_utf8_lossy(&received))?;
+        ends_like_git(&lines, 0).map_err(|e| format!("{spelling}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(windows))]
+fn named_pipe_target() -> Result<(), String> {
+    Ok(())
+}
+
+/// The listening end of a named pipe, made with the Windows API.
+#[cfg(windows)]
+mod pipe {
+    use std::ffi::c_void;
+    use std::fs::File;
+    use std::io::Read;
+    use std::os::windows::io::FromRawHandle;
+
+    const PIPE_ACCESS_INBOUND: u32 = 0x1;
+    const PIPE_TYPE_BYTE: u32 = 0;
+    const INVALID_HANDLE_VALUE: isize = -1;
+    const ERROR_PIPE_CONNECTED: i32 = 535;
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn CreateNamedPipeW(
+            name: *const u16,
+            open_mode: u32,
+            pipe_mode: u32,
+            max_instances: u32,
+            out_buffer: u32,
+            in_buffer: u32,
+            default_timeout: u32,
+            security: *mut c_void,
+        ) -> *mut c_void;
+        fn ConnectNamedPipe(pipe: *mut c_void, overlapped: *mut c_void) -> i32;
+    }
+
+    pub(super) struct Server {
+        pipe: File,
+    }
+
+    impl Server {
+        pub(super) fn create(name: &str) -> Result<Server, String> {
+            let wide: Vec<u16> = format!(r"\\.\pipe\{name}")
+                .encode_utf16()
+                .chain([0])
+                .collect();
+            // SAFETY: `wide` is a NUL-terminated name; the other arguments are plain values.
+            let handle = unsafe {
+                CreateNamedPipeW(
+                    wide.as_ptr(),
+                    PIPE_ACCESS_INBOUND,
+                    PIPE_TYPE_BYTE,
+                    1,
+                    65536,
+                    65536,
+                    0,
+                    std::ptr::null_mut(),
+                )
+            };
+            if handle as isize == INVALID_HANDLE_VALUE {
+                return Err(format!(
+                    "CreateNamedPipeW: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            // SAFETY: a fresh handle that nothing else owns.
+            Ok(Server {
+                pipe: unsafe { File::from_raw_handle(handle) },
+            })
+        }
+
+        /// Waits for the client, then reads until it closes its end.
+        pub(super) fn read_all(mut self) -> Result<Vec<u8>, String> {
+            use std::os::windows::io::AsRawHandle;
+            // SAFETY: a valid pipe handle, no overlapped I/O.
+            let connected =
+                unsafe { ConnectNamedPipe(self.pipe.as_raw_handle(), std::ptr::null_mut()) };
+            if connected == 0 {
+                let err = std::io::Error::last_os_error();
+                if err.raw_os_error() != Some(ERROR_PIPE_CONNECTED) {
+                    return Err(format!("ConnectNamedPipe: {err}"));
+                }
+            }
+            let mut bytes = Vec::new();
+            match self.pipe.read_to_end(&mut bytes) {
+                Ok(_) => Ok(bytes),
+                // The client closing its end reads as a broken pipe.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(bytes),
+                Err(e) => Err(format!("reading the pipe: {e}")),
+            }
+        }
+    }
+}
