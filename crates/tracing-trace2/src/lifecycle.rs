@@ -661,6 +661,9 @@ mod hooks {
     use super::{Sigpipe, claim_end, write_atexit};
     use tracing_trace2_core::api;
 
+    /// The C runtime's `atexit` handler is not told the status.
+    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool = false;
+
     pub(super) fn install_exit_handler() {
         // SAFETY: the handler is a plain function that lives for the whole process.
         unsafe {
@@ -672,10 +675,13 @@ mod hooks {
     /// not known here (0 is written, as on Unix without glibc).
     extern "C" fn exit_handler() {
         let Some(shared) = claim_end() else { return };
-        if !api::exit_written() {
-            api::exit_at(shared.started_at, 0);
-        }
-        write_atexit(shared, shared.started_at);
+        // Through the subscriber that was current where the lifecycle started, as on Unix.
+        shared.with_dispatch(|| {
+            if !api::exit_written() {
+                api::exit_at(shared.started_at, 0);
+            }
+            write_atexit(shared, shared.started_at);
+        });
     }
 
     pub(super) fn install_sigpipe(_mode: Sigpipe) {}

@@ -310,7 +310,9 @@ struct Inner {
     error_trigger: bool,
     slow_region_us: Option<u64>,
     dst_debug: bool,
-    /// Whether the on-demand signal snapshots this recorder.
+    /// Whether the on-demand signal snapshots this recorder (read by the Unix signal
+    /// handler; Windows has no such signal).
+    #[cfg_attr(not(unix), allow(dead_code))]
     signal: bool,
     /// A snapshot is being written.
     writing: AtomicBool,
