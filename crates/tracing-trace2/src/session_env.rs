@@ -44,14 +44,12 @@ pub(crate) fn export_session(enabled: bool, dst_debug: bool) {
         // writes is the accepted hazard (docs/decisions.md: children that escape the
         // trace are the failure users reported; glibc keeps every value it replaced).
         unsafe { Session::global().export_env() };
-        if dst_debug && threads != Some(1) {
-            let running = threads.map_or_else(
-                || "other threads may run".to_owned(),
-                |n| format!("the process had {n} threads"),
-            );
+        // Said only where the count is known (Linux): elsewhere every export would be
+        // reported, whatever the program did.
+        if let Some(n) = threads.filter(|&n| dst_debug && n > 1) {
             tracing_trace2_dst::warning(&format!(
-                "trace2: exported {PARENT_SID_ENV} while {running}; build the Trace2 \
-                 lifecycle before other layers or runtimes start threads \
+                "trace2: exported {PARENT_SID_ENV} while the process had {n} threads; build \
+                 the Trace2 lifecycle before other layers or runtimes start threads \
                  (see docs/real-programs.md)"
             ));
         }
