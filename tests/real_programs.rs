@@ -26,7 +26,7 @@ use tracing_trace2::{Settings, Trace2, targets};
 
 fn main() -> ExitCode {
     let mut runner = runner::Runner::plain();
-    let tests: [runner::Test; 10] = [
+    let tests: [runner::Test; 11] = [
         ("jj_messages_are_bounded", jj_messages_are_bounded),
         (
             "jj_fields_of_regions_nobody_writes_are_not_formatted",
@@ -39,6 +39,10 @@ fn main() -> ExitCode {
         (
             "binary_target_records_as_deep_as_event",
             binary_target_records_as_deep_as_event,
+        ),
+        (
+            "flight_recorder_records_as_deep_as_the_binary_target",
+            flight_recorder_records_as_deep_as_the_binary_target,
         ),
         (
             "level_hint_beside_a_filtered_fmt_layer",
@@ -272,6 +276,32 @@ fn binary_target_records_as_deep_as_event() {
         .map(|r| r["nesting"].as_i64().unwrap())
         .collect();
     assert_eq!(nestings, [1, 2], "{text}");
+}
+
+/// The flight recorder alone records regions as deep as the binary target does (the
+/// Event target's nesting unless configured), so it makes the layer format no more
+/// fields than that.
+fn flight_recorder_records_as_deep_as_the_binary_target() {
+    let dir = temp_path("flight");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (binary_nesting, formatted) in [(None, 2), (Some(4), 4)] {
+        let mut settings = Settings::default();
+        settings.binary_nesting = binary_nesting;
+        let layer = Trace2::with_settings(settings)
+            .with_flight_recorder(dir.display().to_string())
+            .unfiltered_layer()
+            .expect("the flight recorder is enabled");
+        reset_counts();
+        let subscriber = Registry::default().with(layer.filtered());
+        tracing::subscriber::with_default(subscriber, || {
+            cli::ConfigEnv { layers: 10 }.reload_workspace_config(6);
+        });
+        assert_eq!(
+            DEBUG_CALLS.load(Ordering::SeqCst),
+            formatted,
+            "binary nesting {binary_nesting:?}"
+        );
+    }
 }
 
 /// Issue 21 item 5: beside an `EnvFilter("info")` fmt layer, the facade's layer lets

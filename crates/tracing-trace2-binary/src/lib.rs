@@ -98,7 +98,9 @@ pub mod writer;
 pub use decode::{DecodeOptions, DecodeReport, Decoder, StreamInfo, decode};
 pub use dest::{DestSettings, Destination, ENV_NAME};
 pub use encode::{DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, MIN_BATCH_SIZE};
-pub use flight::{FlightFormat, FlightRecorder, FlightRecorderBuilder, FlightStats, Trigger};
+pub use flight::{
+    FlightFormat, FlightRecorder, FlightRecorderBuilder, FlightStats, NestedFlightFormat, Trigger,
+};
 pub use header::TextDefaults;
 pub use target::{FlushingSink, NestedRecordingFormat, RecordingFormat};
 pub use text::{TextFormat, TextOptions, decode_to_event_json, decode_to_text};

@@ -4,14 +4,17 @@
 //! write) a file as documented.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tracing_subscriber::layer::SubscriberExt;
-use tracing_trace2_binary::flight::{FlightFormat, FlightRecorder, FlightRecorderBuilder, Trigger};
+use tracing_trace2_binary::flight::{
+    FlightFormat, FlightRecorder, FlightRecorderBuilder, NestedFlightFormat, Trigger,
+};
 use tracing_trace2_binary::{
     BinaryWriter, FlushingSink, TextDefaults, TextFormat, TextOptions, decode_to_text,
 };
-use tracing_trace2_core::{MemorySink, Target, Trace2Layer, api, clock};
+use tracing_trace2_core::{Format, MemorySink, Target, Trace2Layer, api, clock};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
@@ -37,6 +40,23 @@ fn builder(dir: &Path) -> FlightRecorderBuilder {
 
 /// `work` under a layer with the three text targets and `recorder`.
 fn run(recorder: &FlightRecorder, work: impl FnOnce()) -> Run {
+    run_with(
+        flight_target(FlightFormat(recorder.clone()), recorder),
+        work,
+    )
+}
+
+/// The flight recorder as a target of the layer, with `format`.
+fn flight_target(format: impl Format + 'static, recorder: &FlightRecorder) -> Target {
+    Target::new(
+        tracing_trace2_binary::flight::ENV_NAME,
+        format,
+        FlushingSink(recorder.writer().clone()),
+    )
+}
+
+/// `work` under a layer with the three text targets and `flight`.
+fn run_with(flight: Target, work: impl FnOnce()) -> Run {
     let offset = clock::local_offset_secs();
     let run = Run {
         normal: MemorySink::new(),
@@ -59,11 +79,7 @@ fn run(recorder: &FlightRecorder, work: impl FnOnce()) -> Run {
             EventFormat::new(),
             run.event.clone(),
         ))
-        .with_target(Target::new(
-            tracing_trace2_binary::flight::ENV_NAME,
-            FlightFormat(recorder.clone()),
-            FlushingSink(recorder.writer().clone()),
-        ))
+        .with_target(flight)
         .build();
     let subscriber = tracing_subscriber::registry().with(layer);
     tracing::subscriber::with_default(subscriber, || {
@@ -134,6 +150,87 @@ fn a_whole_window_decodes_to_the_text_targets_bytes() {
     );
 }
 
+/// Counts how often a span field is formatted.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl std::fmt::Debug for Counted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        f.write_str("counted")
+    }
+}
+
+/// Four regions, each inside the one before, from spans with a counted field each.
+fn deep_regions(formatted: &AtomicUsize) {
+    api::cmd_name("flight-test");
+    let _one = tracing::info_span!("one", value = ?Counted(formatted)).entered();
+    let _two = tracing::info_span!("two", value = ?Counted(formatted)).entered();
+    let _three = tracing::info_span!("three", value = ?Counted(formatted)).entered();
+    let _four = tracing::info_span!("four", value = ?Counted(formatted)).entered();
+    api::data("work", "deep", "yes", None);
+}
+
+/// `deep_regions` under a layer whose only target is the flight recorder `format`;
+/// returns how many span fields were formatted.
+fn fields_formatted_with_flight_alone(
+    format: impl Format + 'static,
+    recorder: &FlightRecorder,
+) -> usize {
+    let formatted = AtomicUsize::new(0);
+    let layer = Trace2Layer::builder()
+        .with_target(flight_target(format, recorder))
+        .build();
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        api::start(&["flight-test"]);
+        deep_regions(&formatted);
+    });
+    formatted.load(Ordering::SeqCst)
+}
+
+#[test]
+fn the_flight_target_formats_no_fields_of_regions_nested_deeper_than_it_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = builder(dir.path()).build().unwrap();
+    let nested = NestedFlightFormat {
+        recorder: recorder.clone(),
+        max_nesting: 2,
+    };
+    assert_eq!(fields_formatted_with_flight_alone(nested, &recorder), 2);
+    // Every nesting recorded: every region's fields are formatted.
+    let recorder = builder(dir.path()).build().unwrap();
+    let every = FlightFormat(recorder.clone());
+    assert_eq!(fields_formatted_with_flight_alone(every, &recorder), 4);
+}
+
+#[test]
+fn a_window_of_nested_regions_decodes_to_the_event_targets_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = builder(dir.path()).build().unwrap();
+    let nested = NestedFlightFormat {
+        recorder: recorder.clone(),
+        max_nesting: 2,
+    };
+    let formatted = AtomicUsize::new(0);
+    let run = run_with(flight_target(nested, &recorder), || {
+        deep_regions(&formatted)
+    });
+    let event = run.event.to_string_lossy();
+    // The Event target (nesting 2) writes two of the four regions, and the data inside
+    // the fourth not at all.
+    assert_eq!(
+        event.matches("\"event\":\"region_enter\"").count(),
+        2,
+        "{event}"
+    );
+    let text = decoded(
+        &recorder.snapshot_bytes(Trigger::Request),
+        TextFormat::Event,
+    );
+    let (window, _marker) = split_marker(&text);
+    assert_eq!(window, event);
+}
+
 #[test]
 fn an_evicted_window_keeps_version_and_start_and_a_tail_of_the_stream() {
     let dir = tempfile::tempdir().unwrap();
@@ -201,18 +298,12 @@ fn a_failed_exit_writes_a_snapshot_that_ends_with_exit_and_a_good_one_writes_not
     let name = written[0].file_name().unwrap().to_str().unwrap();
     assert!(name.ends_with("-000-exit.t2b"), "{name}");
     let event = decoded(&std::fs::read(&written[0]).unwrap(), TextFormat::Event);
-    // The window ends with the process's own end: `exit`, then (after the lanes the
-    // layer ends before it) `atexit`, both with the real code.
-    let ends: Vec<&str> = event
-        .lines()
-        .filter(|l| l.contains("\"event\":\"exit\"") || l.contains("\"event\":\"atexit\""))
-        .collect();
-    let last = event.lines().last().unwrap();
-    assert!(last.contains("\"event\":\"atexit\"") && last.contains("\"code\":3"));
-    assert!(
-        ends[ends.len() - 2].contains("\"event\":\"exit\"")
-            && ends[ends.len() - 2].contains("\"code\":3")
-    );
+    // The window ends with the process's own end, `exit` then `atexit` with the real
+    // code: no other lane is open, and (as in git) the thread that writes `atexit` has
+    // no `thread_exit` before it.
+    let last: Vec<&str> = event.lines().rev().take(2).collect();
+    assert!(last[1].contains("\"event\":\"exit\"") && last[1].contains("\"code\":3"));
+    assert!(last[0].contains("\"event\":\"atexit\"") && last[0].contains("\"code\":3"));
     // The second run's lines are in the window too.
     assert!(event.ends_with(&run.event.to_string_lossy()[..]));
 }

@@ -587,6 +587,12 @@ impl Trace2Layer {
         };
         let record = self.record(t, event, now, callsite, 0);
         self.format_all(&record, lines);
+        self.end_lane_silently(t);
+    }
+
+    /// Forgets that lane `t` was announced, writing nothing (the lane that wrote
+    /// `atexit`).
+    fn end_lane_silently(&self, t: &mut ThreadState) {
         t.announced = false;
         t.owner = None;
         self.inner.lanes.ended(&t.me);
@@ -1099,16 +1105,16 @@ impl Trace2Layer {
             // the subscriber was installed) was never seen: nothing to end.
             ApiCall::ThreadExit if !t.announced && self.inner.announce => {}
             ApiCall::ThreadExit => self.exit_lane(t, now, callsite, lines),
-            ApiCall::Atexit { code } if t.announced && !t.is_main => {
-                // Written from a thread other than `main`: its lane ends first, and
-                // `atexit` follows on it without a second `thread_start`.
-                self.exit_lane(t, now, callsite, lines);
-                let record = self.record(t, Event::Atexit { code }, now, callsite, 0);
-                self.format_all(&record, lines);
-            }
             ApiCall::Atexit { code } => {
                 t.stack.clear();
                 self.emit(t, Event::Atexit { code }, now, callsite, 0, lines);
+                if !t.is_main {
+                    // As in git, `atexit` is the last line of the thread that writes it:
+                    // no `thread_exit` for it. Its lane is ended without a line, so
+                    // that its OS thread's end writes nothing more and a later layer on
+                    // this thread announces it again.
+                    self.end_lane_silently(t);
+                }
             }
             _ => {
                 let Some(event) = plain_event(call, t, open, now) else {

@@ -394,7 +394,10 @@ impl Trace2 {
             }
         }
         if let Some(recorder) = self.flight_recorder() {
-            builder = builder.with_target(targets::flight(&recorder));
+            // The binary target's nesting: a recorder alone formats no fields of regions
+            // no other target writes.
+            let nesting = s.binary_nesting.unwrap_or(s.event_nesting);
+            builder = builder.with_target(targets::flight_with_max_nesting(&recorder, nesting));
             any = true;
         }
         if !any {

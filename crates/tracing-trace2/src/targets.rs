@@ -14,7 +14,7 @@
 //! # drop(layer);
 //! ```
 
-use tracing_trace2_binary::flight::{FlightFormat, FlightRecorder};
+use tracing_trace2_binary::flight::{FlightFormat, FlightRecorder, NestedFlightFormat};
 use tracing_trace2_binary::{BinaryWriter, FlushingSink, NestedRecordingFormat, RecordingFormat};
 #[cfg(doc)]
 use tracing_trace2_core::Trace2Layer;
@@ -85,6 +85,21 @@ pub fn flight(recorder: &FlightRecorder) -> Target {
     Target::new(
         tracing_trace2_binary::flight::ENV_NAME,
         FlightFormat(recorder.clone()),
+        FlushingSink(recorder.writer().clone()),
+    )
+}
+
+/// [`flight`] recording regions (and the data inside them) no deeper than `max_nesting`,
+/// as [`binary_with_max_nesting`] does: the flight recorder alone then never makes the
+/// layer format the fields of deeper regions, and fires no trigger for them.
+pub fn flight_with_max_nesting(recorder: &FlightRecorder, max_nesting: u32) -> Target {
+    let format = NestedFlightFormat {
+        recorder: recorder.clone(),
+        max_nesting: max_nesting.max(1),
+    };
+    Target::new(
+        tracing_trace2_binary::flight::ENV_NAME,
+        format,
         FlushingSink(recorder.writer().clone()),
     )
 }

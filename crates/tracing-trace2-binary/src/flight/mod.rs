@@ -547,3 +547,32 @@ impl Format for FlightFormat {
         self.0.record(record);
     }
 }
+
+/// [`FlightFormat`] recording regions (and the data inside them) no deeper than
+/// `max_nesting`, the binary target's rule
+/// ([`NestedRecordingFormat`](crate::NestedRecordingFormat)): the layer asks
+/// [`Format::writes`] before it formats a span's fields, so the recorder alone never
+/// makes it format the fields of regions no other target writes. A region left out
+/// fires no trigger either (its `region_leave` is not recorded).
+#[derive(Clone, Debug)]
+pub struct NestedFlightFormat {
+    /// The recorder records go to.
+    pub recorder: FlightRecorder,
+    /// The deepest region nesting recorded (`u32::MAX`: every one).
+    pub max_nesting: u32,
+}
+
+impl Format for NestedFlightFormat {
+    fn format(&self, record: &Record<'_>, _out: &mut Vec<u8>) {
+        if self.writes(record) {
+            self.recorder.record(record);
+        }
+    }
+
+    fn writes(&self, record: &Record<'_>) -> bool {
+        record
+            .event
+            .nesting()
+            .is_none_or(|nesting| nesting <= self.max_nesting)
+    }
+}
