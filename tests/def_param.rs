@@ -43,6 +43,10 @@ fn main() -> ExitCode {
             "linked_worktree_lists_the_common_config",
             linked_worktree_lists_the_common_config,
         ),
+        (
+            "valueless_key_prints_the_key_alone",
+            valueless_key_prints_the_key_alone,
+        ),
     ])
 }
 
@@ -442,4 +446,62 @@ fn linked_worktree_lists_the_common_config() {
     assert_eq!(normal, ["def_param scope:local core.shared=main"]);
     let (status, _, _) = compare_in(dir.path(), &wt, &env, &["status", "--porcelain"]);
     assert_eq!(status, normal);
+}
+
+/// `git -c foo.bar cmd` sets the key without a value. Git 2.47.3 crashes when it lists
+/// such a key; since 2.49 each format writes the key alone (Normal without `=value`,
+/// Perf without `:value`, Event without the `value` field), which we follow. An empty
+/// value (`-c foo.baz=`) is a value and keeps its separator. Ours only: the git here
+/// is older.
+fn valueless_key_prints_the_key_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = with_root(
+        dir.path(),
+        &[
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_CONFIG_GLOBAL", "@/global"),
+            ("GIT_TRACE2_CONFIG_PARAMS", "foo.*"),
+            (
+                "GIT_CONFIG_PARAMETERS",
+                "'foo.bar' 'foo.baz'='' 'foo.qux'='1'",
+            ),
+        ],
+    );
+    let mut ours = clean(&std::env::current_exe().unwrap(), &env, dir.path());
+    ours.env(EMIT_CHILD, "1");
+    let streams = traced(ours, dir.path(), "ours");
+    let (normal, perf, _) = def_params(&streams);
+    assert_eq!(
+        normal,
+        [
+            "def_param scope:command foo.bar",
+            "def_param scope:command foo.baz=",
+            "def_param scope:command foo.qux=1"
+        ],
+    );
+    let payloads: Vec<&str> = perf
+        .iter()
+        .map(|l| l.rsplit(" | ").next().unwrap())
+        .collect();
+    assert_eq!(payloads, ["foo.bar", "foo.baz:", "foo.qux:1"], "{perf:#?}");
+    // The scope in git's 12-wide category column.
+    assert!(
+        perf.iter().all(|l| l.contains("| scope:comman |")),
+        "{perf:#?}"
+    );
+    let event = support::json_lines(streams.event.lines());
+    let values: Vec<_> = event
+        .iter()
+        .filter(|v| v["event"] == "def_param")
+        .map(|v| (v["param"].clone(), v.get("value").cloned()))
+        .collect();
+    assert_eq!(
+        values,
+        [
+            ("foo.bar".into(), None),
+            ("foo.baz".into(), Some("".into())),
+            ("foo.qux".into(), Some("1".into()))
+        ],
+        "{event:#?}"
+    );
 }

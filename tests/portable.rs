@@ -226,6 +226,30 @@ fn return_from_main() -> Result<(), String> {
             format!("cmd_ancestry: {ancestry:?}")
         })?;
     }
+    // Git for Windows writes the same names as `data_json` `windows/ancestry` (category
+    // `process`) just before `cmd_ancestry`; elsewhere git has no such line.
+    let at = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
+    let windows_ancestry = at(&|e| e["event"] == "data_json" && e["key"] == "windows/ancestry");
+    if cfg!(windows) {
+        let cmd_ancestry = at(&|e| e["event"] == "cmd_ancestry");
+        let found = windows_ancestry.zip(cmd_ancestry);
+        ensure(
+            found.is_some_and(|(data, cmd)| {
+                data + 1 == cmd
+                    && lines[data]["category"] == "process"
+                    && lines[data]["value"] == lines[cmd]["ancestry"]
+            }),
+            || {
+                format!(
+                    "windows/ancestry {windows_ancestry:?} before cmd_ancestry {cmd_ancestry:?}: {lines:?}"
+                )
+            },
+        )?;
+    } else {
+        ensure(windows_ancestry.is_none(), || {
+            "windows/ancestry written off Windows".to_owned()
+        })?;
+    }
     // Git's Event timestamps: `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
     let time = lines[0]["time"].as_str().unwrap_or("");
     ensure(

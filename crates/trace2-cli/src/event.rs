@@ -70,8 +70,9 @@ pub enum Kind<'a> {
         scope: Option<Cow<'a, str>>,
         /// Key.
         param: Cow<'a, str>,
-        /// Value.
-        value: Cow<'a, str>,
+        /// Value; `None` for a config key set without one (`git -c foo.bar`), whose
+        /// line git (2.49+) writes without a `value`.
+        value: Option<Cow<'a, str>>,
     },
     /// `def_repo`: a repository got an id.
     DefRepo {
@@ -350,15 +351,14 @@ impl<'a> TraceEvent<'a> {
                 alias: need(k.alias, ev, "alias")?,
                 argv: k.argv.unwrap_or_default(),
             },
-            "def_param" => {
-                let value = need(k.value, ev, "value")?;
-                Kind::DefParam {
-                    scope: k.scope,
-                    param: need(k.param, ev, "param")?,
-                    value: serde_json::from_str::<Cow<'a, str>>(value.get())
-                        .unwrap_or(Cow::Borrowed(value.get())),
-                }
-            }
+            "def_param" => Kind::DefParam {
+                scope: k.scope,
+                param: need(k.param, ev, "param")?,
+                value: k.value.map(|value| {
+                    serde_json::from_str::<Cow<'a, str>>(value.get())
+                        .unwrap_or(Cow::Borrowed(value.get()))
+                }),
+            },
             "def_repo" => Kind::DefRepo {
                 worktree: need(k.worktree, ev, "worktree")?,
             },
@@ -560,6 +560,28 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(ev.t_abs_us, Some(100_000));
+    }
+
+    #[test]
+    fn def_param_of_a_valueless_key_has_no_value() {
+        // Git 2.49+ writes a key set without a value (`git -c foo.bar`) without `value`.
+        let line = r#"{"event":"def_param","sid":"s","thread":"main","scope":"command","param":"foo.bar"}"#;
+        match TraceEvent::parse(line).unwrap().kind {
+            Kind::DefParam { param, value, .. } => {
+                assert_eq!(param, "foo.bar");
+                assert_eq!(value, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        let line = r#"{"event":"def_param","sid":"s","thread":"main","scope":"command","param":"foo.bar","value":""}"#;
+        match TraceEvent::parse(line).unwrap().kind {
+            Kind::DefParam { value, .. } => assert_eq!(value.as_deref(), Some("")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            TraceEvent::parse(r#"{"event":"def_param","sid":"s","thread":"main","value":"1"}"#),
+            Err(LineError::Incomplete(_))
+        ));
     }
 
     #[test]

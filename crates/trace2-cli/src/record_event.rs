@@ -119,7 +119,7 @@ fn kind_of<'a>(event: &Event<'a>, data_value: Option<&'a RawValue>) -> Kind<'a> 
         } => Kind::DefParam {
             scope: Some(Cow::Borrowed(scope)),
             param: Cow::Borrowed(param),
-            value: Cow::Borrowed(value.unwrap_or("")),
+            value: value.map(Cow::Borrowed),
         },
         Event::DefRepo { worktree, .. } => Kind::DefRepo {
             worktree: Cow::Borrowed(worktree),

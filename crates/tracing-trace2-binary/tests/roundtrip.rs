@@ -307,3 +307,72 @@ fn huge_values_go_in_jumbo_frames_and_longer_ones_are_cut() {
     assert_eq!(cut, 1, "{report}");
     assert!(decoded[1].1.len() > 10 << 20 && decoded[1].1.len() < huge.len());
 }
+
+/// A config key set without a value (`git -c foo.bar`) comes back without one, apart
+/// from an empty value, and decodes to git's (2.49+) text of each format: the key alone.
+#[test]
+fn valueless_def_param_round_trips_and_decodes_to_the_key_alone() {
+    let records: Vec<Record<'_>> = [None, Some(""), Some("1")]
+        .into_iter()
+        .map(|value| Record {
+            event: Event::DefParam {
+                scope: "command",
+                param: "foo.bar",
+                value,
+            },
+            time: Timestamp {
+                wall_us: 1_700_000_000_000_000,
+                t_abs_us: 1_000,
+            },
+            sid: SID,
+            depth: 1,
+            thread: "main",
+            callsite: Callsite {
+                file: Some("main.rs"),
+                line: 7,
+            },
+            open_regions: 0,
+        })
+        .collect();
+    let bytes = write_all(builder(), &records);
+    let (decoded, report) = decode_all(&bytes);
+    assert!(report.is_complete(), "{report}");
+    let want: Vec<String> = records.iter().map(|r| format!("{r:?}")).collect();
+    let got: Vec<String> = decoded.into_iter().map(|d| d.1).collect();
+    assert_eq!(got, want);
+    let text = |format: TextFormat| {
+        let mut out = Vec::new();
+        let options = TextOptions::new(format).with_brief(true);
+        decode_to_text(&bytes[..], &mut out, &options).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let normal = text(TextFormat::Normal);
+    let normal: Vec<&str> = normal.lines().collect();
+    assert_eq!(
+        normal,
+        [
+            "def_param scope:command foo.bar",
+            "def_param scope:command foo.bar=",
+            "def_param scope:command foo.bar=1"
+        ]
+    );
+    let perf = text(TextFormat::Perf);
+    let payloads: Vec<&str> = perf
+        .lines()
+        .map(|l| l.rsplit(" | ").next().unwrap())
+        .collect();
+    assert_eq!(payloads, ["foo.bar", "foo.bar:", "foo.bar:1"]);
+    let event = text(TextFormat::Event);
+    let tails: Vec<&str> = event
+        .lines()
+        .map(|l| &l[l.find("\"param\"").unwrap()..])
+        .collect();
+    assert_eq!(
+        tails,
+        [
+            r#""param":"foo.bar"}"#,
+            r#""param":"foo.bar","value":""}"#,
+            r#""param":"foo.bar","value":"1"}"#
+        ]
+    );
+}

@@ -378,20 +378,26 @@ pub fn exec<S: AsRef<str>>(exe: Option<&str>, argv: &[S]) -> u64 {
     id
 }
 
-/// `exec_result`: the exec failed with `code` (an errno).
+/// `exec_result`: the exec failed with `code` (a C `errno`, on Windows too).
 #[track_caller]
 pub fn exec_result(exec_id: u64, code: i64) {
-    let err = if code > 0 {
-        tracing_trace2_dst::strerror(&std::io::Error::from_raw_os_error(code as i32))
-    } else {
-        String::new()
-    };
+    let err = exec_error_text(code);
     ApiCall::ExecResult {
         exec_id,
         code,
         err: &err,
     }
     .send(caller());
+}
+
+/// The `err` text of an `exec_result` with `code`: C's `strerror` of the `errno`
+/// (empty for 0 or a negative code, which have none). `code` is an `errno` on every
+/// platform, never a Windows system error code.
+fn exec_error_text(code: i64) -> String {
+    match i32::try_from(code) {
+        Ok(errno) if errno > 0 => tracing_trace2_dst::errno_text(errno),
+        _ => String::new(),
+    }
 }
 
 /// `thread_start`: the calling thread announces itself as `thNN:<name>`. On the main
@@ -552,6 +558,23 @@ mod tests {
 
     use super::*;
     use crate::{Format, MemorySink, Record, Target};
+
+    #[test]
+    fn exec_result_reads_its_code_as_an_errno() {
+        // On Windows 13 is also ERROR_INVALID_DATA and 8 ERROR_NOT_ENOUGH_MEMORY: the
+        // text must be C's for the errno, as Git for Windows prints it.
+        assert_eq!(
+            exec_error_text(i64::from(libc::EACCES)),
+            "Permission denied"
+        );
+        assert_eq!(
+            exec_error_text(i64::from(libc::ENOEXEC)),
+            "Exec format error"
+        );
+        assert_eq!(exec_error_text(0), "");
+        assert_eq!(exec_error_text(-1), "");
+        assert_eq!(exec_error_text(i64::MAX), "");
+    }
 
     /// Event names and file:line, one per line.
     struct Names;

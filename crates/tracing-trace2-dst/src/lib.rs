@@ -81,7 +81,9 @@ pub use socket::SOCKET_TIMEOUT;
 pub use target_value::{
     SocketKind, TargetValue, is_absolute_on_windows, is_named_pipe_path, parse_target,
 };
-pub use warn::{format_warning, strerror, warn_write_failed, warning, write_failed_message};
+pub use warn::{
+    errno_text, format_warning, strerror, warn_write_failed, warning, write_failed_message,
+};
 
 pub use sink::{FILE_BATCH_LIMIT, MemorySink, NullSink, Sink};
 use warn::Reporter;

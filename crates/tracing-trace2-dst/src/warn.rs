@@ -29,6 +29,29 @@ pub fn strerror(err: &io::Error) -> String {
     }
 }
 
+/// The C runtime's `strerror` text for a C `errno` value (an `exec` that failed with
+/// `EACCES` gives `Permission denied`). Unlike [`strerror`], whose raw codes are the
+/// system's (on Windows a system error code, not an `errno`), `errno` is always C's.
+pub fn errno_text(errno: i32) -> String {
+    #[cfg(windows)]
+    {
+        // SAFETY: the runtime returns a NUL-terminated string in a per-thread buffer (or
+        // a static one), read at once and copied; any `errno` value is accepted.
+        let text = unsafe { libc::strerror(errno) };
+        if text.is_null() {
+            return format!("Unknown error {errno}");
+        }
+        // SAFETY: non-null and NUL-terminated, as above.
+        let text = unsafe { std::ffi::CStr::from_ptr(text) };
+        text.to_string_lossy().into_owned()
+    }
+    #[cfg(not(windows))]
+    {
+        // On Unix the system's codes are `errno` values.
+        strerror(&io::Error::from_raw_os_error(errno))
+    }
+}
+
 /// The message git reports when a write to a target fails, without the `warning: `
 /// prefix (git also records it as an `error` event with format
 /// `unable to write trace to '%s': %s`).
@@ -140,6 +163,15 @@ impl<'a> Reporter<'a> {
 mod tests {
     use super::*;
     use crate::test_support::{child_or_run, git_stderr};
+
+    #[test]
+    fn errno_values_read_as_c_errno_on_every_platform() {
+        // On Windows these numbers are also system error codes with other meanings
+        // (8: not enough memory, 13: invalid data); an errno must not be read as one.
+        assert_eq!(errno_text(libc::ENOEXEC), "Exec format error");
+        assert_eq!(errno_text(libc::EACCES), "Permission denied");
+        assert_eq!(errno_text(libc::ENOENT), "No such file or directory");
+    }
 
     #[cfg(windows)]
     #[test]

@@ -7,8 +7,9 @@
 //!
 //! On Windows the names are the executables' file names from one process snapshot
 //! (`bash.exe`), walked as Git for Windows walks them (see `walk_windows`): git writes
-//! them as `data_json` `windows/ancestry` and, since git 2.54, as `cmd_ancestry`; we
-//! write the `cmd_ancestry` line. On macOS (since git 2.54) the names are the kernel's
+//! them as `data_json` `windows/ancestry` (category `process`, a JSON array of the
+//! names, only when there is at least one) and, right after it since git 2.54, as
+//! `cmd_ancestry`; we write both, in that order (see [`windows_ancestry_json`]). On macOS (since git 2.54) the names are the kernel's
 //! short process names, parent first, at most 10 (see `walk_macos`); macOS is
 //! type-checked here, never run. Other platforms have no ancestry.
 
@@ -189,6 +190,19 @@ mod windows {
     }
 }
 
+/// The value of Git for Windows' `data_json` `windows/ancestry` line (category
+/// `process`): the ancestors' names as a JSON array of strings, nearest parent first,
+/// the same names as `cmd_ancestry`'s.
+#[cfg(any(windows, test))]
+pub(crate) fn windows_ancestry_json<S: AsRef<str>>(names: &[S]) -> serde_json::Value {
+    serde_json::Value::Array(
+        names
+            .iter()
+            .map(|name| serde_json::Value::String(name.as_ref().to_owned()))
+            .collect(),
+    )
+}
+
 /// The longest chain followed: a guard against a loop in a damaged or fake `/proc`.
 #[cfg(target_os = "linux")]
 const MAX_ANCESTORS: usize = 4096;
@@ -280,6 +294,20 @@ mod tests {
         assert_eq!(names[0], "p2.exe");
         assert_eq!(names[WINDOWS_LIMIT - 1], "p11.exe");
         assert_eq!(names[WINDOWS_LIMIT], "(truncated)");
+    }
+
+    #[test]
+    fn windows_ancestry_json_is_the_walked_names_as_an_array() {
+        let processes = [
+            (30, "git.exe", 20),
+            (20, "bash \"x\".exe", 10),
+            (10, "mintty.exe", 4),
+        ];
+        let names = walk_windows(30, table(&processes));
+        let json = windows_ancestry_json(&names);
+        // Compact, as git's json-writer writes it: no spaces, the quote escaped.
+        assert_eq!(json.to_string(), r#"["bash \"x\".exe","mintty.exe"]"#);
+        assert_eq!(windows_ancestry_json::<&str>(&[]).to_string(), "[]");
     }
 
     #[test]

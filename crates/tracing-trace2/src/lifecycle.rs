@@ -217,7 +217,8 @@ impl Lifecycle {
         self
     }
 
-    /// Whether to write `cmd_ancestry` (default: yes, where the platform tells).
+    /// Whether to write `cmd_ancestry`, and on Windows Git for Windows' `data_json`
+    /// `windows/ancestry` line before it (default: yes, where the platform tells).
     pub fn with_ancestry(mut self, ancestry: bool) -> Lifecycle {
         self.ancestry = ancestry;
         self
@@ -270,6 +271,14 @@ impl Lifecycle {
         if self.ancestry {
             let names = crate::ancestry::ancestry();
             if !names.is_empty() {
+                // Git for Windows' older line first, for the consumers that read it.
+                #[cfg(windows)]
+                api::data_json(
+                    "process",
+                    "windows/ancestry",
+                    &crate::ancestry::windows_ancestry_json(&names),
+                    None,
+                );
                 api::cmd_ancestry(&names);
             }
         }

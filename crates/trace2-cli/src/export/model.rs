@@ -503,11 +503,16 @@ fn process_event<S: Sink>(
             param,
             value,
         } => {
+            // A key set without a value (`git -c foo.bar`) has no `value` arg, and
+            // `null` among the process's params.
             if process.params.len() < MAX_PROCESS_ARGS {
-                let value = Value::from(value.as_ref());
+                let value = value.as_deref().map_or(Value::Null, Value::from);
                 process.params.insert(param.to_string(), value);
             }
-            let mut args = vec![("param", Arg::Str(param)), ("value", Arg::Str(value))];
+            let mut args = vec![("param", Arg::Str(param))];
+            if let Some(value) = value {
+                args.push(("value", Arg::Str(value)));
+            }
             if let Some(scope) = scope {
                 args.push(("scope", Arg::Str(scope)));
             }

@@ -537,3 +537,38 @@ fn a_flow_from_a_child_start_logged_after_the_child_began_leaves_no_later() {
     assert_eq!(to - 1_767_225_600_000_000, 350);
     assert!(from <= to, "{from} > {to}");
 }
+
+#[test]
+fn a_valueless_def_param_exports_without_a_value() {
+    // Git 2.49+ writes a key set without a value (`git -c foo.bar`) without `value`.
+    let text = [
+        line("version", 0, r#","evt":"4","exe":"2.49.0""#),
+        line("start", 1, r#","t_abs":0.000001,"argv":["git","version"]"#),
+        line("def_param", 2, r#","scope":"command","param":"foo.bar""#),
+        line(
+            "def_param",
+            3,
+            r#","scope":"command","param":"foo.baz","value":"1""#,
+        ),
+        line("exit", 4, r#","t_abs":0.000004,"code":0"#),
+        line("atexit", 5, r#","t_abs":0.000005,"code":0"#),
+    ]
+    .join("\n");
+    let (doc, _) = export_text(&text);
+    check(&doc);
+    let params: Vec<&Value> = of_phase(&doc, "i")
+        .into_iter()
+        .filter(|i| i["name"] == "def_param")
+        .map(|i| &i["args"])
+        .collect();
+    assert_eq!(params.len(), 2, "{doc}");
+    assert_eq!(params[0]["param"], "foo.bar");
+    assert!(params[0].get("value").is_none(), "{}", params[0]);
+    assert_eq!(params[1]["value"], "1");
+    let process = events(&doc)
+        .iter()
+        .find(|e| e["args"].get("params").is_some())
+        .unwrap();
+    assert_eq!(process["args"]["params"]["foo.bar"], Value::Null);
+    assert_eq!(process["args"]["params"]["foo.baz"], "1");
+}
