@@ -13,7 +13,11 @@
 //! A file opened for appending (std's `append(true)` asks only for `FILE_APPEND_DATA`,
 //! like git's `mingw_open_append`) takes every write at its end in one piece whatever
 //! other processes append, so whole lines stay whole; a regular file also takes
-//! batches of whole lines ([`Sink::write_lines`], up to [`FILE_BATCH_LIMIT`]). Windows
+//! batches of whole lines ([`Sink::write_lines`], up to [`FILE_BATCH_LIMIT`]). Writes
+//! to a regular file are still taken one at a time within the process: wine appends by
+//! finding the end and writing there, so two threads' lines could land on the same
+//! spot (observed under load); an uncontended lock costs far less than the `WriteFile`
+//! it guards. Other processes appending under wine can still collide. Windows
 //! has no SIGPIPE: a reader that went away makes the write fail (`ERROR_NO_DATA`,
 //! `ERROR_BROKEN_PIPE`), and the caller disables the target.
 
@@ -21,6 +25,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::mem::ManuallyDrop;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, RawHandle};
+use std::sync::{Mutex, PoisonError};
 
 use crate::sink::{FILE_BATCH_LIMIT, Sink};
 
@@ -39,6 +44,8 @@ pub(crate) struct HandleSink {
     destination: Destination,
     /// [`FILE_BATCH_LIMIT`] for a regular file, else 0.
     batch_limit: usize,
+    /// Held around each write to a regular file (see the module documentation).
+    file_writes: Mutex<()>,
 }
 
 /// The standard handle behind descriptor `fd` now (1 and 2); `None` for any other
@@ -84,6 +91,7 @@ impl HandleSink {
         Self {
             destination: Destination::Descriptor(fd),
             batch_limit,
+            file_writes: Mutex::new(()),
         }
     }
 
@@ -107,11 +115,18 @@ impl HandleSink {
         Self {
             destination: Destination::Owned(file),
             batch_limit,
+            file_writes: Mutex::new(()),
         }
     }
 
-    /// Runs `with` on the file this sink writes to now.
+    /// Runs `with` on the file this sink writes to now, alone in this process when it
+    /// is a regular file.
     fn with_file<T>(&self, with: impl FnOnce(&File) -> io::Result<T>) -> io::Result<T> {
+        let _alone = (self.batch_limit > 0).then(|| {
+            self.file_writes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        });
         match &self.destination {
             Destination::Owned(file) => with(file),
             Destination::Descriptor(fd) => match descriptor_handle(*fd) {
