@@ -27,6 +27,11 @@ fn main() -> ExitCode {
         ("return_from_main", return_from_main),
         ("finish_with_an_exit_code", finish_with_an_exit_code),
         ("std_process_exit", std_process_exit),
+        ("finish_then_std_process_exit", finish_then_std_process_exit),
+        (
+            "std_process_exit_with_a_background_writer",
+            std_process_exit_in_background,
+        ),
         ("panic_out_of_main", panic_out_of_main),
         ("named_threads", named_threads),
         ("normal_to_stderr", normal_to_stderr),
@@ -70,9 +75,11 @@ mod program {
     use tracing_trace2::api;
 
     pub(super) fn main(mode: &str) -> ExitCode {
-        let lifecycle = tracing_trace2::Trace2::from_env()
-            .with_exe_version("0.1.0")
-            .lifecycle();
+        let mut trace2 = tracing_trace2::Trace2::from_env().with_exe_version("0.1.0");
+        if mode.starts_with("background") {
+            trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
+        }
+        let lifecycle = trace2.lifecycle();
         tracing_subscriber::registry()
             .with(lifecycle.layer())
             .init();
@@ -83,7 +90,11 @@ mod program {
         });
         match mode {
             "exit-code" => trace2.finish(ExitCode::from(3)),
-            "process-exit" => std::process::exit(7),
+            "process-exit" | "background-process-exit" => std::process::exit(7),
+            "finish-then-process-exit" => {
+                let _ = trace2.finish_code(5);
+                std::process::exit(5)
+            }
             "panic" => panic!("the program panics"),
             "threads" => {
                 let workers: Vec<_> = ["alpha", "beta"]
@@ -152,9 +163,13 @@ fn event_names(lines: &[Value]) -> Vec<&str> {
 /// Runs `mode` with the Event target on a file; checks the exit status and returns the
 /// events.
 fn event_run(mode: &str, code: i32) -> Result<Vec<Value>, String> {
+    event_run_of(program(mode), mode, code)
+}
+
+/// [`event_run`] of a prepared command (its `GIT_TRACE2_EVENT` is set here).
+fn event_run_of(mut cmd: Command, mode: &str, code: i32) -> Result<Vec<Value>, String> {
     let dir = fresh_dir(mode);
     let file = dir.join("trace.event");
-    let mut cmd = program(mode);
     cmd.env("GIT_TRACE2_EVENT", &file);
     let out = run(cmd);
     ensure(out.status.code() == Some(code), || {
@@ -166,7 +181,45 @@ fn event_run(mode: &str, code: i32) -> Result<Vec<Value>, String> {
     })?;
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     let _ = std::fs::remove_dir_all(&dir);
-    events(&text)
+    let lines = events(&text)?;
+    windows_memory_before_exit(&text, &lines)?;
+    Ok(lines)
+}
+
+/// Git for Windows writes `data_json` `windows/memory` (category `process`) right before
+/// `exit`: an object of three counters, in git's key order; elsewhere git has no such line.
+/// (Wine counts no page faults: `PageFaultCount` is 0 there.)
+fn windows_memory_before_exit(text: &str, lines: &[Value]) -> Result<(), String> {
+    const KEYS: [&str; 3] = ["PageFaultCount", "PeakWorkingSetSize", "PeakPagefileUsage"];
+    let is_memory = |e: &Value| e["event"] == "data_json" && e["key"] == "windows/memory";
+    let found: Vec<usize> = (0..lines.len()).filter(|&i| is_memory(&lines[i])).collect();
+    if !cfg!(windows) {
+        return ensure(found.is_empty(), || {
+            "windows/memory written off Windows".to_owned()
+        });
+    }
+    let exit = lines.iter().position(|e| e["event"] == "exit");
+    let Some((&at, exit)) = found.first().zip(exit) else {
+        return ensure(exit.is_none(), || {
+            format!("no windows/memory before exit: {lines:?}")
+        });
+    };
+    let memory = &lines[at];
+    let value = memory["value"].as_object();
+    let counters_ok = value.is_some_and(|v| {
+        v.len() == KEYS.len() && KEYS.iter().all(|k| v.get(*k).is_some_and(Value::is_u64))
+    }) && memory["value"]["PeakWorkingSetSize"].as_u64() > Some(0);
+    // The key order is only in the text (a parsed object sorts its keys).
+    let raw = text.lines().nth(at).unwrap_or("");
+    let order: Vec<Option<usize>> = KEYS.iter().map(|k| raw.find(&format!("\"{k}\""))).collect();
+    ensure(
+        found.len() == 1
+            && at + 1 == exit
+            && memory["category"] == "process"
+            && counters_ok
+            && order.windows(2).all(|w| w[0].is_some() && w[0] < w[1]),
+        || format!("windows/memory lines {found:?}, exit at {exit}: {raw}"),
+    )
 }
 
 /// `version`, `start` first, `exit` with `code`, then `atexit` last, once each.
@@ -189,6 +242,10 @@ fn ends_like_git(lines: &[Value], code: i64) -> Result<(), String> {
         .expect("counted above");
     ensure(exit["code"] == code, || {
         format!("exit line {exit}, expected code {code}")
+    })?;
+    let atexit = lines.last().expect("atexit is last");
+    ensure(atexit["code"] == code, || {
+        format!("atexit line {atexit}, expected code {code}")
     })?;
     let sid = lines[0]["sid"].as_str().unwrap_or("");
     ensure(is_sid(sid), || format!("not a session id: {sid:?}"))?;
@@ -264,20 +321,31 @@ fn finish_with_an_exit_code() -> Result<(), String> {
 
 /// `std::process::exit` without the guard: Linux with glibc learns the code from its
 /// exit handler; other Unix systems write `exit` with code 0 from `atexit` (see the
-/// lifecycle's documentation). On Windows it calls `ExitProcess`, which runs no exit
-/// handler at all: the trace stops where it was, as for a killed process.
+/// lifecycle's documentation). On Windows it calls `ExitProcess`, which runs no `atexit`
+/// handler: the lifecycle's `ExitProcess` callbacks write `exit` and `atexit` with the
+/// code, as git writes them for `exit(7)`.
 fn std_process_exit() -> Result<(), String> {
     let lines = event_run("process-exit", 7)?;
-    if cfg!(windows) {
-        let names = event_names(&lines);
-        return ensure(
-            names.starts_with(&["version", "start"])
-                && !names.contains(&"exit")
-                && !names.contains(&"atexit"),
-            || format!("{names:?}"),
-        );
-    }
-    let expected = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+    let expected = if cfg!(any(all(target_os = "linux", target_env = "gnu"), windows)) {
+        7
+    } else {
+        0
+    };
+    ends_like_git(&lines, expected)
+}
+
+/// `exit` and `atexit` written by the guard, then `std::process::exit`: the exit hooks
+/// (Windows' `ExitProcess` callbacks among them) write nothing more.
+fn finish_then_std_process_exit() -> Result<(), String> {
+    ends_like_git(&event_run("finish-then-process-exit", 5)?, 5)
+}
+
+/// `std::process::exit` with the lines written by a background worker: on Windows
+/// `ExitProcess` ends the worker before the callbacks run; the lines it had not taken
+/// yet and `exit`/`atexit` are written on the exiting thread (no hang waiting for it).
+fn std_process_exit_in_background() -> Result<(), String> {
+    let lines = event_run("background-process-exit", 7)?;
+    let expected = if cfg!(any(all(target_os = "linux", target_env = "gnu"), windows)) {
         7
     } else {
         0
