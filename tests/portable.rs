@@ -41,6 +41,7 @@ fn main() -> ExitCode {
     ];
     if cfg!(windows) {
         checks.push(("named_pipe_target", named_pipe_target));
+        checks.push(("debugger_present_at_startup", debugger_present_at_startup));
     }
     let filter: Vec<String> = std::env::args()
         .skip(1)
@@ -283,6 +284,11 @@ fn return_from_main() -> Result<(), String> {
             format!("cmd_ancestry: {ancestry:?}")
         })?;
     }
+    // Git for Windows' `windows/debugger_present` only when a debugger is attached.
+    ensure(
+        !lines.iter().any(|e| e["key"] == "windows/debugger_present"),
+        || "windows/debugger_present without a debugger".to_owned(),
+    )?;
     // Git for Windows writes the same names as `data_json` `windows/ancestry` (category
     // `process`) just before `cmd_ancestry`; elsewhere git has no such line.
     let at = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
@@ -569,6 +575,119 @@ fn named_pipe_target() -> Result<(), String> {
 #[cfg(not(windows))]
 fn named_pipe_target() -> Result<(), String> {
     Ok(())
+}
+
+/// Started under a debugger (this test, with the Windows debugging API), the program
+/// writes Git for Windows' `data` `windows/debugger_present` (category `process`, value
+/// `1`) right after `start`, and ends as usual.
+#[cfg(windows)]
+fn debugger_present_at_startup() -> Result<(), String> {
+    let dir = fresh_dir("debugger");
+    let file = dir.join("trace.event");
+    let mut cmd = program("return");
+    cmd.env("GIT_TRACE2_EVENT", &file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let status = debugger::run_debugged(cmd)?;
+    ensure(status.success(), || format!("exit status {status:?}"))?;
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let lines = events(&text)?;
+    ends_like_git(&lines, 0)?;
+    let found: Vec<&Value> = lines
+        .iter()
+        .filter(|e| e["key"] == "windows/debugger_present")
+        .collect();
+    ensure(
+        found.len() == 1
+            && lines[2]["key"] == "windows/debugger_present"
+            && lines[2]["event"] == "data"
+            && lines[2]["category"] == "process"
+            && lines[2]["value"] == "1",
+        || format!("{found:?} in {:?}", event_names(&lines)),
+    )
+}
+
+#[cfg(not(windows))]
+fn debugger_present_at_startup() -> Result<(), String> {
+    Ok(())
+}
+
+/// A minimal debugger: starts a program under the Windows debugging API and lets it
+/// run to its end.
+#[cfg(windows)]
+mod debugger {
+    use std::ffi::c_void;
+    use std::os::windows::process::CommandExt;
+    use std::process::{Command, ExitStatus};
+
+    const DEBUG_ONLY_THIS_PROCESS: u32 = 0x2;
+    const EXCEPTION_DEBUG_EVENT: u32 = 1;
+    const CREATE_PROCESS_DEBUG_EVENT: u32 = 3;
+    const EXIT_PROCESS_DEBUG_EVENT: u32 = 5;
+    const LOAD_DLL_DEBUG_EVENT: u32 = 6;
+    const EXCEPTION_BREAKPOINT: u32 = 0x8000_0003;
+    const DBG_CONTINUE: u32 = 0x0001_0002;
+    const DBG_EXCEPTION_NOT_HANDLED: u32 = 0x8001_0001;
+    const TIMEOUT_MS: u32 = 60_000;
+
+    /// `DEBUG_EVENT` on 64-bit Windows: three u32, then an 8-aligned union of 160 bytes
+    /// whose first field is a file handle (process, DLL) or an exception code.
+    #[repr(C)]
+    struct DebugEvent {
+        code: u32,
+        process_id: u32,
+        thread_id: u32,
+        info: [u64; 20],
+    }
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn WaitForDebugEvent(event: *mut DebugEvent, millis: u32) -> i32;
+        fn ContinueDebugEvent(process_id: u32, thread_id: u32, status: u32) -> i32;
+        fn CloseHandle(handle: *mut c_void) -> i32;
+    }
+
+    /// Runs `cmd` as a debuggee of this thread until it exits.
+    pub(super) fn run_debugged(mut cmd: Command) -> Result<ExitStatus, String> {
+        // The thread that starts the process is its debugger.
+        let mut child = cmd
+            .creation_flags(DEBUG_ONLY_THIS_PROCESS)
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        loop {
+            let mut event = DebugEvent {
+                code: 0,
+                process_id: 0,
+                thread_id: 0,
+                info: [0; 20],
+            };
+            // SAFETY: `event` is a writable `DEBUG_EVENT`.
+            if unsafe { WaitForDebugEvent(&mut event, TIMEOUT_MS) } == 0 {
+                let _ = child.kill();
+                return Err("no debug event within a minute".to_owned());
+            }
+            let mut status = DBG_CONTINUE;
+            match event.code {
+                CREATE_PROCESS_DEBUG_EVENT | LOAD_DLL_DEBUG_EVENT if event.info[0] != 0 => {
+                    // SAFETY: the event hands this debugger an open file handle to close.
+                    unsafe { CloseHandle(event.info[0] as *mut c_void) };
+                }
+                // The loader's first breakpoint is the debugger's to take; every other
+                // exception goes back to the program.
+                EXCEPTION_DEBUG_EVENT if event.info[0] as u32 != EXCEPTION_BREAKPOINT => {
+                    status = DBG_EXCEPTION_NOT_HANDLED;
+                }
+                _ => {}
+            }
+            // SAFETY: continues the thread that reported the event.
+            unsafe { ContinueDebugEvent(event.process_id, event.thread_id, status) };
+            if event.code == EXIT_PROCESS_DEBUG_EVENT {
+                break;
+            }
+        }
+        child.wait().map_err(|e| e.to_string())
+    }
 }
 
 /// The listening end of a named pipe, made with the Windows API.
