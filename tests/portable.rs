@@ -38,6 +38,10 @@ fn main() -> ExitCode {
         ("directory_target", directory_target),
         ("appending_processes_never_interleave", appending_processes),
         ("refused_values_warn_as_git_does", refused_values_warn),
+        (
+            "repository_config_in_def_param",
+            repository_config_in_def_param,
+        ),
     ];
     if cfg!(windows) {
         checks.push(("named_pipe_target", named_pipe_target));
@@ -519,6 +523,54 @@ fn under_wine() -> bool {
 #[cfg(not(windows))]
 fn under_wine() -> bool {
     false
+}
+
+/// `def_param` lists the config of the repository around the current directory (scope
+/// `local`), found by walking up from a subdirectory as git does; a `GIT_CEILING_DIRECTORIES`
+/// entry (`;`-separated on Windows, `:` elsewhere) at the repository stops the walk.
+fn repository_config_in_def_param() -> Result<(), String> {
+    let repo = fresh_dir("repo-config");
+    let git_dir = repo.join(".git");
+    for dir in ["objects", "refs"] {
+        std::fs::create_dir_all(git_dir.join(dir)).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").map_err(|e| e.to_string())?;
+    std::fs::write(
+        git_dir.join("config"),
+        "[core]\n\trepositoryformatversion = 0\n[portable]\n\tkey = from-the-repository\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let sub = repo.join("a").join("b");
+    std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
+    let separator = if cfg!(windows) { ";" } else { ":" };
+    for ceiling in [None, Some(repo.clone())] {
+        let mut cmd = program("return");
+        cmd.current_dir(&sub)
+            .env("GIT_TRACE2_CONFIG_PARAMS", "portable.*")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", repo.join("no-such-global"));
+        if let Some(ceiling) = &ceiling {
+            // A list as users write it: an entry that matches nothing, then the repository.
+            let list = format!(
+                "{}{separator}{}",
+                std::env::temp_dir().join("elsewhere").display(),
+                ceiling.display()
+            );
+            cmd.env("GIT_CEILING_DIRECTORIES", list);
+        }
+        let lines = event_run_of(cmd, "repo-config-run", 0)?;
+        let params: Vec<&Value> = lines.iter().filter(|e| e["event"] == "def_param").collect();
+        let found = params.iter().any(|e| {
+            e["scope"] == "local"
+                && e["param"] == "portable.key"
+                && e["value"] == "from-the-repository"
+        });
+        ensure(found == ceiling.is_none(), || {
+            format!("ceiling {ceiling:?}: def_param lines {params:?}")
+        })?;
+    }
+    let _ = std::fs::remove_dir_all(&repo);
+    Ok(())
 }
 
 /// Values the platform's git refuses: the warning git prints, and the program runs on.
