@@ -192,7 +192,8 @@ fn event_run_of(mut cmd: Command, mode: &str, code: i32) -> Result<Vec<Value>, S
 }
 
 /// Git for Windows writes `data_json` `windows/memory` (category `process`) right before
-/// `exit`: an object of three counters, in git's key order; elsewhere git has no such line.
+/// `exit`: an object of three counters, in git's key order, naming git's `the_repository`
+/// (id 0 here: no repository defined); elsewhere git has no such line.
 /// (Wine counts no page faults: `PageFaultCount` is 0 there.)
 fn windows_memory_before_exit(text: &str, lines: &[Value]) -> Result<(), String> {
     const KEYS: [&str; 3] = ["PageFaultCount", "PeakWorkingSetSize", "PeakPagefileUsage"];
@@ -221,6 +222,7 @@ fn windows_memory_before_exit(text: &str, lines: &[Value]) -> Result<(), String>
         found.len() == 1
             && at + 1 == exit
             && memory["category"] == "process"
+            && memory["repo"] == 0
             && counters_ok
             && order.windows(2).all(|w| w[0].is_some() && w[0] < w[1]),
         || format!("windows/memory lines {found:?}, exit at {exit}: {raw}"),
@@ -655,6 +657,7 @@ fn debugger_present_at_startup() -> Result<(), String> {
             && lines[2]["key"] == "windows/debugger_present"
             && lines[2]["event"] == "data"
             && lines[2]["category"] == "process"
+            && lines[2]["repo"] == 0
             && lines[2]["value"] == "1",
         || format!("{found:?} in {:?}", event_names(&lines)),
     )

@@ -671,4 +671,12 @@ mod tests {
             ApiCall::Exit { code: 3 }.send(Origin::At(None, 0));
         });
     }
+
+    #[test]
+    fn the_repository_is_repository_one_once_defined() {
+        // Without a layer nothing is written; the id git's own process lines name is kept.
+        def_repo(2, "/elsewhere");
+        def_repo(1, "/work/repo");
+        assert_eq!(the_repository_id(), 1);
+    }
 }
