@@ -27,15 +27,25 @@ fn main() -> ExitCode {
         ("return_from_main", return_from_main),
         ("finish_with_an_exit_code", finish_with_an_exit_code),
         ("std_process_exit", std_process_exit),
+        ("finish_then_std_process_exit", finish_then_std_process_exit),
+        (
+            "std_process_exit_with_a_background_writer",
+            std_process_exit_in_background,
+        ),
         ("panic_out_of_main", panic_out_of_main),
         ("named_threads", named_threads),
         ("normal_to_stderr", normal_to_stderr),
         ("directory_target", directory_target),
         ("appending_processes_never_interleave", appending_processes),
         ("refused_values_warn_as_git_does", refused_values_warn),
+        (
+            "repository_config_in_def_param",
+            repository_config_in_def_param,
+        ),
     ];
     if cfg!(windows) {
         checks.push(("named_pipe_target", named_pipe_target));
+        checks.push(("debugger_present_at_startup", debugger_present_at_startup));
     }
     let filter: Vec<String> = std::env::args()
         .skip(1)
@@ -70,9 +80,11 @@ mod program {
     use tracing_trace2::api;
 
     pub(super) fn main(mode: &str) -> ExitCode {
-        let lifecycle = tracing_trace2::Trace2::from_env()
-            .with_exe_version("0.1.0")
-            .lifecycle();
+        let mut trace2 = tracing_trace2::Trace2::from_env().with_exe_version("0.1.0");
+        if mode.starts_with("background") {
+            trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
+        }
+        let lifecycle = trace2.lifecycle();
         tracing_subscriber::registry()
             .with(lifecycle.layer())
             .init();
@@ -83,7 +95,11 @@ mod program {
         });
         match mode {
             "exit-code" => trace2.finish(ExitCode::from(3)),
-            "process-exit" => std::process::exit(7),
+            "process-exit" | "background-process-exit" => std::process::exit(7),
+            "finish-then-process-exit" => {
+                let _ = trace2.finish_code(5);
+                std::process::exit(5)
+            }
             "panic" => panic!("the program panics"),
             "threads" => {
                 let workers: Vec<_> = ["alpha", "beta"]
@@ -152,9 +168,13 @@ fn event_names(lines: &[Value]) -> Vec<&str> {
 /// Runs `mode` with the Event target on a file; checks the exit status and returns the
 /// events.
 fn event_run(mode: &str, code: i32) -> Result<Vec<Value>, String> {
+    event_run_of(program(mode), mode, code)
+}
+
+/// [`event_run`] of a prepared command (its `GIT_TRACE2_EVENT` is set here).
+fn event_run_of(mut cmd: Command, mode: &str, code: i32) -> Result<Vec<Value>, String> {
     let dir = fresh_dir(mode);
     let file = dir.join("trace.event");
-    let mut cmd = program(mode);
     cmd.env("GIT_TRACE2_EVENT", &file);
     let out = run(cmd);
     ensure(out.status.code() == Some(code), || {
@@ -166,7 +186,47 @@ fn event_run(mode: &str, code: i32) -> Result<Vec<Value>, String> {
     })?;
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     let _ = std::fs::remove_dir_all(&dir);
-    events(&text)
+    let lines = events(&text)?;
+    windows_memory_before_exit(&text, &lines)?;
+    Ok(lines)
+}
+
+/// Git for Windows writes `data_json` `windows/memory` (category `process`) right before
+/// `exit`: an object of three counters, in git's key order, naming git's `the_repository`
+/// (id 0 here: no repository defined); elsewhere git has no such line.
+/// (Wine counts no page faults: `PageFaultCount` is 0 there.)
+fn windows_memory_before_exit(text: &str, lines: &[Value]) -> Result<(), String> {
+    const KEYS: [&str; 3] = ["PageFaultCount", "PeakWorkingSetSize", "PeakPagefileUsage"];
+    let is_memory = |e: &Value| e["event"] == "data_json" && e["key"] == "windows/memory";
+    let found: Vec<usize> = (0..lines.len()).filter(|&i| is_memory(&lines[i])).collect();
+    if !cfg!(windows) {
+        return ensure(found.is_empty(), || {
+            "windows/memory written off Windows".to_owned()
+        });
+    }
+    let exit = lines.iter().position(|e| e["event"] == "exit");
+    let Some((&at, exit)) = found.first().zip(exit) else {
+        return ensure(exit.is_none(), || {
+            format!("no windows/memory before exit: {lines:?}")
+        });
+    };
+    let memory = &lines[at];
+    let value = memory["value"].as_object();
+    let counters_ok = value.is_some_and(|v| {
+        v.len() == KEYS.len() && KEYS.iter().all(|k| v.get(*k).is_some_and(Value::is_u64))
+    }) && memory["value"]["PeakWorkingSetSize"].as_u64() > Some(0);
+    // The key order is only in the text (a parsed object sorts its keys).
+    let raw = text.lines().nth(at).unwrap_or("");
+    let order: Vec<Option<usize>> = KEYS.iter().map(|k| raw.find(&format!("\"{k}\""))).collect();
+    ensure(
+        found.len() == 1
+            && at + 1 == exit
+            && memory["category"] == "process"
+            && memory["repo"] == 0
+            && counters_ok
+            && order.windows(2).all(|w| w[0].is_some() && w[0] < w[1]),
+        || format!("windows/memory lines {found:?}, exit at {exit}: {raw}"),
+    )
 }
 
 /// `version`, `start` first, `exit` with `code`, then `atexit` last, once each.
@@ -189,6 +249,10 @@ fn ends_like_git(lines: &[Value], code: i64) -> Result<(), String> {
         .expect("counted above");
     ensure(exit["code"] == code, || {
         format!("exit line {exit}, expected code {code}")
+    })?;
+    let atexit = lines.last().expect("atexit is last");
+    ensure(atexit["code"] == code, || {
+        format!("atexit line {atexit}, expected code {code}")
     })?;
     let sid = lines[0]["sid"].as_str().unwrap_or("");
     ensure(is_sid(sid), || format!("not a session id: {sid:?}"))?;
@@ -226,6 +290,11 @@ fn return_from_main() -> Result<(), String> {
             format!("cmd_ancestry: {ancestry:?}")
         })?;
     }
+    // Git for Windows' `windows/debugger_present` only when a debugger is attached.
+    ensure(
+        !lines.iter().any(|e| e["key"] == "windows/debugger_present"),
+        || "windows/debugger_present without a debugger".to_owned(),
+    )?;
     // Git for Windows writes the same names as `data_json` `windows/ancestry` (category
     // `process`) just before `cmd_ancestry`; elsewhere git has no such line.
     let at = |pred: &dyn Fn(&Value) -> bool| lines.iter().position(pred);
@@ -264,20 +333,31 @@ fn finish_with_an_exit_code() -> Result<(), String> {
 
 /// `std::process::exit` without the guard: Linux with glibc learns the code from its
 /// exit handler; other Unix systems write `exit` with code 0 from `atexit` (see the
-/// lifecycle's documentation). On Windows it calls `ExitProcess`, which runs no exit
-/// handler at all: the trace stops where it was, as for a killed process.
+/// lifecycle's documentation). On Windows it calls `ExitProcess`, which runs no `atexit`
+/// handler: the lifecycle's `ExitProcess` callbacks write `exit` and `atexit` with the
+/// code, as git writes them for `exit(7)`.
 fn std_process_exit() -> Result<(), String> {
     let lines = event_run("process-exit", 7)?;
-    if cfg!(windows) {
-        let names = event_names(&lines);
-        return ensure(
-            names.starts_with(&["version", "start"])
-                && !names.contains(&"exit")
-                && !names.contains(&"atexit"),
-            || format!("{names:?}"),
-        );
-    }
-    let expected = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+    let expected = if cfg!(any(all(target_os = "linux", target_env = "gnu"), windows)) {
+        7
+    } else {
+        0
+    };
+    ends_like_git(&lines, expected)
+}
+
+/// `exit` and `atexit` written by the guard, then `std::process::exit`: the exit hooks
+/// (Windows' `ExitProcess` callbacks among them) write nothing more.
+fn finish_then_std_process_exit() -> Result<(), String> {
+    ends_like_git(&event_run("finish-then-process-exit", 5)?, 5)
+}
+
+/// `std::process::exit` with the lines written by a background worker: on Windows
+/// `ExitProcess` ends the worker before the callbacks run; the lines it had not taken
+/// yet and `exit`/`atexit` are written on the exiting thread (no hang waiting for it).
+fn std_process_exit_in_background() -> Result<(), String> {
+    let lines = event_run("background-process-exit", 7)?;
+    let expected = if cfg!(any(all(target_os = "linux", target_env = "gnu"), windows)) {
         7
     } else {
         0
@@ -447,6 +527,54 @@ fn under_wine() -> bool {
     false
 }
 
+/// `def_param` lists the config of the repository around the current directory (scope
+/// `local`), found by walking up from a subdirectory as git does; a `GIT_CEILING_DIRECTORIES`
+/// entry (`;`-separated on Windows, `:` elsewhere) at the repository stops the walk.
+fn repository_config_in_def_param() -> Result<(), String> {
+    let repo = fresh_dir("repo-config");
+    let git_dir = repo.join(".git");
+    for dir in ["objects", "refs"] {
+        std::fs::create_dir_all(git_dir.join(dir)).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").map_err(|e| e.to_string())?;
+    std::fs::write(
+        git_dir.join("config"),
+        "[core]\n\trepositoryformatversion = 0\n[portable]\n\tkey = from-the-repository\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let sub = repo.join("a").join("b");
+    std::fs::create_dir_all(&sub).map_err(|e| e.to_string())?;
+    let separator = if cfg!(windows) { ";" } else { ":" };
+    for ceiling in [None, Some(repo.clone())] {
+        let mut cmd = program("return");
+        cmd.current_dir(&sub)
+            .env("GIT_TRACE2_CONFIG_PARAMS", "portable.*")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", repo.join("no-such-global"));
+        if let Some(ceiling) = &ceiling {
+            // A list as users write it: an entry that matches nothing, then the repository.
+            let list = format!(
+                "{}{separator}{}",
+                std::env::temp_dir().join("elsewhere").display(),
+                ceiling.display()
+            );
+            cmd.env("GIT_CEILING_DIRECTORIES", list);
+        }
+        let lines = event_run_of(cmd, "repo-config-run", 0)?;
+        let params: Vec<&Value> = lines.iter().filter(|e| e["event"] == "def_param").collect();
+        let found = params.iter().any(|e| {
+            e["scope"] == "local"
+                && e["param"] == "portable.key"
+                && e["value"] == "from-the-repository"
+        });
+        ensure(found == ceiling.is_none(), || {
+            format!("ceiling {ceiling:?}: def_param lines {params:?}")
+        })?;
+    }
+    let _ = std::fs::remove_dir_all(&repo);
+    Ok(())
+}
+
 /// Values the platform's git refuses: the warning git prints, and the program runs on.
 /// Git for Windows is built without Unix sockets, so `af_unix:` is an unknown value there.
 fn refused_values_warn() -> Result<(), String> {
@@ -501,6 +629,120 @@ fn named_pipe_target() -> Result<(), String> {
 #[cfg(not(windows))]
 fn named_pipe_target() -> Result<(), String> {
     Ok(())
+}
+
+/// Started under a debugger (this test, with the Windows debugging API), the program
+/// writes Git for Windows' `data` `windows/debugger_present` (category `process`, value
+/// `1`) right after `start`, and ends as usual.
+#[cfg(windows)]
+fn debugger_present_at_startup() -> Result<(), String> {
+    let dir = fresh_dir("debugger");
+    let file = dir.join("trace.event");
+    let mut cmd = program("return");
+    cmd.env("GIT_TRACE2_EVENT", &file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let status = debugger::run_debugged(cmd)?;
+    ensure(status.success(), || format!("exit status {status:?}"))?;
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let lines = events(&text)?;
+    ends_like_git(&lines, 0)?;
+    let found: Vec<&Value> = lines
+        .iter()
+        .filter(|e| e["key"] == "windows/debugger_present")
+        .collect();
+    ensure(
+        found.len() == 1
+            && lines[2]["key"] == "windows/debugger_present"
+            && lines[2]["event"] == "data"
+            && lines[2]["category"] == "process"
+            && lines[2]["repo"] == 0
+            && lines[2]["value"] == "1",
+        || format!("{found:?} in {:?}", event_names(&lines)),
+    )
+}
+
+#[cfg(not(windows))]
+fn debugger_present_at_startup() -> Result<(), String> {
+    Ok(())
+}
+
+/// A minimal debugger: starts a program under the Windows debugging API and lets it
+/// run to its end.
+#[cfg(windows)]
+mod debugger {
+    use std::ffi::c_void;
+    use std::os::windows::process::CommandExt;
+    use std::process::{Command, ExitStatus};
+
+    const DEBUG_ONLY_THIS_PROCESS: u32 = 0x2;
+    const EXCEPTION_DEBUG_EVENT: u32 = 1;
+    const CREATE_PROCESS_DEBUG_EVENT: u32 = 3;
+    const EXIT_PROCESS_DEBUG_EVENT: u32 = 5;
+    const LOAD_DLL_DEBUG_EVENT: u32 = 6;
+    const EXCEPTION_BREAKPOINT: u32 = 0x8000_0003;
+    const DBG_CONTINUE: u32 = 0x0001_0002;
+    const DBG_EXCEPTION_NOT_HANDLED: u32 = 0x8001_0001;
+    const TIMEOUT_MS: u32 = 60_000;
+
+    /// `DEBUG_EVENT` on 64-bit Windows: three u32, then an 8-aligned union of 160 bytes
+    /// whose first field is a file handle (process, DLL) or an exception code.
+    #[repr(C)]
+    struct DebugEvent {
+        code: u32,
+        process_id: u32,
+        thread_id: u32,
+        info: [u64; 20],
+    }
+
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        fn WaitForDebugEvent(event: *mut DebugEvent, millis: u32) -> i32;
+        fn ContinueDebugEvent(process_id: u32, thread_id: u32, status: u32) -> i32;
+        fn CloseHandle(handle: *mut c_void) -> i32;
+    }
+
+    /// Runs `cmd` as a debuggee of this thread until it exits.
+    pub(super) fn run_debugged(mut cmd: Command) -> Result<ExitStatus, String> {
+        // The thread that starts the process is its debugger.
+        let mut child = cmd
+            .creation_flags(DEBUG_ONLY_THIS_PROCESS)
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        loop {
+            let mut event = DebugEvent {
+                code: 0,
+                process_id: 0,
+                thread_id: 0,
+                info: [0; 20],
+            };
+            // SAFETY: `event` is a writable `DEBUG_EVENT`.
+            if unsafe { WaitForDebugEvent(&mut event, TIMEOUT_MS) } == 0 {
+                let _ = child.kill();
+                return Err("no debug event within a minute".to_owned());
+            }
+            let mut status = DBG_CONTINUE;
+            match event.code {
+                CREATE_PROCESS_DEBUG_EVENT | LOAD_DLL_DEBUG_EVENT if event.info[0] != 0 => {
+                    // SAFETY: the event hands this debugger an open file handle to close.
+                    unsafe { CloseHandle(event.info[0] as *mut c_void) };
+                }
+                // The loader's first breakpoint is the debugger's to take; every other
+                // exception goes back to the program.
+                EXCEPTION_DEBUG_EVENT if event.info[0] as u32 != EXCEPTION_BREAKPOINT => {
+                    status = DBG_EXCEPTION_NOT_HANDLED;
+                }
+                _ => {}
+            }
+            // SAFETY: continues the thread that reported the event.
+            unsafe { ContinueDebugEvent(event.process_id, event.thread_id, status) };
+            if event.code == EXIT_PROCESS_DEBUG_EVENT {
+                break;
+            }
+        }
+        child.wait().map_err(|e| e.to_string())
+    }
 }
 
 /// The listening end of a named pipe, made with the Windows API.

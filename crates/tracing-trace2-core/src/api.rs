@@ -28,6 +28,9 @@ static NEXT_CHILD_ID: AtomicU64 = AtomicU64::new(0);
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(0);
 static LAST_EXIT_CODE: AtomicI32 = AtomicI32::new(0);
 static EXIT_WRITTEN: AtomicBool = AtomicBool::new(false);
+/// Whether repository 1 was defined: git's `the_repository`, which its process lines
+/// (`windows/memory`) name, has id 1 once set up and 0 before.
+static FIRST_REPO_DEFINED: AtomicBool = AtomicBool::new(false);
 
 /// The caller of the public function, as the origin of its line.
 #[track_caller]
@@ -154,6 +157,9 @@ pub fn def_param(scope: &str, param: &str, value: Option<&str>) {
 /// `def_repo`: a repository got its id.
 #[track_caller]
 pub fn def_repo(repo: i64, worktree: &str) {
+    if repo == 1 {
+        FIRST_REPO_DEFINED.store(true, Ordering::Relaxed);
+    }
     ApiCall::Plain(Event::DefRepo { repo, worktree }).send(caller());
 }
 
@@ -452,21 +458,49 @@ pub fn counter(per_thread: bool, category: &str, name: &str, value: u64) {
 /// for `atexit`, and returned.
 #[track_caller]
 pub fn exit(code: i32) -> i32 {
-    let code = code & 0xff;
-    LAST_EXIT_CODE.store(code, Ordering::Relaxed);
-    EXIT_WRITTEN.store(true, Ordering::Relaxed);
-    ApiCall::Exit { code }.send(caller());
-    code
+    exit_from(caller(), code)
 }
 
 /// [`exit`] reported at `at` (a location the program captured earlier, for exits
 /// written where no caller is known: a destructor, an exit handler).
 pub fn exit_at(at: &'static Location<'static>, code: i32) -> i32 {
+    exit_from(Origin::Caller(at), code)
+}
+
+/// `exit` from `from`; on Windows Git for Windows' `windows/memory` line first.
+fn exit_from(from: Origin<'_>, code: i32) -> i32 {
     let code = code & 0xff;
     LAST_EXIT_CODE.store(code, Ordering::Relaxed);
     EXIT_WRITTEN.store(true, Ordering::Relaxed);
-    ApiCall::Exit { code }.send(Origin::Caller(at));
+    #[cfg(windows)]
+    peak_memory_line(from);
+    ApiCall::Exit { code }.send(from);
     code
+}
+
+/// `data_json` `windows/memory` (category `process`), which Git for Windows writes right
+/// before every `exit` (see [`crate::process_info`]); nothing without a Trace2 layer.
+#[cfg(windows)]
+fn peak_memory_line(from: Origin<'_>) {
+    let traced = tracing::dispatcher::get_default(|d| d.downcast_ref::<Trace2Layer>().is_some());
+    if !traced {
+        return;
+    }
+    if let Some(memory) = crate::process_info::peak_memory() {
+        ApiCall::DataJson {
+            category: "process",
+            key: "windows/memory",
+            json: &memory.to_json(),
+            repo: Some(the_repository_id()),
+        }
+        .send(from);
+    }
+}
+
+/// The id git's `the_repository` has in the process lines git writes about itself:
+/// 1 once [`def_repo`] defined repository 1, else 0.
+pub fn the_repository_id() -> i64 {
+    i64::from(FIRST_REPO_DEFINED.load(Ordering::Relaxed))
 }
 
 /// Whether [`exit`] was called (an exit handler then does not write a second `exit`).
@@ -636,5 +670,13 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             ApiCall::Exit { code: 3 }.send(Origin::At(None, 0));
         });
+    }
+
+    #[test]
+    fn the_repository_is_repository_one_once_defined() {
+        // Without a layer nothing is written; the id git's own process lines name is kept.
+        def_repo(2, "/elsewhere");
+        def_repo(1, "/work/repo");
+        assert_eq!(the_repository_id(), 1);
     }
 }

@@ -57,6 +57,7 @@ mod fields;
 mod lanes;
 mod layer;
 mod output;
+pub mod process_info;
 pub mod redact;
 mod region;
 pub mod session;

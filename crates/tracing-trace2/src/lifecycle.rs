@@ -40,7 +40,8 @@
 //! | returning from `main` with the guard dropped (`Ok`, `Err`, an `ExitCode`) | Linux with glibc: `exit` with the code the process exits with (1 for `Err`), then `atexit`, from the exit handler (see below); elsewhere `exit` code 0 and `atexit`, when the guard is dropped |
 //! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …), [`Trace2Guard::finish_code`]`(u8)` or [`Trace2Guard::finish_result`] | `exit` with the code the value reports, then `atexit` |
 //! | [`Trace2Guard::exit`] / [`exit`] | `exit` with the code (masked to 0..=255), then `atexit` |
-//! | `std::process::exit` called directly, or `exit` from C code | Linux with glibc: `exit` with the code and `atexit`, from an exit handler (see below); elsewhere `exit` code 0 and `atexit` |
+//! | `std::process::exit` called directly | Linux with glibc: `exit` with the code and `atexit`, from an exit handler (see below); Windows: the same, from `ExitProcess`'s callbacks (see below); elsewhere `exit` code 0 and `atexit` |
+//! | `exit` from C code | Linux with glibc: `exit` with the code and `atexit`; elsewhere `exit` code 0 and `atexit` |
 //! | a panic that unwinds out of `main` | `error` (the panic message, at the panic's file:line), `exit` code 101, `atexit` |
 //! | a panic with `panic = "abort"` | `error`, then the process dies of SIGABRT: no `exit`/`atexit`, like git's `BUG()` |
 //! | a panic on another thread | `error` only; the process goes on |
@@ -71,6 +72,21 @@
 //! `std::process::exit` the main thread's per-thread timer values are not among the
 //! totals (a dropped guard hands them over). A program that can call
 //! [`Trace2Guard::exit`] instead gets exact lines.
+//!
+//! ## Windows
+//!
+//! `std::process::exit` calls `ExitProcess`, which runs no C runtime `atexit` handler.
+//! It ends every other thread first, each with the exit code, then runs the exiting
+//! thread's fiber-local storage callbacks and the executable's TLS callbacks; the
+//! lifecycle registers one of each and keeps a parked "witness" thread (64 KiB of
+//! stack), whose exit code tells the process's there. The first callback that runs
+//! writes `exit` with that code and `atexit` (Wine 8 runs the fiber-local one; on a real
+//! Windows the TLS callback is expected to run, which is not verified here). By then the
+//! other threads are gone without cleanup: a background writer's worker too, so what it
+//! had not written is lost, and a lock another thread held at that moment stays held.
+//! Git for Windows also writes `data` `windows/debugger_present` at startup when a
+//! debugger is attached, and `data_json` `windows/memory` (peak memory counters) right
+//! before every `exit`; so do we (see [`tracing_trace2_core::process_info`]).
 //!
 //! ## SIGPIPE
 //!
@@ -268,6 +284,12 @@ impl Lifecycle {
                 .collect()
         });
         api::start(&argv);
+        // Git for Windows' startup line for a debugger that started the process (git's
+        // `the_repository`, not set up yet, has repository id 0 in it).
+        #[cfg(windows)]
+        if tracing_trace2_core::process_info::debugger_present() {
+            api::data("process", "windows/debugger_present", "1", Some(0));
+        }
         if self.ancestry {
             let names = crate::ancestry::ancestry();
             if !names.is_empty() {
@@ -277,7 +299,7 @@ impl Lifecycle {
                     "process",
                     "windows/ancestry",
                     &crate::ancestry::windows_ancestry_json(&names),
-                    None,
+                    Some(0),
                 );
                 api::cmd_ancestry(&names);
             }
@@ -660,41 +682,12 @@ mod hooks {
     }
 }
 
-/// Windows: the C runtime's `atexit`, which runs when `main` returns through the C
-/// runtime and when C code calls `exit`. `std::process::exit` calls `ExitProcess`
-/// directly, which runs no `atexit` handler: a process that ends that way has no `exit`
-/// and `atexit` lines, like one that is killed ([`Trace2Guard::exit`] writes them). There
-/// is no SIGPIPE: a write to a closed pipe fails with an error.
+/// Windows: the C runtime's `atexit`, and `ExitProcess`'s callbacks for
+/// `std::process::exit` (see the module).
 #[cfg(windows)]
-mod hooks {
-    use super::{Sigpipe, claim_end, write_atexit};
-    use tracing_trace2_core::api;
-
-    /// The C runtime's `atexit` handler is not told the status.
-    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool = false;
-
-    pub(super) fn install_exit_handler() {
-        // SAFETY: the handler is a plain function that lives for the whole process.
-        unsafe {
-            libc::atexit(exit_handler);
-        }
-    }
-
-    /// Runs when the process calls `exit` without going through the guard; the code is
-    /// not known here (0 is written, as on Unix without glibc).
-    extern "C" fn exit_handler() {
-        let Some(shared) = claim_end() else { return };
-        // Through the subscriber that was current where the lifecycle started, as on Unix.
-        shared.with_dispatch(|| {
-            if !api::exit_written() {
-                api::exit_at(shared.started_at, 0);
-            }
-            write_atexit(shared, shared.started_at);
-        });
-    }
-
-    pub(super) fn install_sigpipe(_mode: Sigpipe) {}
-}
+mod windows_hooks;
+#[cfg(windows)]
+use windows_hooks as hooks;
 
 #[cfg(not(any(unix, windows)))]
 mod hooks {

@@ -110,6 +110,14 @@ pub fn flush_all() {
     queue::flush_all();
 }
 
+/// Tells every background writer that the other threads of the process, its worker
+/// among them, ended without cleanup (Windows' `ExitProcess` before the exit hooks run):
+/// what the calling thread writes from then on is written on it, without a lock another
+/// thread may have held; what a worker had not written yet is lost.
+pub fn other_threads_gone() {
+    queue::other_threads_gone();
+}
+
 /// Shuts every background writer of the process down, as the exit handler does.
 pub fn shutdown_all() {
     queue::shutdown_all();

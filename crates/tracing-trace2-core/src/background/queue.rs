@@ -37,12 +37,14 @@
 //! the forking thread survives a fork). A `pthread_atfork` handler counts forks; a queue
 //! started before the last fork handles every message on the sending thread, without
 //! touching a lock another thread of the parent may have held when it forked, and leaves
-//! the parent's queued messages to the parent.
+//! the parent's queued messages to the parent. On Windows, `ExitProcess` ends every
+//! other thread (the workers too) before the exit hooks run: the lifecycle then calls
+//! [`other_threads_gone`] and the queues behave as in a forked child.
 
 use std::cell::Cell;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, PoisonError, TryLockError, Weak};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
@@ -101,6 +103,35 @@ static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 #[cfg(unix)]
 extern "C" fn count_fork_in_child() {
     // Async-signal-safe: one atomic add.
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Every other thread of the process has ended without cleanup (Windows' `ExitProcess`
+/// before its exit hooks): each queue handles what follows on the sending thread, as in
+/// a forked child. What the workers had not written yet is lost, as for a killed process.
+pub(crate) fn other_threads_gone() {
+    // What senders queued and the worker had not taken yet is written here first, where
+    // no dead thread holds the locks (a worker's batch in hand is lost).
+    let registry = match REGISTRY.try_lock() {
+        Ok(all) => Some(all),
+        Err(TryLockError::Poisoned(all)) => Some(all.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    };
+    let queues: Vec<Arc<Queue>> = registry
+        .map(|all| all.iter().filter_map(Weak::upgrade).collect())
+        .unwrap_or_default();
+    for queue in queues.iter().filter(|q| !q.in_fork()) {
+        let queued = match queue.shared.pending.try_lock() {
+            Ok(mut p) => {
+                p.messages = 0;
+                std::mem::take(&mut p.buf)
+            }
+            Err(_) => continue,
+        };
+        for_each_message(&queued, |msg| {
+            let _ = queue.shared.drain.handle_in_fork(msg);
+        });
+    }
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
 }
 
@@ -450,11 +481,16 @@ fn run_worker(shared: &Shared) {
     }
 }
 
-fn handle_batch(shared: &Shared, mut batch: &[u8]) {
+fn handle_batch(shared: &Shared, batch: &[u8]) {
+    for_each_message(batch, |msg| shared.drain.handle(msg));
+}
+
+/// Each `len:u32` + bytes message of a batch.
+fn for_each_message(mut batch: &[u8], mut handle: impl FnMut(&[u8])) {
     while let Some((len, rest)) = batch.split_first_chunk::<4>() {
         let len = u32::from_le_bytes(*len) as usize;
         let Some(msg) = rest.get(..len) else { return };
-        shared.drain.handle(msg);
+        handle(msg);
         batch = &rest[len..];
     }
 }

@@ -103,11 +103,10 @@ fn find_git_dir(
         // Explicit: no search and no ownership check.
         return (!dir.is_empty()).then(|| PathBuf::from(dir));
     }
-    let cwd_text = cwd.as_os_str().as_encoded_bytes();
-    if !cwd_text.starts_with(b"/") {
+    if !cwd.is_absolute() {
         return None;
     }
-    let ceiling = ceiling_length(env, cwd_text);
+    let ceiling = ceiling_length(env, &os::slashed(cwd));
     let one_filesystem = !env_flag(env, "GIT_DISCOVERY_ACROSS_FILESYSTEM");
     let device = os::device(&std::fs::metadata(cwd).ok()?);
     let mut dir = cwd.to_path_buf();
@@ -161,7 +160,7 @@ fn find_git_dir(
         }
         // Up one level, unless that reaches the ceiling or leaves the filesystem.
         let parent = dir.parent()?.to_path_buf();
-        let parent_len = match parent.as_os_str().as_encoded_bytes() {
+        let parent_len = match os::slashed(&parent).as_slice() {
             b"/" => 0,
             p => p.len(),
         };
@@ -176,8 +175,9 @@ fn find_git_dir(
 }
 
 /// Length of the deepest `GIT_CEILING_DIRECTORIES` entry that is a proper ancestor of
-/// `cwd`, or -1. Entries are resolved unless an empty entry came before them; relative
-/// and unresolvable ones are dropped.
+/// `cwd` (with `/` separators, see `os::slashed`), or -1. The entries are separated by
+/// the platform's path-list separator (`:`, Windows `;`); they are resolved unless an
+/// empty entry came before them; relative and unresolvable ones are dropped.
 fn ceiling_length(env: EnvFn<'_>, cwd: &[u8]) -> isize {
     let Some(list) = env("GIT_CEILING_DIRECTORIES") else {
         return -1;
@@ -187,21 +187,21 @@ fn ceiling_length(env: EnvFn<'_>, cwd: &[u8]) -> isize {
     }
     let mut resolve = true;
     let mut longest = -1;
-    for entry in list.split(':') {
+    for entry in list.split(os::PATH_LIST_SEPARATOR) {
         if entry.is_empty() {
             resolve = false;
             continue;
         }
-        if !entry.starts_with('/') {
+        if !os::is_absolute_text(entry) {
             continue;
         }
         let ceiling = if resolve {
             match real_path(Path::new(entry)) {
-                Some(p) => p.into_os_string().into_encoded_bytes(),
+                Some(p) => os::slashed(&p),
                 None => continue,
             }
         } else {
-            entry.as_bytes().to_vec()
+            os::slashed(Path::new(entry))
         };
         let mut len = ceiling.len();
         if ceiling.ends_with(b"/") {
@@ -533,7 +533,8 @@ fn env_flag(env: EnvFn<'_>, name: &str) -> bool {
 
 /// Git's `realpath`: every link resolved; the last component may be missing.
 pub(crate) fn real_path(path: &Path) -> Option<PathBuf> {
-    match std::fs::canonicalize(path) {
+    let canonical = |p: &Path| std::fs::canonicalize(p).map(os::without_verbatim_prefix);
+    match canonical(path) {
         Ok(p) => Some(p),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let name = path.file_name()?;
@@ -543,7 +544,7 @@ pub(crate) fn real_path(path: &Path) -> Option<PathBuf> {
             } else {
                 parent
             };
-            Some(std::fs::canonicalize(parent).ok()?.join(name))
+            Some(canonical(parent).ok()?.join(name))
         }
         Err(_) => None,
     }
@@ -584,6 +585,24 @@ mod os {
     use std::path::{Path, PathBuf};
 
     use super::EnvFn;
+
+    /// What separates the entries of `GIT_CEILING_DIRECTORIES`.
+    pub(super) const PATH_LIST_SEPARATOR: char = ':';
+
+    /// Whether git takes a path as absolute: it starts at the root.
+    pub(super) fn is_absolute_text(path: &str) -> bool {
+        path.starts_with('/')
+    }
+
+    /// A resolved path as git holds it (Unix: as it is).
+    pub(super) fn without_verbatim_prefix(path: PathBuf) -> PathBuf {
+        path
+    }
+
+    /// The path's bytes as git compares them (Unix: as they are).
+    pub(super) fn slashed(path: &Path) -> Vec<u8> {
+        path.as_os_str().as_bytes().to_vec()
+    }
 
     /// A path from the bytes of a file (`gitdir:`, `commondir`) or of a joined path.
     pub(super) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
@@ -638,6 +657,37 @@ mod os {
 
     use super::EnvFn;
 
+    /// What separates the entries of `GIT_CEILING_DIRECTORIES` (Git for Windows' `PATH_SEP`).
+    pub(super) const PATH_LIST_SEPARATOR: char = ';';
+
+    /// Whether Git for Windows takes a path as absolute: a drive letter and a separator
+    /// (`C:/x`, `C:\x`), or a leading separator (`/x`, `\\server\share`).
+    pub(super) fn is_absolute_text(path: &str) -> bool {
+        let b = path.as_bytes();
+        let is_sep = |c: u8| c == b'/' || c == b'\\';
+        b.first().is_some_and(|&c| is_sep(c))
+            || (b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && is_sep(b[2]))
+    }
+
+    /// A resolved path as Git for Windows' `real_path` gives it: without the `\\?\`
+    /// prefix `std::fs::canonicalize` puts before every path (`\\?\UNC\` becomes `\\`).
+    pub(super) fn without_verbatim_prefix(path: PathBuf) -> PathBuf {
+        let text = path.to_string_lossy();
+        if let Some(share) = text.strip_prefix(r"\\?\UNC\") {
+            return PathBuf::from(format!(r"\\{share}"));
+        }
+        match text.strip_prefix(r"\\?\") {
+            Some(local) => PathBuf::from(local),
+            None => path,
+        }
+    }
+
+    /// The path as Git for Windows holds it (its `getcwd` and `real_path` turn every
+    /// backslash into `/`), for comparing paths by prefix.
+    pub(super) fn slashed(path: &Path) -> Vec<u8> {
+        path.to_string_lossy().replace('\\', "/").into_bytes()
+    }
+
     /// A path from the bytes of a file (`gitdir:`, `commondir`): git writes them as
     /// UTF-8 on Windows.
     pub(super) fn path_from_bytes(bytes: &[u8]) -> PathBuf {
@@ -686,6 +736,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
     fn ceiling_is_the_deepest_proper_ancestor() {
         let env = env_of(&[("GIT_CEILING_DIRECTORIES", ":/a:/a/b/:rel:/a/b/c:/x")]);
@@ -699,6 +750,38 @@ mod tests {
             ceiling_length(&env_of(&[("GIT_CEILING_DIRECTORIES", ":/")]), b"/a"),
             0
         );
+    }
+
+    /// Git for Windows: `;` between the entries, drive-letter paths, compared with `/`.
+    #[cfg(windows)]
+    #[test]
+    fn ceiling_is_the_deepest_proper_ancestor() {
+        let env = env_of(&[(
+            "GIT_CEILING_DIRECTORIES",
+            ";C:/a;C:\\a\\b\\;rel;C:/a/b/c;C:/x",
+        )]);
+        assert_eq!(ceiling_length(&env, b"C:/a/b/c"), 6);
+        assert_eq!(ceiling_length(&env, b"C:/a/b/c/d"), 8);
+        assert_eq!(ceiling_length(&env, b"C:/a/bc"), 4);
+        assert_eq!(ceiling_length(&env_of(&[]), b"C:/a"), -1);
+        // A `:` is part of a drive letter here, not a separator.
+        let colon = env_of(&[("GIT_CEILING_DIRECTORIES", ":C:/a")]);
+        assert_eq!(ceiling_length(&colon, b"C:/a/b"), -1);
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn resolved_paths_lose_the_verbatim_prefix() {
+        let plain = |p: &str| os::without_verbatim_prefix(PathBuf::from(p));
+        assert_eq!(plain(r"\\?\C:\a\b"), PathBuf::from(r"C:\a\b"));
+        assert_eq!(
+            plain(r"\\?\UNC\server\share\x"),
+            PathBuf::from(r"\\server\share\x")
+        );
+        assert_eq!(plain(r"C:\a"), PathBuf::from(r"C:\a"));
+        let s = Scratch::new();
+        let real = real_path(&s.root).expect("the scratch directory resolves");
+        assert!(!real.to_string_lossy().starts_with(r"\\?\"), "{real:?}");
     }
 
     #[test]
@@ -774,7 +857,7 @@ mod tests {
     #[test]
     fn real_path_allows_one_missing_component() {
         let s = Scratch::new();
-        let root = std::fs::canonicalize(&s.root).unwrap();
+        let root = os::without_verbatim_prefix(std::fs::canonicalize(&s.root).unwrap());
         assert_eq!(real_path(&s.root.join("new")), Some(root.join("new")));
         assert_eq!(real_path(&s.root.join("new/deeper")), None);
     }
