@@ -17,7 +17,9 @@
 //! to a regular file are still taken one at a time within the process: wine appends by
 //! finding the end and writing there, so two threads' lines could land on the same
 //! spot (observed under load); an uncontended lock costs far less than the `WriteFile`
-//! it guards. Other processes appending under wine can still collide. Windows
+//! it guards. Other processes appending under wine can still collide. Once the other
+//! threads are gone ([`other_threads_gone`], inside `ExitProcess`), the lock is tried, not
+//! waited for: a thread killed while writing never gives it back. Windows
 //! has no SIGPIPE: a reader that went away makes the write fail (`ERROR_NO_DATA`,
 //! `ERROR_BROKEN_PIPE`), and the caller disables the target.
 
@@ -25,9 +27,18 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::mem::ManuallyDrop;
 use std::os::windows::io::{AsRawHandle, FromRawHandle, RawHandle};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 use crate::sink::{FILE_BATCH_LIMIT, Sink};
+
+/// Set once the process's other threads are gone (see [`other_threads_gone`]).
+static OTHER_THREADS_GONE: AtomicBool = AtomicBool::new(false);
+
+/// From now on a sink writes without waiting for its write lock (see the module docs).
+pub(crate) fn other_threads_gone() {
+    OTHER_THREADS_GONE.store(true, Ordering::Release);
+}
 
 /// Where a [`HandleSink`] writes.
 #[derive(Debug)]
@@ -119,14 +130,31 @@ impl HandleSink {
         }
     }
 
+    /// The write lock; once the other threads are gone, only if it is free (a killed
+    /// holder would keep it forever, and no other thread is left to write beside us).
+    fn lock_file_writes(&self) -> Option<MutexGuard<'_, ()>> {
+        if !OTHER_THREADS_GONE.load(Ordering::Acquire) {
+            return Some(
+                self.file_writes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+        }
+        match self.file_writes.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// Runs `with` on the file this sink writes to now, alone in this process when it
     /// is a regular file.
     fn with_file<T>(&self, with: impl FnOnce(&File) -> io::Result<T>) -> io::Result<T> {
-        let _alone = (self.batch_limit > 0).then(|| {
-            self.file_writes
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-        });
+        let _alone = if self.batch_limit > 0 {
+            self.lock_file_writes()
+        } else {
+            None
+        };
         match &self.destination {
             Destination::Owned(file) => with(file),
             Destination::Descriptor(fd) => match descriptor_handle(*fd) {

@@ -88,6 +88,15 @@ pub use warn::{
 pub use sink::{FILE_BATCH_LIMIT, MemorySink, NullSink, Sink};
 use warn::Reporter;
 
+/// Tells the sinks that every other thread of the process is gone without cleanup
+/// (Windows' `ExitProcess` before the exit lines are written): a lock a killed thread
+/// held stays held, so from then on a sink does not wait for its own write lock. A no-op
+/// where sinks take no lock.
+pub fn other_threads_gone() {
+    #[cfg(windows)]
+    handle::other_threads_gone();
+}
+
 /// What [`open`] needs besides the value.
 #[derive(Clone, Debug)]
 pub struct OpenSettings {

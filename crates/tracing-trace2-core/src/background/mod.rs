@@ -115,6 +115,7 @@ pub fn flush_all() {
 /// what the calling thread writes from then on is written on it, without a lock another
 /// thread may have held; what a worker had not written yet is lost.
 pub fn other_threads_gone() {
+    tracing_trace2_dst::other_threads_gone();
     queue::other_threads_gone();
 }
 
