@@ -5,7 +5,10 @@
 //! are the Trace2 events of [`EVENT_KINDS`], each with its argument signature; kinds
 //! `0x39`–`0x3F` are the batch's own control records ([`control`]). The decoder parses
 //! every event generically from its signature, so a stream that declares a kind this
-//! table does not know (a later minor version) can still be read past.
+//! table does not know (a later minor version) can still be read past. Which field of a
+//! kind's catalogue row each argument carries is the kind's [`Layout`] ([`LAYOUTS`],
+//! worked out from the rows at compile time), by which the writer writes and the
+//! decoder rebuilds every kind but regions and data.
 //!
 //! Argument type codes:
 //!

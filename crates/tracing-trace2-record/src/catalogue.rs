@@ -8,13 +8,17 @@
 //! [`codec`](crate::codec).
 //!
 //! What reads or writes events generically goes through this module: [`Event::kind`]
-//! gives a record's row, [`Event::visit_fields`] hands its fields over in catalogue
-//! order as [`FieldValue`]s, and [`Event::from_fields`] builds an event of a kind from
-//! such values (the Event JSON reader, the binary decoder's checks and the random record
-//! generator use them). Those two functions and [`Event::kind`] are the only places that
-//! spell out every variant's fields; a test checks them against the table. What stays
-//! per kind elsewhere is what is irregular: the Normal and Perf payload text, the typed
-//! API call and the meaning a reader gives a kind.
+//! gives a record's row, [`Event::field_values`] (and [`Event::visit_fields`]) hand its
+//! fields over in catalogue order as [`FieldValue`]s, and [`Event::from_fields`] builds
+//! an event of a kind from such values (the record codec, the binary writer and decoder,
+//! the Event JSON reader and the random record generator use them). Those functions and
+//! [`Event::kind`] are the only places that spell out every variant's fields; a test
+//! checks them against the table. [`regular_event!`](crate::regular_event) and
+//! [`regular_kind!`](crate::regular_kind) name the kinds that the encoders and decoders
+//! handle by their row alone (all but regions and data, which they write by hand), so
+//! that their matches need no `_` arm and a new kind stops the build until it is listed
+//! there. What stays per kind elsewhere is what is irregular: the Normal and Perf payload
+//! text, the typed API call and the meaning a reader gives a kind.
 
 use std::fmt;
 
@@ -458,7 +462,8 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
 /// Encoders and decoders match `Event::RegionEnter { .. }`, ..., and this pattern, with
 /// no `_` arm: a new variant of [`Event`] not listed here makes each of those matches
 /// fail to compile, so that the kind is either added here (regular, nothing else to do)
-/// or given its own arm everywhere. [`regular_kind!`] is the same list as [`Kind`]s.
+/// or given its own arm everywhere. [`regular_kind!`](crate::regular_kind) is the same
+/// list as [`Kind`]s.
 #[macro_export]
 macro_rules! regular_event {
     () => {

@@ -83,16 +83,19 @@ const NONE_LEN: u32 = u32::MAX;
 /// reached from inside one frame writer, cost regions 23 instructions more:
 /// `docs/performance.md`).
 pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
+    // The region arms name their kind, so that its tag is a constant.
     match record.event {
-        Event::RegionEnter { region, nesting } => encode_frame(record, out, |w| {
-            w.region(&region);
-            w.u32(nesting);
-        }),
+        Event::RegionEnter { region, nesting } => {
+            encode_frame(record, Kind::RegionEnter, out, |w| {
+                w.region(&region);
+                w.u32(nesting);
+            });
+        }
         Event::RegionLeave {
             region,
             nesting,
             t_rel_us,
-        } => encode_frame(record, out, |w| {
+        } => encode_frame(record, Kind::RegionLeave, out, |w| {
             w.region(&region);
             w.u32(nesting);
             w.u64(t_rel_us);
@@ -112,7 +115,7 @@ pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
             json: text,
             nesting,
             t_rel_us,
-        } => encode_frame(record, out, |w| {
+        } => encode_frame(record, record.event.kind(), out, |w| {
             w.opt_i64(repo);
             w.str(category);
             w.str(key);
@@ -129,12 +132,20 @@ pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
 /// [`encode`] of a kind that is not hot: its fields as its catalogue row says.
 #[inline(never)]
 fn encode_by_catalogue(record: &Record<'_>, out: &mut Vec<u8>) {
-    encode_frame(record, out, |w| w.by_catalogue(&record.event));
+    encode_frame(record, record.event.kind(), out, |w| {
+        w.by_catalogue(&record.event);
+    });
 }
 
-/// One frame: the fixed fields, then the event's fields as `fields` writes them.
+/// One frame: the fixed fields (`kind` is the record's), then the event's fields as
+/// `fields` writes them.
 #[cfg_attr(not(debug_assertions), inline(always))]
-fn encode_frame(record: &Record<'_>, out: &mut Vec<u8>, fields: impl FnOnce(&mut FrameWriter<'_>)) {
+fn encode_frame(
+    record: &Record<'_>,
+    kind: Kind,
+    out: &mut Vec<u8>,
+    fields: impl FnOnce(&mut FrameWriter<'_>),
+) {
     let start = out.len();
     {
         let mut w = FrameWriter {
@@ -142,7 +153,7 @@ fn encode_frame(record: &Record<'_>, out: &mut Vec<u8>, fields: impl FnOnce(&mut
             budget: STRING_BUDGET,
         };
         w.out.put_array([VERSION, 0, 0, 0, 0]);
-        w.head(record);
+        w.head(record, kind);
         fields(&mut w);
     }
     let body = out.len() - start - FRAME_HEADER;
@@ -172,10 +183,10 @@ struct FrameWriter<'o> {
 impl FrameWriter<'_> {
     /// The fixed fields of the body, before the event's own.
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn head(&mut self, record: &Record<'_>) {
+    fn head(&mut self, record: &Record<'_>, kind: Kind) {
         // The fixed fields, as one store.
         let mut fixed = [0u8; 29];
-        fixed[0] = record.event.kind().id();
+        fixed[0] = kind.id();
         fixed[1..9].copy_from_slice(&record.time.wall_us.to_le_bytes());
         fixed[9..17].copy_from_slice(&record.time.t_abs_us.to_le_bytes());
         fixed[17..21].copy_from_slice(&record.depth.to_le_bytes());

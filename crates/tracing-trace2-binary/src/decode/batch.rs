@@ -544,7 +544,8 @@ fn check_utf8(payload: &[u8], (start, len): Span) -> Result<(), BatchError> {
         .map_err(|_| BatchError::NotUtf8)
 }
 
-/// The event of `p`, its texts read from `payload` and its list from `items`.
+/// The event of `p`, its texts read from `payload` and its list from `items`: regions and
+/// data by hand, every other kind by its catalogue row and [`spec::Layout`].
 fn build_event<'a>(
     p: &Parsed,
     texts: Texts<'a>,
