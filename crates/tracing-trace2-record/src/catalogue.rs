@@ -14,10 +14,10 @@
 //! the Event JSON reader and the random record generator use them). Those functions and
 //! [`Event::kind`] are the only places that spell out every variant's fields; a test
 //! checks them against the table. [`regular_event!`](crate::regular_event) and
-//! [`regular_kind!`](crate::regular_kind) name the kinds that the encoders and decoders
-//! handle by their row alone (all but regions and data, which they write by hand), so
-//! that their matches need no `_` arm and a new kind stops the build until it is listed
-//! there. What stays per kind elsewhere is what is irregular: the Normal and Perf payload
+//! [`regular_kind!`](crate::regular_kind) name the kinds that the encoders and the
+//! binary decoder handle by their row alone (all but regions and data, which they write
+//! by hand), so that their matches need no `_` arm and a new kind stops the build until
+//! it is listed there. What stays per kind elsewhere is what is irregular: the Normal and Perf payload
 //! text, the typed API call and the meaning a reader gives a kind.
 
 use std::fmt;
@@ -459,11 +459,13 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
 /// encoders and decoders write out by hand because a walk of the row cost them
 /// measurably more (`docs/performance.md`).
 ///
-/// Encoders and decoders match `Event::RegionEnter { .. }`, ..., and this pattern, with
-/// no `_` arm: a new variant of [`Event`] not listed here makes each of those matches
-/// fail to compile, so that the kind is either added here (regular, nothing else to do)
-/// or given its own arm everywhere. [`regular_kind!`](crate::regular_kind) is the same
-/// list as [`Kind`]s.
+/// The record codec's encoder and the binary writer and decoder match
+/// `Event::RegionEnter { .. }`, ..., and this pattern, with no `_` arm: a new variant of
+/// [`Event`] not listed here makes each of those matches fail to compile, so that the
+/// kind is either added here (regular, nothing else to do) or given its own arm
+/// everywhere. [`regular_kind!`](crate::regular_kind) is the same list as [`Kind`]s.
+/// (The record codec's decoder reads any kind but the hot ones by its row, which is
+/// all it needs, so it lists none.)
 #[macro_export]
 macro_rules! regular_event {
     () => {
