@@ -5,7 +5,10 @@
 //! are the Trace2 events of [`EVENT_KINDS`], each with its argument signature; kinds
 //! `0x39`–`0x3F` are the batch's own control records ([`control`]). The decoder parses
 //! every event generically from its signature, so a stream that declares a kind this
-//! table does not know (a later minor version) can still be read past.
+//! table does not know (a later minor version) can still be read past. Which field of a
+//! kind's catalogue row each argument carries is the kind's [`Layout`] ([`LAYOUTS`],
+//! worked out from the rows at compile time), by which the writer writes and the
+//! decoder rebuilds every kind but regions and data.
 //!
 //! Argument type codes:
 //!
@@ -33,7 +36,7 @@
 //! the record's value).
 
 use crate::record::Event;
-use crate::record::catalogue::{CATALOGUE, KIND_COUNT};
+use crate::record::catalogue::{CATALOGUE, FieldType, KIND_COUNT, KindSpec as Row, MAX_FIELDS};
 
 /// The format's major version: a decoder refuses other majors.
 pub const MAJOR: u8 = 1;
@@ -80,7 +83,7 @@ pub enum ArgType {
 
 impl ArgType {
     /// The type of a signature character.
-    pub fn from_code(code: u8) -> Option<ArgType> {
+    pub const fn from_code(code: u8) -> Option<ArgType> {
         Some(match code {
             b'u' => ArgType::Uint,
             b'i' => ArgType::Int,
@@ -190,6 +193,218 @@ pub const EVENT_KINDS: [KindSpec; KIND_COUNT] = {
     }
     kinds
 };
+
+/// Where one field of a kind travels in its record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// As argument `n` of the kind's signature.
+    Arg(u8),
+    /// As the repository id after the head byte ([`HAS_REPO`]).
+    Head,
+    /// As bit `bit` of the kind's `f` argument number `arg`.
+    Flag {
+        /// The `f` argument.
+        arg: u8,
+        /// The bit, counted from 0.
+        bit: u8,
+    },
+}
+
+/// How the fields of a kind's catalogue row map onto its record: worked out from the
+/// row at compile time ([`LAYOUTS`]), so that the writer and the decoder handle every
+/// kind but the hot ones (regions and data) by its row alone.
+///
+/// The rules: a field named `repo` travels in the head; the `Flag` fields travel
+/// together as the one `f` argument, the first as bit 0; the other fields are the
+/// arguments, in field order or in the row's `binary_order`. Each argument's type code
+/// must suit its field's type (a row that breaks a rule does not compile).
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// Per argument in wire order, the index of the field it carries (for the `f`
+    /// argument, the first `Flag` field).
+    pub fields: [u8; MAX_ARGS],
+    /// Per argument, its type.
+    pub args: [ArgType; MAX_ARGS],
+    /// How many arguments there are.
+    pub arg_count: u8,
+    /// Per field of the row, where it travels.
+    pub places: [Place; MAX_FIELDS],
+    /// Whether a field travels in the head (a repository id on any other kind is
+    /// damage).
+    pub has_repo: bool,
+    /// How many `Flag` fields the `f` argument holds.
+    pub flag_count: u8,
+}
+
+impl Layout {
+    /// The arguments' fields and types, in wire order.
+    #[inline]
+    pub fn args(&self) -> impl Iterator<Item = (usize, ArgType)> + '_ {
+        let n = usize::from(self.arg_count);
+        self.fields[..n]
+            .iter()
+            .map(|&f| usize::from(f))
+            .zip(self.args[..n].iter().copied())
+    }
+}
+
+const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether an argument of type `arg` can carry a field of type `field`.
+const fn suits(arg: ArgType, field: FieldType) -> bool {
+    use FieldType as F;
+    match arg {
+        ArgType::Uint => matches!(
+            field,
+            F::Uint | F::Count | F::Micros | F::Nanos | F::Nesting
+        ),
+        ArgType::Int => matches!(field, F::Int | F::Code),
+        ArgType::StrRef => matches!(field, F::Text | F::TextOmittedWhenEmpty | F::OptText),
+        ArgType::Bytes => matches!(field, F::Text | F::TextOmittedWhenEmpty),
+        ArgType::OptBytes | ArgType::Delta => matches!(field, F::OptText),
+        ArgType::List => matches!(field, F::TextList),
+        ArgType::Json => matches!(field, F::Json),
+        ArgType::Flags => matches!(field, F::Flag),
+        ArgType::NumText => matches!(field, F::Text),
+        ArgType::RelTime => matches!(field, F::Micros),
+    }
+}
+
+/// The layout of one catalogue row (see [`Layout`] for the rules).
+const fn layout_of(row: &Row) -> Layout {
+    let fields = row.fields;
+    let mut layout = Layout {
+        fields: [0; MAX_ARGS],
+        args: [ArgType::Uint; MAX_ARGS],
+        arg_count: 0,
+        places: [Place::Head; MAX_FIELDS],
+        has_repo: false,
+        flag_count: 0,
+    };
+    // The head and the flags.
+    let mut first_flag = usize::MAX;
+    let mut i = 0;
+    while i < fields.len() {
+        if same_text(fields[i].name, "repo") {
+            assert!(matches!(fields[i].ty, FieldType::Int | FieldType::OptInt));
+            layout.places[i] = Place::Head;
+            layout.has_repo = true;
+        } else if matches!(fields[i].ty, FieldType::Flag) {
+            if first_flag == usize::MAX {
+                first_flag = i;
+            }
+            layout.places[i] = Place::Flag {
+                arg: 0,
+                bit: layout.flag_count,
+            };
+            layout.flag_count += 1;
+        }
+        i += 1;
+    }
+    // The arguments, in their order.
+    let mut n = 0;
+    if row.binary_order.is_empty() {
+        let mut i = 0;
+        while i < fields.len() {
+            let flag = matches!(layout.places[i], Place::Flag { .. });
+            let head = same_text(fields[i].name, "repo");
+            if !head && (!flag || i == first_flag) {
+                layout.fields[n] = i as u8;
+                n += 1;
+            }
+            i += 1;
+        }
+    } else {
+        while n < row.binary_order.len() {
+            layout.fields[n] = row.binary_order[n];
+            n += 1;
+        }
+    }
+    let signature = row.binary.as_bytes();
+    assert!(
+        n == signature.len(),
+        "a signature has one code per argument"
+    );
+    layout.arg_count = n as u8;
+    let mut flags_placed = false;
+    let mut a = 0;
+    while a < n {
+        let field = layout.fields[a] as usize;
+        let ty = match ArgType::from_code(signature[a]) {
+            Some(ty) => ty,
+            None => panic!("an unknown type code"),
+        };
+        assert!(
+            suits(ty, fields[field].ty),
+            "an argument's type suits its field"
+        );
+        layout.args[a] = ty;
+        if matches!(ty, ArgType::Flags) {
+            assert!(!flags_placed, "one f argument holds every flag");
+            flags_placed = true;
+            let mut i = 0;
+            while i < fields.len() {
+                if let Place::Flag { bit, .. } = layout.places[i] {
+                    layout.places[i] = Place::Flag { arg: a as u8, bit };
+                }
+                i += 1;
+            }
+        } else {
+            let unplaced = matches!(layout.places[field], Place::Head);
+            assert!(
+                unplaced && !same_text(fields[field].name, "repo"),
+                "a field is one argument"
+            );
+            layout.places[field] = Place::Arg(a as u8);
+        }
+        a += 1;
+    }
+    // Every field has its place: the flags their argument, the others theirs.
+    assert!(
+        flags_placed || layout.flag_count == 0,
+        "the flags have an f argument"
+    );
+    let mut i = 0;
+    while i < fields.len() {
+        let head = same_text(fields[i].name, "repo");
+        assert!(
+            head || !matches!(layout.places[i], Place::Head),
+            "every field travels"
+        );
+        i += 1;
+    }
+    layout
+}
+
+/// The layout of every kind of format 1.0, in kind order.
+pub const LAYOUTS: [Layout; KIND_COUNT] = {
+    let mut layouts = [layout_of(&CATALOGUE[0]); KIND_COUNT];
+    let mut i = 1;
+    while i < KIND_COUNT {
+        layouts[i] = layout_of(&CATALOGUE[i]);
+        i += 1;
+    }
+    layouts
+};
+
+/// The layout of a kind.
+#[inline]
+pub fn layout(kind: crate::record::Kind) -> &'static Layout {
+    &LAYOUTS[usize::from(kind.id()) - 1]
+}
 
 /// The table entry of an event kind of format 1.0.
 pub fn baseline(id: u8) -> Option<&'static KindSpec> {
@@ -344,6 +559,40 @@ mod tests {
         assert_eq!(baseline(0), None);
         assert_eq!(baseline(KIND_COUNT as u8 + 1), None);
         assert_eq!(baseline(control::STR_DEF), None);
+    }
+
+    /// The rows' layouts, for the kinds whose fields do not simply follow each other.
+    #[test]
+    fn layouts_place_every_field() {
+        use crate::record::Kind;
+        let child = layout(Kind::ChildStart);
+        // child_id, flags, class, hook_name, cd, argv.
+        assert_eq!(&child.fields[..6], &[0, 4, 1, 2, 3, 6]);
+        assert_eq!(child.places[4], Place::Flag { arg: 1, bit: 0 });
+        assert_eq!(child.places[5], Place::Flag { arg: 1, bit: 1 });
+        assert_eq!(child.places[6], Place::Arg(5));
+        assert_eq!(child.flag_count, 2);
+        let repo = layout(Kind::DefRepo);
+        assert!(repo.has_repo);
+        assert_eq!(&repo.places[..2], &[Place::Head, Place::Arg(0)]);
+        let error = layout(Kind::Error);
+        assert_eq!(&error.places[..2], &[Place::Arg(1), Place::Arg(0)]);
+        for (spec, layout) in CATALOGUE.iter().zip(&LAYOUTS) {
+            assert_eq!(
+                usize::from(layout.arg_count),
+                spec.binary.len(),
+                "{}",
+                spec.name
+            );
+            let in_head = spec.fields.iter().any(|f| f.name == "repo");
+            assert_eq!(layout.has_repo, in_head, "{}", spec.name);
+            for (arg, (field, ty)) in layout.args().enumerate() {
+                assert_eq!(Some(ty), ArgType::from_code(spec.binary.as_bytes()[arg]));
+                if ty != ArgType::Flags {
+                    assert_eq!(layout.places[field], Place::Arg(arg as u8), "{}", spec.name);
+                }
+            }
+        }
     }
 
     #[test]

@@ -8,13 +8,17 @@
 //! [`codec`](crate::codec).
 //!
 //! What reads or writes events generically goes through this module: [`Event::kind`]
-//! gives a record's row, [`Event::visit_fields`] hands its fields over in catalogue
-//! order as [`FieldValue`]s, and [`Event::from_fields`] builds an event of a kind from
-//! such values (the Event JSON reader, the binary decoder's checks and the random record
-//! generator use them). Those two functions and [`Event::kind`] are the only places that
-//! spell out every variant's fields; a test checks them against the table. What stays
-//! per kind elsewhere is what is irregular: the Normal and Perf payload text, the typed
-//! API call and the meaning a reader gives a kind.
+//! gives a record's row, [`Event::field_values`] (and [`Event::visit_fields`]) hand its
+//! fields over in catalogue order as [`FieldValue`]s, and [`Event::from_fields`] builds
+//! an event of a kind from such values (the record codec, the binary writer and decoder,
+//! the Event JSON reader and the random record generator use them). Those functions and
+//! [`Event::kind`] are the only places that spell out every variant's fields; a test
+//! checks them against the table. [`regular_event!`](crate::regular_event) and
+//! [`regular_kind!`](crate::regular_kind) name the kinds that the encoders and the
+//! binary decoder handle by their row alone (all but regions and data, which they write
+//! by hand), so that their matches need no `_` arm and a new kind stops the build until
+//! it is listed there. What stays per kind elsewhere is what is irregular: the Normal and Perf payload
+//! text, the typed API call and the meaning a reader gives a kind.
 
 use std::fmt;
 
@@ -169,6 +173,12 @@ pub struct KindSpec {
     /// The binary target's argument signature (one type code per argument, in wire
     /// order; `docs/binary-format.md`, "Event kinds").
     pub binary: &'static str,
+    /// Which field each binary argument carries, by index into [`fields`](Self::fields),
+    /// when that is not the fields' own order; empty when it is. (In either case a
+    /// field named `repo` travels in the record's head, not as an argument, and the
+    /// `Flag` fields travel together as one `f` argument, the first of them as bit 0,
+    /// at the place of the first.)
+    pub binary_order: &'static [u8],
     /// Whether the event has a `nesting` that the Event target filters by.
     pub nested: bool,
 }
@@ -200,8 +210,16 @@ const fn row(
         name,
         fields,
         binary,
+        binary_order: &[],
         nested: false,
     }
+}
+
+/// `spec` with binary arguments in another order than its fields (see
+/// [`KindSpec::binary_order`]).
+const fn wire(mut spec: KindSpec, order: &'static [u8]) -> KindSpec {
+    spec.binary_order = order;
+    spec
 }
 
 const fn nested(mut spec: KindSpec) -> KindSpec {
@@ -236,7 +254,7 @@ const COUNTER_FIELDS: &[Field] = &[
 /// Binary signatures (type codes in `docs/binary-format.md`): the repository id of
 /// `def_repo`, regions and data travels in the head byte, `child_start`'s two flags are
 /// one `f` argument, and the order of arguments is the wire's, which for some kinds
-/// differs from the field order (the comments say how).
+/// differs from the field order ([`KindSpec::binary_order`] says how).
 pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
     row(Kind::Version, "version", &[f("exe", "exe", Text)], "s"),
     row(Kind::Start, "start", &[f("argv", "argv", TextList)], "v"),
@@ -244,11 +262,14 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
     row(Kind::Atexit, "atexit", &[f("code", "code", Code)], "i"),
     row(Kind::Signal, "signal", &[f("signo", "signo", Code)], "i"),
     // Binary: fmt, then msg.
-    row(
-        Kind::Error,
-        "error",
-        &[f("msg", "msg", OptText), f("fmt", "fmt", OptText)],
-        "oo",
+    wire(
+        row(
+            Kind::Error,
+            "error",
+            &[f("msg", "msg", OptText), f("fmt", "fmt", OptText)],
+            "oo",
+        ),
+        &[1, 0],
     ),
     row(Kind::CmdPath, "cmd_path", &[f("path", "path", Text)], "b"),
     row(
@@ -275,19 +296,22 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
     ),
     // Binary: child_id, flags (bit 0 use_shell, bit 1 is_git), class, hook_name, cd,
     // argv. Event JSON shows `is_git` as a `"git"` before the arguments.
-    row(
-        Kind::ChildStart,
-        "child_start",
-        &[
-            f("child_id", "child_id", Uint),
-            f("class", "child_class", Text),
-            f("hook_name", "hook_name", OptText),
-            f("cd", "cd", OptText),
-            f("use_shell", "use_shell", Flag),
-            hidden("is_git", Flag),
-            f("argv", "argv", TextList),
-        ],
-        "ufssov",
+    wire(
+        row(
+            Kind::ChildStart,
+            "child_start",
+            &[
+                f("child_id", "child_id", Uint),
+                f("class", "child_class", Text),
+                f("hook_name", "hook_name", OptText),
+                f("cd", "cd", OptText),
+                f("use_shell", "use_shell", Flag),
+                hidden("is_git", Flag),
+                f("argv", "argv", TextList),
+            ],
+            "ufssov",
+        ),
+        &[0, 4, 1, 2, 3, 6],
     ),
     row(
         Kind::ChildExit,
@@ -357,58 +381,70 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
         "b",
     ),
     // Binary: nesting, category, label, msg.
-    nested(row(
-        Kind::RegionEnter,
-        "region_enter",
-        &[
-            REGION_FIELDS[0],
-            REGION_FIELDS[1],
-            REGION_FIELDS[2],
-            REGION_FIELDS[3],
-            f("nesting", "nesting", Nesting),
-        ],
-        "usss",
+    nested(wire(
+        row(
+            Kind::RegionEnter,
+            "region_enter",
+            &[
+                REGION_FIELDS[0],
+                REGION_FIELDS[1],
+                REGION_FIELDS[2],
+                REGION_FIELDS[3],
+                f("nesting", "nesting", Nesting),
+            ],
+            "usss",
+        ),
+        &[4, 1, 2, 3],
     )),
     // Binary: nesting, t_rel, category, label, msg.
-    nested(row(
-        Kind::RegionLeave,
-        "region_leave",
-        &[
-            REGION_FIELDS[0],
-            REGION_FIELDS[1],
-            REGION_FIELDS[2],
-            REGION_FIELDS[3],
-            f("nesting", "nesting", Nesting),
-            f("t_rel_us", "t_rel", Micros),
-        ],
-        "ursss",
+    nested(wire(
+        row(
+            Kind::RegionLeave,
+            "region_leave",
+            &[
+                REGION_FIELDS[0],
+                REGION_FIELDS[1],
+                REGION_FIELDS[2],
+                REGION_FIELDS[3],
+                f("nesting", "nesting", Nesting),
+                f("t_rel_us", "t_rel", Micros),
+            ],
+            "ursss",
+        ),
+        &[4, 5, 1, 2, 3],
     )),
     // Binary: nesting, t_rel, category, key, value.
-    nested(row(
-        Kind::Data,
-        "data",
-        &[
-            f("repo", "repo", OptInt),
-            f("category", "category", Text),
-            f("key", "key", Text),
-            f("value", "value", Text),
-            f("nesting", "nesting", Nesting),
-            f("t_rel_us", "t_rel", Micros),
-        ],
-        "urssn",
+    nested(wire(
+        row(
+            Kind::Data,
+            "data",
+            &[
+                f("repo", "repo", OptInt),
+                f("category", "category", Text),
+                f("key", "key", Text),
+                f("value", "value", Text),
+                f("nesting", "nesting", Nesting),
+                f("t_rel_us", "t_rel", Micros),
+            ],
+            "urssn",
+        ),
+        &[4, 5, 1, 2, 3],
     )),
-    nested(row(
-        Kind::DataJson,
-        "data_json",
-        &[
-            f("repo", "repo", OptInt),
-            f("category", "category", Text),
-            f("key", "key", Text),
-            f("json", "value", Json),
-            f("nesting", "nesting", Nesting),
-            f("t_rel_us", "t_rel", Micros),
-        ],
-        "urssj",
+    nested(wire(
+        row(
+            Kind::DataJson,
+            "data_json",
+            &[
+                f("repo", "repo", OptInt),
+                f("category", "category", Text),
+                f("key", "key", Text),
+                f("json", "value", Json),
+                f("nesting", "nesting", Nesting),
+                f("t_rel_us", "t_rel", Micros),
+            ],
+            "urssj",
+        ),
+        &[4, 5, 1, 2, 3],
     )),
     row(Kind::Printf, "printf", &[f("msg", "msg", OptText)], "d"),
     row(Kind::Timer, "timer", TIMER_FIELDS, "ssuuuu"),
@@ -417,6 +453,82 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
     row(Kind::ThCounter, "th_counter", COUNTER_FIELDS, "ssu"),
     row(Kind::TooManyFiles, "too_many_files", &[], ""),
 ];
+
+/// The pattern of every [`Event`] that is written and read by its catalogue row alone:
+/// all kinds but the hot ones (regions and data, a line per region or datum), which the
+/// encoders and decoders write out by hand because a walk of the row cost them
+/// measurably more (`docs/performance.md`).
+///
+/// The record codec's encoder and the binary writer and decoder match
+/// `Event::RegionEnter { .. }`, ..., and this pattern, with no `_` arm: a new variant of
+/// [`Event`] not listed here makes each of those matches fail to compile, so that the
+/// kind is either added here (regular, nothing else to do) or given its own arm
+/// everywhere. [`regular_kind!`](crate::regular_kind) is the same list as [`Kind`]s.
+/// (The record codec's decoder reads any kind but the hot ones by its row, which is
+/// all it needs, so it lists none.)
+#[macro_export]
+macro_rules! regular_event {
+    () => {
+        $crate::Event::Version { .. }
+            | $crate::Event::TooManyFiles
+            | $crate::Event::Start { .. }
+            | $crate::Event::CmdAncestry { .. }
+            | $crate::Event::CmdPath { .. }
+            | $crate::Event::CmdName { .. }
+            | $crate::Event::CmdMode { .. }
+            | $crate::Event::Alias { .. }
+            | $crate::Event::DefParam { .. }
+            | $crate::Event::DefRepo { .. }
+            | $crate::Event::Printf { .. }
+            | $crate::Event::Error { .. }
+            | $crate::Event::ChildStart(_)
+            | $crate::Event::ChildExit { .. }
+            | $crate::Event::ChildReady { .. }
+            | $crate::Event::Exec { .. }
+            | $crate::Event::ExecResult { .. }
+            | $crate::Event::ThreadStart
+            | $crate::Event::ThreadExit { .. }
+            | $crate::Event::Timer { .. }
+            | $crate::Event::Counter { .. }
+            | $crate::Event::Exit { .. }
+            | $crate::Event::Atexit { .. }
+            | $crate::Event::Signal { .. }
+    };
+}
+
+/// The pattern of every [`Kind`] that [`regular_event!`] matches: all but
+/// `RegionEnter`, `RegionLeave`, `Data` and `DataJson`.
+#[macro_export]
+macro_rules! regular_kind {
+    () => {
+        $crate::Kind::Version
+            | $crate::Kind::Start
+            | $crate::Kind::Exit
+            | $crate::Kind::Atexit
+            | $crate::Kind::Signal
+            | $crate::Kind::Error
+            | $crate::Kind::CmdPath
+            | $crate::Kind::CmdAncestry
+            | $crate::Kind::CmdName
+            | $crate::Kind::CmdMode
+            | $crate::Kind::Alias
+            | $crate::Kind::ChildStart
+            | $crate::Kind::ChildExit
+            | $crate::Kind::ChildReady
+            | $crate::Kind::ThreadStart
+            | $crate::Kind::ThreadExit
+            | $crate::Kind::Exec
+            | $crate::Kind::ExecResult
+            | $crate::Kind::DefParam
+            | $crate::Kind::DefRepo
+            | $crate::Kind::Printf
+            | $crate::Kind::Timer
+            | $crate::Kind::ThTimer
+            | $crate::Kind::Counter
+            | $crate::Kind::ThCounter
+            | $crate::Kind::TooManyFiles
+    };
+}
 
 /// The value of one field, as [`Event::visit_fields`] hands it over and
 /// [`Event::from_fields`] takes it.
@@ -486,6 +598,7 @@ impl std::error::Error for FieldError {}
 pub const MAX_FIELDS: usize = 7;
 
 /// `values` in a fixed array, with how many there are (no allocation).
+#[inline(always)]
 fn pad<'a, const N: usize>(values: [FieldValue<'a>; N]) -> ([FieldValue<'a>; MAX_FIELDS], usize) {
     let mut all = [FieldValue::Flag(false); MAX_FIELDS];
     all[..N].copy_from_slice(&values);
@@ -641,8 +754,19 @@ impl<'a> Event<'a> {
 
     /// Hands every field to `visit` with its catalogue entry, in catalogue order.
     pub fn visit_fields(&self, mut visit: impl FnMut(&'static Field, FieldValue<'a>)) {
+        let (values, count) = self.field_values();
+        for (field, value) in self.kind().spec().fields.iter().zip(&values[..count]) {
+            visit(field, *value);
+        }
+    }
+
+    /// The values of every field in catalogue order, in a fixed array, and how many
+    /// there are (what [`visit_fields`](Self::visit_fields) hands over, for a caller
+    /// that indexes them).
+    #[inline]
+    pub fn field_values(&self) -> ([FieldValue<'a>; MAX_FIELDS], usize) {
         use FieldValue as V;
-        let (values, count) = match *self {
+        match *self {
             Event::Version { exe } => pad([V::Text(exe)]),
             Event::TooManyFiles | Event::ThreadStart => pad([]),
             Event::Start { argv } => pad([V::TextList(argv)]),
@@ -755,9 +879,6 @@ impl<'a> Event<'a> {
             } => pad([V::Text(category), V::Text(name), V::Uint(value)]),
             Event::Exit { code } | Event::Atexit { code } => pad([V::Code(code)]),
             Event::Signal { signo } => pad([V::Code(signo)]),
-        };
-        for (field, value) in self.kind().spec().fields.iter().zip(&values[..count]) {
-            visit(field, *value);
         }
     }
 
@@ -995,6 +1116,25 @@ mod tests {
                 Event::from_fields(spec.kind, |_| Ok::<_, FieldError>(values.next().unwrap()))
                     .unwrap();
             assert_eq!(format!("{again:?}"), format!("{event:?}"));
+        }
+    }
+
+    /// `regular_event!` and `regular_kind!` name the same kinds: every kind but
+    /// regions and data.
+    #[test]
+    fn regular_patterns_agree() {
+        for spec in &CATALOGUE {
+            let hot = matches!(
+                spec.kind,
+                Kind::RegionEnter | Kind::RegionLeave | Kind::Data | Kind::DataJson
+            );
+            assert_eq!(matches!(spec.kind, regular_kind!()), !hot, "{}", spec.name);
+            assert_eq!(
+                matches!(sample(spec.kind), regular_event!()),
+                !hot,
+                "{}",
+                spec.name
+            );
         }
     }
 

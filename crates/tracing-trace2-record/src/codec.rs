@@ -41,11 +41,13 @@
 //! | `Code` | i32 |
 //! | `Flag` | bool |
 //!
-//! The encoder is written out per kind (it runs on the traced thread for every line,
-//! where a generic walk cost more); the decoder reads regions and data by hand and
-//! every other kind by its catalogue row ([`Event::from_fields`]), so a new kind needs
-//! one encoder arm here, which the compiler asks for. A test walks every kind's
-//! encoding by the catalogue alone.
+//! Regions and data, a line per region or datum, are encoded and decoded by hand (they
+//! run on the traced thread for every such line, where a generic walk cost more); every
+//! other kind is written from [`Event::visit_fields`] and read by [`Event::from_fields`],
+//! its catalogue row, so a new kind needs nothing here (the encoder's match names the hot
+//! kinds and [`regular_event!`](crate::regular_event), with no `_` arm; the decoder reads
+//! every kind but the hot ones by its row). Tests walk every kind's encoding by the
+//! catalogue alone and read every kind, hot ones too, by its row.
 //!
 //! This encoding and the binary target's (`docs/binary-format.md`) are two on purpose:
 //! this one is for records that never leave the process, so it is fixed-width and needs
@@ -74,7 +76,77 @@ const NONE_LEN: u32 = u32::MAX;
 ///
 /// Written through an [`Appender`]: the deferred writer encodes on the traced thread,
 /// and pieces appended one by one to the vector cost about twice as much.
+///
+/// Regions and data, a line per region or datum, have their fields written out here;
+/// every other kind is written by its catalogue row, out of line. The kind is told
+/// apart first, so that each hot kind's frame is written by straight-line code that
+/// never hands the appender to another function (a generic walk even out of line,
+/// reached from inside one frame writer, cost regions 23 instructions more:
+/// `docs/performance.md`).
 pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
+    // The region arms name their kind, so that its tag is a constant.
+    match record.event {
+        Event::RegionEnter { region, nesting } => {
+            encode_frame(record, Kind::RegionEnter, out, |w| {
+                w.region(&region);
+                w.u32(nesting);
+            });
+        }
+        Event::RegionLeave {
+            region,
+            nesting,
+            t_rel_us,
+        } => encode_frame(record, Kind::RegionLeave, out, |w| {
+            w.region(&region);
+            w.u32(nesting);
+            w.u64(t_rel_us);
+        }),
+        Event::Data {
+            repo,
+            category,
+            key,
+            value: text,
+            nesting,
+            t_rel_us,
+        }
+        | Event::DataJson {
+            repo,
+            category,
+            key,
+            json: text,
+            nesting,
+            t_rel_us,
+        } => encode_frame(record, record.event.kind(), out, |w| {
+            w.opt_i64(repo);
+            w.str(category);
+            w.str(key);
+            w.str(text);
+            w.u32(nesting);
+            w.u64(t_rel_us);
+        }),
+        // A new kind not in `regular_event!` stops the build here: list it there, or
+        // give it an arm of its own.
+        crate::regular_event!() => encode_by_catalogue(record, out),
+    }
+}
+
+/// [`encode`] of a kind that is not hot: its fields as its catalogue row says.
+#[inline(never)]
+fn encode_by_catalogue(record: &Record<'_>, out: &mut Vec<u8>) {
+    encode_frame(record, record.event.kind(), out, |w| {
+        w.by_catalogue(&record.event);
+    });
+}
+
+/// One frame: the fixed fields (`kind` is the record's), then the event's fields as
+/// `fields` writes them.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn encode_frame(
+    record: &Record<'_>,
+    kind: Kind,
+    out: &mut Vec<u8>,
+    fields: impl FnOnce(&mut FrameWriter<'_>),
+) {
     let start = out.len();
     {
         let mut w = FrameWriter {
@@ -82,7 +154,8 @@ pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
             budget: STRING_BUDGET,
         };
         w.out.put_array([VERSION, 0, 0, 0, 0]);
-        w.body(record);
+        w.head(record, kind);
+        fields(&mut w);
     }
     let body = out.len() - start - FRAME_HEADER;
     let body = u32::try_from(body).unwrap_or(u32::MAX);
@@ -109,11 +182,12 @@ struct FrameWriter<'o> {
 }
 
 impl FrameWriter<'_> {
+    /// The fixed fields of the body, before the event's own.
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn body(&mut self, record: &Record<'_>) {
+    fn head(&mut self, record: &Record<'_>, kind: Kind) {
         // The fixed fields, as one store.
         let mut fixed = [0u8; 29];
-        fixed[0] = record.event.kind().id();
+        fixed[0] = kind.id();
         fixed[1..9].copy_from_slice(&record.time.wall_us.to_le_bytes());
         fixed[9..17].copy_from_slice(&record.time.t_abs_us.to_le_bytes());
         fixed[17..21].copy_from_slice(&record.depth.to_le_bytes());
@@ -123,7 +197,6 @@ impl FrameWriter<'_> {
         self.str(record.sid);
         self.str(record.thread);
         self.opt_str(record.callsite.file);
-        self.fields(&record.event);
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -198,145 +271,20 @@ impl FrameWriter<'_> {
         self.opt_str(r.msg);
     }
 
-    /// The event's fields in catalogue order, written out per kind: this runs on the
-    /// traced thread for every line, and a fallback to the catalogue's generic walk
-    /// here (even out of line, for the rare kinds) cost regions 23 instructions more
-    /// (callgrind, `record_cost event_deferred-regions`). The compiler points here
-    /// for a new kind; `encoding_follows_the_catalogue` checks every arm.
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    fn fields(&mut self, event: &Event<'_>) {
-        match *event {
-            Event::Version { exe } => self.str(exe),
-            Event::TooManyFiles | Event::ThreadStart => {}
-            Event::Start { argv } => self.list(argv),
-            Event::CmdAncestry { ancestry } => self.list(ancestry),
-            Event::CmdPath { path } => self.str(path),
-            Event::CmdName { name, hierarchy } => {
-                self.str(name);
-                self.str(hierarchy);
-            }
-            Event::CmdMode { name } => self.str(name),
-            Event::Alias { alias, argv } => {
-                self.str(alias);
-                self.list(argv);
-            }
-            Event::DefParam {
-                scope,
-                param,
-                value,
-            } => {
-                self.str(scope);
-                self.str(param);
-                self.opt_str(value);
-            }
-            Event::DefRepo { repo, worktree } => {
-                self.i64(repo);
-                self.str(worktree);
-            }
-            Event::RegionEnter { region, nesting } => {
-                self.region(&region);
-                self.u32(nesting);
-            }
-            Event::RegionLeave {
-                region,
-                nesting,
-                t_rel_us,
-            } => {
-                self.region(&region);
-                self.u32(nesting);
-                self.u64(t_rel_us);
-            }
-            Event::Data {
-                repo,
-                category,
-                key,
-                value: text,
-                nesting,
-                t_rel_us,
-            }
-            | Event::DataJson {
-                repo,
-                category,
-                key,
-                json: text,
-                nesting,
-                t_rel_us,
-            } => {
-                self.opt_i64(repo);
-                self.str(category);
-                self.str(key);
-                self.str(text);
-                self.u32(nesting);
-                self.u64(t_rel_us);
-            }
-            Event::Printf { msg } => self.opt_str(msg),
-            Event::Error { msg, fmt } => {
-                self.opt_str(msg);
-                self.opt_str(fmt);
-            }
-            Event::ChildStart(c) => {
-                self.u64(c.child_id);
-                self.str(c.class);
-                self.opt_str(c.hook_name);
-                self.opt_str(c.cd);
-                self.bool(c.use_shell);
-                self.bool(c.is_git);
-                self.list(c.argv);
-            }
-            Event::ChildExit {
-                child_id,
-                pid,
-                code,
-                elapsed_us,
-            } => {
-                self.u64(child_id);
-                self.i64(pid);
-                self.i64(code);
-                self.u64(elapsed_us);
-            }
-            Event::ChildReady {
-                child_id,
-                pid,
-                ready,
-                elapsed_us,
-            } => {
-                self.u64(child_id);
-                self.i64(pid);
-                self.str(ready);
-                self.u64(elapsed_us);
-            }
-            Event::Exec { exec_id, exe, argv } => {
-                self.u64(exec_id);
-                self.opt_str(exe);
-                self.list(argv);
-            }
-            Event::ExecResult { exec_id, code, err } => {
-                self.u64(exec_id);
-                self.i64(code);
-                self.opt_str(err);
-            }
-            Event::ThreadExit { elapsed_us } => self.u64(elapsed_us),
-            Event::Timer { timer, .. } => {
-                self.str(timer.category);
-                self.str(timer.name);
-                self.u64(timer.intervals);
-                self.u64(timer.total_ns);
-                self.u64(timer.min_ns);
-                self.u64(timer.max_ns);
-            }
-            Event::Counter {
-                category,
-                name,
-                value,
-                ..
-            } => {
-                self.str(category);
-                self.str(name);
-                self.u64(value);
-            }
-            Event::Exit { code } | Event::Atexit { code } => self.i32(code),
-            Event::Signal { signo } => self.i32(signo),
-        }
+    /// The event's fields in catalogue order, each as its type says (the table in the
+    /// module documentation).
+    fn by_catalogue(&mut self, event: &Event<'_>) {
+        event.visit_fields(|_, value| match value {
+            FieldValue::Text(text) => self.str(text),
+            FieldValue::OptText(text) => self.opt_str(text),
+            FieldValue::TextList(items) => self.list(items),
+            FieldValue::Uint(v) => self.u64(v),
+            FieldValue::Int(v) => self.i64(v),
+            FieldValue::OptInt(v) => self.opt_i64(v),
+            FieldValue::Nesting(v) => self.u32(v),
+            FieldValue::Code(v) => self.i32(v),
+            FieldValue::Flag(v) => self.bool(v),
+        });
     }
 }
 
@@ -590,6 +538,11 @@ impl<'b> FrameReader<'b> {
                 nesting: self.u32()?,
                 t_rel_us: self.u64()?,
             },
+            // Every kind, a new one too, decodes by its row here (the row is all this
+            // decoder needs: `by_catalogue_reads_every_kind` checks the hot kinds too),
+            // so this arm hides none. Listing the kinds (`regular_kind!`) instead cost
+            // the deferred writer's worker 2.5 instructions per region record
+            // (callgrind, `record_cost event_deferred-regions`).
             _ => self.by_catalogue(kind, list)?,
         })
     }
@@ -836,6 +789,47 @@ mod tests {
             });
             assert_eq!(walked, expected, "{}", spec.name);
             round_trip(&r);
+        }
+    }
+
+    /// The catalogue walk reads every kind, the hot ones too, as the hand-written
+    /// arms do: the decoder's `_` arm is right for any kind the catalogue has.
+    #[test]
+    fn by_catalogue_reads_every_kind() {
+        use crate::catalogue::{CATALOGUE, FieldError, FieldType as T, FieldValue as V};
+        let list = ["x", "yz"];
+        for spec in &CATALOGUE {
+            let mut n = 0u64;
+            let event = Event::from_fields(spec.kind, |field| {
+                n += 1;
+                Ok::<_, FieldError>(match field.ty {
+                    T::Text | T::TextOmittedWhenEmpty | T::Json => V::Text(field.name),
+                    T::OptText => V::OptText(n.is_multiple_of(2).then_some(field.name)),
+                    T::TextList => V::TextList(&list),
+                    T::Uint | T::Count | T::Micros | T::Nanos => V::Uint(n << 40),
+                    T::Int => V::Int(-(n as i64)),
+                    T::OptInt => V::OptInt(Some(n as i64)),
+                    T::Nesting => V::Nesting(n as u32),
+                    T::Code => V::Code(-(n as i32)),
+                    T::Flag => V::Flag(!n.is_multiple_of(2)),
+                })
+            })
+            .unwrap();
+            let mut buf = Vec::new();
+            encode(&record(event), &mut buf);
+            // The fields start after the fixed fields and the three strings.
+            let mut reader = FrameReader {
+                buf: &buf[FRAME_HEADER..],
+                utf8: Utf8::Check,
+            };
+            reader.take::<29>().unwrap();
+            reader.str().unwrap();
+            reader.str().unwrap();
+            reader.opt_str().unwrap();
+            let mut items = Vec::new();
+            let read = reader.by_catalogue(spec.kind, &mut items).unwrap();
+            assert!(reader.buf.is_empty(), "{}", spec.name);
+            assert_eq!(format!("{read:?}"), format!("{event:?}"), "{}", spec.name);
         }
     }
 

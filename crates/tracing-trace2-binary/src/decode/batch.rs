@@ -10,8 +10,9 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use crate::header::{BatchHeader, DeclaredKind};
-use crate::record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
-use crate::spec::{self, ArgType, MAX_ARGS, Origins, control, kind};
+use crate::record::catalogue::FieldError;
+use crate::record::{Callsite, Event, FieldType, FieldValue, Kind, Record, RegionInfo, Timestamp};
+use crate::spec::{self, ArgType, MAX_ARGS, Origins, Place, control, kind};
 use crate::varint::Reader;
 
 /// How to parse each kind of one stream: the baseline table plus what the stream
@@ -107,6 +108,12 @@ impl fmt::Display for BatchError {
             BatchError::BadValue(what) => write!(f, "bad value for {what}"),
             BatchError::TicksOverflow => f.write_str("time beyond the tick range"),
         }
+    }
+}
+
+impl From<FieldError> for BatchError {
+    fn from(e: FieldError) -> Self {
+        BatchError::BadValue(e.field)
     }
 }
 
@@ -537,7 +544,8 @@ fn check_utf8(payload: &[u8], (start, len): Span) -> Result<(), BatchError> {
         .map_err(|_| BatchError::NotUtf8)
 }
 
-/// The event of `p`, its texts read from `payload` and its list from `items`.
+/// The event of `p`, its texts read from `payload` and its list from `items`: regions and
+/// data by hand, every other kind by its catalogue row and [`spec::Layout`].
 fn build_event<'a>(
     p: &Parsed,
     texts: Texts<'a>,
@@ -570,92 +578,13 @@ fn build_event<'a>(
         Val::List(first, count) => Ok(items.get(first..first + count).unwrap_or(&[])),
         _ => Err(BatchError::BadValue("list")),
     };
-    let no_repo = || match p.repo {
-        None => Ok(()),
-        Some(_) => Err(BatchError::BadValue("repo on an event without one")),
-    };
-    let event = match p.kind {
-        kind::VERSION => Event::Version {
-            exe: req(0, "exe")?,
-        },
-        kind::START => Event::Start { argv: list(0)? },
-        kind::EXIT => Event::Exit {
-            code: i32_at(0, "code")?,
-        },
-        kind::ATEXIT => Event::Atexit {
-            code: i32_at(0, "code")?,
-        },
-        kind::SIGNAL => Event::Signal {
-            signo: i32_at(0, "signo")?,
-        },
-        kind::ERROR => Event::Error {
-            fmt: opt(0)?,
-            msg: opt(1)?,
-        },
-        kind::CMD_PATH => Event::CmdPath {
-            path: req(0, "path")?,
-        },
-        kind::CMD_ANCESTRY => Event::CmdAncestry { ancestry: list(0)? },
-        kind::CMD_NAME => Event::CmdName {
-            name: req(0, "name")?,
-            hierarchy: req(1, "hierarchy")?,
-        },
-        kind::CMD_MODE => Event::CmdMode {
-            name: req(0, "mode")?,
-        },
-        kind::ALIAS => Event::Alias {
-            alias: req(0, "alias")?,
-            argv: list(1)?,
-        },
-        kind::CHILD_START => {
-            let flags = u(1)?;
-            if flags > 3 {
-                return Err(BatchError::BadValue("child flags"));
-            }
-            Event::ChildStart(ChildInfo {
-                child_id: u(0)?,
-                class: req(2, "class")?,
-                hook_name: opt(3)?,
-                cd: opt(4)?,
-                use_shell: flags & 1 != 0,
-                is_git: flags & 2 != 0,
-                argv: list(5)?,
-            })
-        }
-        kind::CHILD_EXIT => Event::ChildExit {
-            child_id: u(0)?,
-            pid: int(1)?,
-            code: int(2)?,
-            elapsed_us: u(3)?,
-        },
-        kind::CHILD_READY => Event::ChildReady {
-            child_id: u(0)?,
-            pid: int(1)?,
-            ready: req(2, "ready")?,
-            elapsed_us: u(3)?,
-        },
-        kind::THREAD_START => Event::ThreadStart,
-        kind::THREAD_EXIT => Event::ThreadExit { elapsed_us: u(0)? },
-        kind::EXEC => Event::Exec {
-            exec_id: u(0)?,
-            exe: opt(1)?,
-            argv: list(2)?,
-        },
-        kind::EXEC_RESULT => Event::ExecResult {
-            exec_id: u(0)?,
-            code: int(1)?,
-            err: opt(2)?,
-        },
-        kind::DEF_PARAM => Event::DefParam {
-            scope: req(0, "scope")?,
-            param: req(1, "param")?,
-            value: opt(2)?,
-        },
-        kind::DEF_REPO => Event::DefRepo {
-            repo: p.repo.ok_or(BatchError::BadValue("repo"))?,
-            worktree: req(0, "worktree")?,
-        },
-        kind::REGION_ENTER => Event::RegionEnter {
+    let kind = Kind::from_id(p.kind).ok_or(BatchError::UnknownKind(p.kind))?;
+    let layout = spec::layout(kind);
+    if p.repo.is_some() && !layout.has_repo {
+        return Err(BatchError::BadValue("repo on an event without one"));
+    }
+    let event = match kind {
+        Kind::RegionEnter => Event::RegionEnter {
             region: RegionInfo {
                 repo: p.repo,
                 category: opt(1)?,
@@ -664,7 +593,7 @@ fn build_event<'a>(
             },
             nesting: u32_at(0, "nesting")?,
         },
-        kind::REGION_LEAVE => Event::RegionLeave {
+        Kind::RegionLeave => Event::RegionLeave {
             region: RegionInfo {
                 repo: p.repo,
                 category: opt(2)?,
@@ -674,7 +603,7 @@ fn build_event<'a>(
             nesting: u32_at(0, "nesting")?,
             t_rel_us: u(1)?,
         },
-        kind::DATA => Event::Data {
+        Kind::Data => Event::Data {
             repo: p.repo,
             nesting: u32_at(0, "nesting")?,
             t_rel_us: u(1)?,
@@ -682,7 +611,7 @@ fn build_event<'a>(
             key: req(3, "key")?,
             value: req(4, "value")?,
         },
-        kind::DATA_JSON => Event::DataJson {
+        Kind::DataJson => Event::DataJson {
             repo: p.repo,
             nesting: u32_at(0, "nesting")?,
             t_rel_us: u(1)?,
@@ -690,32 +619,49 @@ fn build_event<'a>(
             key: req(3, "key")?,
             json: req(4, "json")?,
         },
-        kind::PRINTF => Event::Printf { msg: opt(0)? },
-        kind::TIMER | kind::TH_TIMER => Event::Timer {
-            per_thread: p.kind == kind::TH_TIMER,
-            timer: TimerInfo {
-                category: req(0, "category")?,
-                name: req(1, "name")?,
-                intervals: u(2)?,
-                total_ns: u(3)?,
-                min_ns: u(4)?,
-                max_ns: u(5)?,
-            },
-        },
-        kind::COUNTER | kind::TH_COUNTER => Event::Counter {
-            per_thread: p.kind == kind::TH_COUNTER,
-            category: req(0, "category")?,
-            name: req(1, "name")?,
-            value: u(2)?,
-        },
-        kind::TOO_MANY_FILES => Event::TooManyFiles,
-        other => return Err(BatchError::UnknownKind(other)),
+        // A new kind not in `regular_kind!` stops the build here: list it there (its
+        // row then says everything), or give it an arm of its own.
+        tracing_trace2_record::regular_kind!() => {
+            // Every field from where the kind's layout puts it, in catalogue order.
+            let mut places = layout.places.iter();
+            Event::from_fields(kind, |field| {
+                let place = places.next().copied().unwrap_or(Place::Head);
+                Ok(match place {
+                    Place::Head => match field.ty {
+                        FieldType::OptInt => FieldValue::OptInt(p.repo),
+                        _ => FieldValue::Int(p.repo.ok_or(BatchError::BadValue(field.name))?),
+                    },
+                    Place::Flag { arg, bit } => {
+                        let flags = u(usize::from(arg))?;
+                        if flags >> layout.flag_count != 0 {
+                            return Err(BatchError::BadValue("flags"));
+                        }
+                        FieldValue::Flag(flags >> bit & 1 != 0)
+                    }
+                    Place::Arg(arg) => {
+                        let i = usize::from(arg);
+                        match field.ty {
+                            FieldType::Text | FieldType::TextOmittedWhenEmpty | FieldType::Json => {
+                                FieldValue::Text(req(i, field.name)?)
+                            }
+                            FieldType::OptText => FieldValue::OptText(opt(i)?),
+                            FieldType::TextList => FieldValue::TextList(list(i)?),
+                            FieldType::Uint
+                            | FieldType::Count
+                            | FieldType::Micros
+                            | FieldType::Nanos => FieldValue::Uint(u(i)?),
+                            FieldType::Int => FieldValue::Int(int(i)?),
+                            FieldType::Nesting => FieldValue::Nesting(u32_at(i, field.name)?),
+                            FieldType::Code => FieldValue::Code(i32_at(i, field.name)?),
+                            // The layout puts these in the head and the flags.
+                            FieldType::OptInt | FieldType::Flag => {
+                                return Err(BatchError::BadValue(field.name));
+                            }
+                        }
+                    }
+                })
+            })?
+        }
     };
-    if !matches!(
-        p.kind,
-        kind::DEF_REPO | kind::REGION_ENTER | kind::REGION_LEAVE | kind::DATA | kind::DATA_JSON
-    ) {
-        no_repo()?;
-    }
     Ok(event)
 }
