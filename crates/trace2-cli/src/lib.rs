@@ -10,7 +10,7 @@
 //! The library behind the binary can be used directly:
 //!
 //! ```
-//! use trace2_cli::event::TraceEvent;
+//! use trace2_cli::record_event::with_line;
 //! use trace2_cli::summary::Summariser;
 //!
 //! let trace = r#"{"event":"version","sid":"20260101T000000.000000Z-H0a7c9cdf-P00000010","thread":"main","time":"2026-01-01T00:00:00.000010Z","evt":"4","exe":"2.47.3"}
@@ -22,7 +22,7 @@
 //!
 //! let mut summariser = Summariser::new();
 //! for line in trace.lines() {
-//!     summariser.event(&TraceEvent::parse(line).unwrap());
+//!     with_line(line, |event| summariser.event(event)).unwrap();
 //! }
 //! let summary = summariser.finish();
 //! let status = &summary.processes[0];

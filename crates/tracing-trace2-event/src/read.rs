@@ -312,6 +312,26 @@ impl<'l> EventLine<'l> {
     /// The record the line was written from (see the module docs for what a line does
     /// not carry). Its argument list, if the kind has one, is put in `list`.
     pub fn record<'a>(&'a self, list: &'a mut Vec<&'a str>) -> Result<Record<'a>, ReadError> {
+        self.record_as(list, Missing::Refused)
+    }
+
+    /// Like [`record`](Self::record), for lines written by hand or by other programs:
+    /// a field whose key the line lacks takes its type's default (`""`, 0, `false`)
+    /// instead of failing the line. A caller that needs a key asks
+    /// [`has_key`](Self::has_key). A key present with a bad value still fails, and so do
+    /// a missing `sid` or `thread`.
+    pub fn record_filling_missing<'a>(
+        &'a self,
+        list: &'a mut Vec<&'a str>,
+    ) -> Result<Record<'a>, ReadError> {
+        self.record_as(list, Missing::Filled)
+    }
+
+    fn record_as<'a>(
+        &'a self,
+        list: &'a mut Vec<&'a str>,
+        missing: Missing,
+    ) -> Result<Record<'a>, ReadError> {
         let kind = self.kind;
         let header = self.header()?;
 
@@ -343,7 +363,12 @@ impl<'l> EventLine<'l> {
         list.extend(items.iter().map(|item| item.as_ref()));
         let list: &'a [&'a str] = list;
 
-        let event = Event::from_fields(kind, |field| self.field(kind, field, list, is_git))?;
+        let event = Event::from_fields(kind, |field| {
+            match (self.field(kind, field, list, is_git), missing) {
+                (Err(ReadError::Missing { .. }), Missing::Filled) => Ok(default_of(field.ty)),
+                (value, _) => value,
+            }
+        })?;
         let open_regions = event.nesting().map_or(0, |n| n.saturating_sub(1));
         let sid = header.sid;
         Ok(Record {
@@ -416,6 +441,29 @@ impl<'l> EventLine<'l> {
             T::Micros => number(|t| micros(t).map(FieldValue::Uint))?,
             T::Nanos => number(|t| nanos(t).map(FieldValue::Uint))?,
         })
+    }
+}
+
+/// What [`EventLine::record_as`] does with a field whose key is missing.
+#[derive(Clone, Copy)]
+enum Missing {
+    Refused,
+    Filled,
+}
+
+/// The value a missing field takes when missing fields are filled.
+fn default_of(ty: FieldType) -> FieldValue<'static> {
+    use FieldType as T;
+    match ty {
+        T::Text | T::TextOmittedWhenEmpty | T::Json => FieldValue::Text(""),
+        T::OptText => FieldValue::OptText(None),
+        T::TextList => FieldValue::TextList(&[]),
+        T::Uint | T::Count | T::Micros | T::Nanos => FieldValue::Uint(0),
+        T::Int => FieldValue::Int(0),
+        T::OptInt => FieldValue::OptInt(None),
+        T::Nesting => FieldValue::Nesting(0),
+        T::Code => FieldValue::Code(0),
+        T::Flag => FieldValue::Flag(false),
     }
 }
 
@@ -706,7 +754,19 @@ mod tests {
         );
         assert_eq!(wall_us("2026-11-21T24:00:00.000000Z"), None);
         assert_eq!(wall_us("2026-11-21T23:21:37.Z"), None);
-        assert_eq!(wall_us("2026-11-21T23:21:37.817135+01:00"), None);
+        for bad in [
+            "",
+            "2026-11-21 23:22:00.038534Z",
+            "2026-11-21T23:22:00.038534",
+            "2026-11-21T23:22:00.038534+01:00",
+            "2026-13-21T23:22:00.038534Z",
+            "2026-11-21T23:60:00.038534Z",
+            "2026-11-21T23:22:00.03x534Z",
+            "yyyy-11-21T23:22:00.038534Z",
+            "2026-11-21T23:22:00.0385340000000000000000000000Zx",
+        ] {
+            assert_eq!(wall_us(bad), None, "{bad}");
+        }
     }
 
     #[test]
@@ -790,6 +850,49 @@ mod tests {
             line.header().unwrap_err(),
             ReadError::BadValue {
                 kind: None,
+                key: "sid"
+            }
+        );
+    }
+
+    #[test]
+    fn missing_fields_can_be_filled_with_defaults() {
+        let text = r#"{"event":"data_json","sid":"s","thread":"main","nesting":2,"category":"c","key":"k","value":[1]}"#;
+        let line = read_line(text).unwrap();
+        let mut list = Vec::new();
+        assert_eq!(
+            line.record(&mut list).unwrap_err(),
+            ReadError::Missing {
+                kind: Kind::DataJson,
+                key: "t_rel"
+            }
+        );
+        let mut list = Vec::new();
+        let record = line.record_filling_missing(&mut list).unwrap();
+        assert!(matches!(
+            record.event,
+            Event::DataJson {
+                json: "[1]",
+                t_rel_us: 0,
+                nesting: 2,
+                ..
+            }
+        ));
+        assert!(!line.has_key("t_rel"));
+        // A bad value is not a missing one.
+        let text = r#"{"event":"exit","sid":"s","thread":"main","code":"0"}"#;
+        let line = read_line(text).unwrap();
+        let mut list = Vec::new();
+        assert!(matches!(
+            line.record_filling_missing(&mut list),
+            Err(ReadError::BadValue { .. })
+        ));
+        let line = read_line(r#"{"event":"exit","thread":"main","code":0}"#).unwrap();
+        let mut list = Vec::new();
+        assert_eq!(
+            line.record_filling_missing(&mut list).unwrap_err(),
+            ReadError::Missing {
+                kind: Kind::Exit,
                 key: "sid"
             }
         );
