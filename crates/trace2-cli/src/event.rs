@@ -239,7 +239,7 @@ impl From<ReadError> for LineError {
         match error {
             ReadError::CutShort => LineError::CutShort,
             ReadError::Json(why) => LineError::NotJson(strip_position(&why)),
-            ReadError::NotObject(why) => LineError::NotTrace2(strip_position(&why)),
+            ReadError::BadObject(why) => LineError::NotTrace2(strip_position(&why)),
             ReadError::NoEvent => LineError::NotTrace2("missing field `event`".into()),
             ReadError::UnknownKind(name) => LineError::NotTrace2(format!("unknown kind {name:?}")),
             ReadError::Missing { key, .. } if key == "sid" || key == "thread" => {

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use tracing_trace2_event::{AnyLine, LineHeader, read_any_line};
+use tracing_trace2_event::{AnyLine, read_any_line};
 use tracing_trace2_record::catalogue::Kind as RecordKind;
 use tracing_trace2_record::{Event, Record};
 
@@ -35,15 +35,17 @@ pub fn event_of<'a>(record: &Record<'a>) -> TraceEvent<'a> {
     }
 }
 
-/// The event of an Event line's record, with what the line's `header` says it had.
-fn line_event<'a>(record: &Record<'a>, header: &LineHeader<'a>) -> TraceEvent<'a> {
+/// The event of an Event line's record: `time`, `t_abs` and `line` only when the line had
+/// them (the record holds 0 for a missing one).
+fn line_event<'a>(record: &Record<'a>, has_key: impl Fn(&str) -> bool) -> TraceEvent<'a> {
+    let file = record.callsite.file;
     TraceEvent {
-        sid: Cow::Borrowed(header.sid),
-        thread: Cow::Borrowed(header.thread),
-        time_us: header.wall_us,
-        t_abs_us: header.t_abs_us.map(micros),
-        file: header.file.map(Cow::Borrowed),
-        line: header.line.map(i64::from),
+        sid: Cow::Borrowed(record.sid),
+        thread: Cow::Borrowed(record.thread),
+        time_us: has_key("time").then_some(record.time.wall_us),
+        t_abs_us: has_key("t_abs").then(|| micros(record.time.t_abs_us)),
+        file: file.map(Cow::Borrowed),
+        line: (file.is_some() && has_key("line")).then_some(i64::from(record.callsite.line)),
         repo: repo_of(&record.event),
         kind: kind_of(&record.event),
     }
@@ -82,15 +84,20 @@ pub fn with_line<T>(
     match read_any_line(line)? {
         AnyLine::Known(line) => {
             let kind = line.kind();
-            if let Some(key) = needs(kind).iter().find(|key| !line.has_key(key)) {
+            // A `data_json` value may be `null` (an empty JSON text); elsewhere `null` is
+            // no value.
+            let present = |key: &str| match key {
+                "value" => line.has_key(key),
+                _ => line.has_value(key),
+            };
+            if let Some(key) = needs(kind).iter().find(|key| !present(key)) {
                 return Err(LineError::Incomplete(format!("{kind} without `{key}`")));
             }
-            let header = line.header()?;
             let mut list = Vec::new();
             let record = line.record_filling_missing(&mut list)?;
-            check_sid(header.sid)?;
-            let mut event = line_event(&record, &header);
-            unset_missing(&mut event.kind, |key| line.has_key(key));
+            check_sid(record.sid)?;
+            let mut event = line_event(&record, |key| line.has_value(key));
+            unset_missing(&mut event.kind, |key| line.has_value(key));
             let note = line.unknown_keys().next().map(|key| LineNote::UnknownKey {
                 kind: kind.name(),
                 key: key.to_owned(),
@@ -756,6 +763,14 @@ mod tests {
             read(r#"{"event":"start","sid":"s","thread":"main"}"#).unwrap_err(),
             LineError::Incomplete("start without `argv`".into())
         );
+        assert_eq!(
+            read(r#"{"event":"exit","sid":"s","thread":"main","code":null}"#).unwrap_err(),
+            LineError::Incomplete("exit without `code`".into())
+        );
+        let (event, _) =
+            read(r#"{"event":"exit","sid":"s","thread":"main","time":null,"t_abs":null,"code":0}"#)
+                .unwrap();
+        assert!(event.contains("time_us: None, t_abs_us: None"), "{event}");
     }
 
     #[test]

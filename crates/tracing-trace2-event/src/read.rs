@@ -23,7 +23,7 @@
 //!
 //! Readers of files written by other programs get some slack that the formatter's own
 //! lines never need: seconds with more or fewer than six decimals, a `time` with more or
-//! fewer fractional digits.
+//! fewer fractional digits, `null` for an absent key. A key given twice fails the line.
 //!
 //! A line of a kind the catalogue does not have is an error
 //! ([`ReadError::UnknownKind`]), never skipped; [`read_any_line`] instead hands such a
@@ -48,8 +48,8 @@ pub enum ReadError {
     Json(String),
     /// The line stops before its JSON does: a line cut short.
     CutShort,
-    /// The line is JSON, but not an object.
-    NotObject(String),
+    /// The line is JSON, but not an object with unique keys.
+    BadObject(String),
     /// The line has no `event` key.
     NoEvent,
     /// The line's `event` is not a kind of the catalogue.
@@ -75,7 +75,7 @@ impl fmt::Display for ReadError {
         match self {
             ReadError::Json(e) => write!(f, "not JSON: {e}"),
             ReadError::CutShort => f.write_str("cut short"),
-            ReadError::NotObject(e) => write!(f, "not a JSON object: {e}"),
+            ReadError::BadObject(e) => write!(f, "not a JSON object with unique keys: {e}"),
             ReadError::NoEvent => f.write_str("no \"event\" key"),
             ReadError::UnknownKind(name) => write!(f, "unknown event kind {name:?}"),
             ReadError::Missing { kind, key } => write!(f, "{kind}: no \"{key}\""),
@@ -104,7 +104,7 @@ impl From<serde_json::Error> for ReadError {
         if e.is_eof() {
             ReadError::CutShort
         } else if e.is_data() {
-            ReadError::NotObject(e.to_string())
+            ReadError::BadObject(e.to_string())
         } else {
             ReadError::Json(e.to_string())
         }
@@ -209,16 +209,19 @@ impl<'a> Entries<'a> {
         self.0.iter().find(|entry| entry.key == key)
     }
 
-    /// The string value of `key`; `None` when absent.
+    /// The string value of `key`; `None` when absent or `null`.
     fn text(&self, key: &'static str, kind: Option<Kind>) -> Result<Option<&str>, ReadError> {
-        match self.get(key).map(|entry| &entry.value) {
-            Some(Value::Text(text)) => Ok(Some(text)),
-            None => Ok(None),
+        match self.get(key) {
+            Some(Entry {
+                value: Value::Text(text),
+                ..
+            }) => Ok(Some(text)),
+            None | Some(Entry { raw: "null", .. }) => Ok(None),
             Some(_) => Err(ReadError::BadValue { kind, key }),
         }
     }
 
-    /// The non-string value of `key` parsed by `parse`; `None` when absent.
+    /// The non-string value of `key` parsed by `parse`; `None` when absent or `null`.
     fn number<T>(
         &self,
         key: &'static str,
@@ -226,7 +229,7 @@ impl<'a> Entries<'a> {
         parse: impl Fn(&str) -> Option<T>,
     ) -> Result<Option<T>, ReadError> {
         match self.get(key) {
-            None => Ok(None),
+            None | Some(Entry { raw: "null", .. }) => Ok(None),
             Some(Entry {
                 value: Value::Other,
                 raw,
@@ -288,9 +291,17 @@ impl<'l> EventLine<'l> {
         self.entries.header(Some(self.kind))
     }
 
-    /// Whether the line has `key`.
+    /// Whether the line has `key` (its value may be `null`).
     pub fn has_key(&self, key: &str) -> bool {
         self.entries.get(key).is_some()
+    }
+
+    /// Whether the line has `key` with a value other than `null` (which the reader takes
+    /// for an absent key, except as the JSON of a `data_json` value).
+    pub fn has_value(&self, key: &str) -> bool {
+        self.entries
+            .get(key)
+            .is_some_and(|entry| entry.raw != "null")
     }
 
     /// The keys of the line that neither every line nor its kind's catalogue row has
@@ -529,6 +540,10 @@ impl<'de> Deserialize<'de> for Entries<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut entries = Vec::with_capacity(16);
                 while let Some(LineStr(key)) = map.next_key()? {
+                    // Which of two values would count is anyone's guess: neither.
+                    if entries.iter().any(|entry: &Entry<'_>| entry.key == key) {
+                        return Err(de::Error::custom(format_args!("duplicate key `{key}`")));
+                    }
                     let raw: &'de RawValue = map.next_value()?;
                     let raw = raw.get();
                     let value = match raw.as_bytes().first() {
@@ -701,7 +716,7 @@ mod tests {
         assert!(matches!(read_line("{]").unwrap_err(), ReadError::Json(_)));
         assert!(matches!(
             read_line("[1]").unwrap_err(),
-            ReadError::NotObject(_)
+            ReadError::BadObject(_)
         ));
     }
 
@@ -879,6 +894,9 @@ mod tests {
             }
         ));
         assert!(!line.has_key("t_rel"));
+        let line = read_line(r#"{"event":"exit","sid":"s","thread":"main","time":null,"code":0}"#)
+            .unwrap();
+        assert!(line.has_key("time") && !line.has_value("time") && line.has_value("code"));
         // A bad value is not a missing one.
         let text = r#"{"event":"exit","sid":"s","thread":"main","code":"0"}"#;
         let line = read_line(text).unwrap();
@@ -896,5 +914,26 @@ mod tests {
                 key: "sid"
             }
         );
+    }
+
+    #[test]
+    fn null_is_absent_and_a_repeated_key_fails_the_line() {
+        let text = r#"{"event":"region_leave","sid":"s","thread":"main","nesting":1,"t_rel":0.5,"category":null,"label":null,"repo":null}"#;
+        let line = read_line(text).unwrap();
+        let mut list = Vec::new();
+        match line.record(&mut list).unwrap().event {
+            Event::RegionLeave { region, .. } => {
+                assert_eq!(
+                    (region.category, region.label, region.repo),
+                    (None, None, None)
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let text = r#"{"event":"start","sid":"s","thread":"main","argv":["git"],"argv":["x"]}"#;
+        assert!(matches!(
+            read_line(text).unwrap_err(),
+            ReadError::BadObject(e) if e.contains("duplicate key `argv`")
+        ));
     }
 }
