@@ -206,7 +206,7 @@ pub fn read_any_line(line: &str) -> Result<AnyLine<'_>, ReadError> {
 impl<'a> Entries<'a> {
     /// The first entry named `key`.
     fn get(&self, key: &str) -> Option<&Entry<'a>> {
-        self.0.iter().find(|entry| entry.key == key)
+        self.0.iter().find(|entry| same_key(&entry.key, key))
     }
 
     /// The string value of `key`; `None` when absent or `null`.
@@ -313,10 +313,12 @@ impl<'l> EventLine<'l> {
             .iter()
             .map(|entry| entry.key.as_ref())
             .filter(move |key| {
-                !HEADER_KEYS.contains(key)
+                !HEADER_KEYS.iter().any(|known| same_key(known, key))
                     // The format version, constant, that `version` lines carry.
                     && !(self.kind == Kind::Version && *key == "evt")
-                    && !fields.iter().any(|field| field.key == Some(*key))
+                    && !fields
+                        .iter()
+                        .any(|field| field.key.is_some_and(|known| same_key(known, key)))
             })
     }
 
@@ -541,7 +543,10 @@ impl<'de> Deserialize<'de> for Entries<'de> {
                 let mut entries = Vec::with_capacity(16);
                 while let Some(LineStr(key)) = map.next_key()? {
                     // Which of two values would count is anyone's guess: neither.
-                    if entries.iter().any(|entry: &Entry<'_>| entry.key == key) {
+                    if entries
+                        .iter()
+                        .any(|entry: &Entry<'_>| same_key(&entry.key, &key))
+                    {
                         return Err(de::Error::custom(format_args!("duplicate key `{key}`")));
                     }
                     let raw: &'de RawValue = map.next_value()?;
@@ -563,10 +568,18 @@ impl<'de> Deserialize<'de> for Entries<'de> {
     }
 }
 
+/// Whether two keys are the same. Keys are a few bytes long and mostly differ in their
+/// length or first byte: compared inline rather than through `memcmp`, which the key
+/// lookups of every line would otherwise call dozens of times.
+#[inline]
+fn same_key(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).all(|(x, y)| x == y)
+}
+
 /// The text of a JSON string, borrowed when it has no escapes.
 fn string_of(raw: &str) -> Result<Cow<'_, str>, serde_json::Error> {
     let inner = &raw[1..raw.len() - 1];
-    if !inner.contains('\\') {
+    if !inner.as_bytes().contains(&b'\\') {
         // serde_json checked the string: no escapes means its text is the value.
         return Ok(Cow::Borrowed(inner));
     }
