@@ -313,12 +313,13 @@ impl<'l> EventLine<'l> {
             .iter()
             .map(|entry| entry.key.as_ref())
             .filter(move |key| {
-                !HEADER_KEYS.iter().any(|known| same_key(known, key))
-                    // The format version, constant, that `version` lines carry.
-                    && !(self.kind == Kind::Version && *key == "evt")
-                    && !fields
-                        .iter()
-                        .any(|field| field.key.is_some_and(|known| same_key(known, key)))
+                let header = HEADER_KEYS.iter().any(|known| same_key(known, key));
+                // The format version, constant, that `version` lines carry.
+                let version = self.kind == Kind::Version && *key == "evt";
+                let field = fields
+                    .iter()
+                    .any(|field| field.key.is_some_and(|known| same_key(known, key)));
+                !(header || version || field)
             })
     }
 
@@ -610,7 +611,8 @@ fn micros(text: &str) -> Option<u64> {
 /// [`micros`] of a number in a form other than plain decimals.
 fn float_micros(text: &str) -> Option<u64> {
     let seconds: f64 = text.parse().ok()?;
-    if !(seconds >= 0.0) {
+    // NaN and negative values are refused.
+    if seconds.is_nan() || seconds < 0.0 {
         return None;
     }
     let us = (seconds * 1e6).round();
