@@ -313,13 +313,13 @@ impl<'l> EventLine<'l> {
             .iter()
             .map(|entry| entry.key.as_ref())
             .filter(move |key| {
-                let header = HEADER_KEYS.iter().any(|known| same_key(known, key));
-                // The format version, constant, that `version` lines carry.
-                let version = self.kind == Kind::Version && *key == "evt";
-                let field = fields
-                    .iter()
-                    .any(|field| field.key.is_some_and(|known| same_key(known, key)));
-                !(header || version || field)
+                let known = HEADER_KEYS.iter().any(|known| same_key(known, key))
+                    // The format version, constant, that `version` lines carry.
+                    || (self.kind == Kind::Version && *key == "evt")
+                    || fields
+                        .iter()
+                        .any(|field| field.key.is_some_and(|known| same_key(known, key)));
+                !known
             })
     }
 
