@@ -33,6 +33,8 @@ use tracing_subscriber::prelude::*;
 use tracing_trace2::api;
 use tracing_trace2::core::timers::{self, Counter, PerThread, Timer};
 use tracing_trace2::thread::{self as t2thread, ThreadGuard};
+use tracing_trace2_event::read_line;
+use tracing_trace2_record::Event;
 
 use support::first_difference;
 use support::process;
@@ -326,7 +328,7 @@ fn replay(name: &str, args: &[&str]) -> Result<(), String> {
         problems.push_str(&format!("  normal: {e}\n"));
     }
     // The masked timer values must still add up.
-    if let Err(e) = timers_add_up(&support::json_lines(event.lines())) {
+    if let Err(e) = timers_add_up(&event) {
         problems.push_str(&format!("  timer values: {e}\n"));
     }
     if problems.is_empty() {
@@ -465,32 +467,57 @@ struct TimerLine {
     max: u64,
 }
 
-fn micros(v: &Value, key: &str) -> u64 {
-    (v[key].as_f64().unwrap_or(f64::NAN) * 1e6).round() as u64
+/// One `timer` or `th_timer` line, read back into its record by the Event reader.
+#[derive(Debug)]
+struct TimerRecord {
+    per_thread: bool,
+    category: String,
+    name: String,
+    values: TimerLine,
 }
 
-fn timer_line(v: &Value) -> TimerLine {
-    TimerLine {
-        intervals: v["intervals"].as_u64().unwrap_or(0),
-        total: micros(v, "t_total"),
-        min: micros(v, "t_min"),
-        max: micros(v, "t_max"),
+/// The timer lines of an Event text, in order.
+fn timer_records(event: &str) -> Result<Vec<TimerRecord>, String> {
+    // The Event format writes seconds with six decimals: the reader's nanoseconds are
+    // whole microseconds.
+    let micros = |ns: u64| ns.div_ceil(1000);
+    let mut timers = Vec::new();
+    for text in event.lines() {
+        let line = read_line(text).map_err(|e| format!("{e}: {text}"))?;
+        let mut list = Vec::new();
+        let record = line.record(&mut list).map_err(|e| format!("{e}: {text}"))?;
+        if let Event::Timer { per_thread, timer } = record.event {
+            timers.push(TimerRecord {
+                per_thread,
+                category: timer.category.to_owned(),
+                name: timer.name.to_owned(),
+                values: TimerLine {
+                    intervals: timer.intervals,
+                    total: micros(timer.total_ns),
+                    min: micros(timer.min_ns),
+                    max: micros(timer.max_ns),
+                },
+            });
+        }
     }
+    Ok(timers)
 }
 
 /// For every timer with a `timer` line: its values agree with its `th_timer` lines (if
 /// it has any), min <= max, and each interval lasted at least min.
-fn timers_add_up(lines: &[Value]) -> Result<(), String> {
-    for total in lines.iter().filter(|v| v["event"] == "timer") {
-        let key = (&total["category"], &total["name"]);
-        let t = timer_line(total);
+fn timers_add_up(event: &str) -> Result<(), String> {
+    let timers = timer_records(event)?;
+    for total in timers.iter().filter(|timer| !timer.per_thread) {
+        let t = &total.values;
         if !(t.min <= t.max && t.min * t.intervals <= t.total && t.total <= t.max * t.intervals) {
-            return Err(format!("inconsistent total {t:?}"));
+            return Err(format!("inconsistent total {total:?}"));
         }
-        let parts: Vec<TimerLine> = lines
+        let parts: Vec<&TimerLine> = timers
             .iter()
-            .filter(|v| v["event"] == "th_timer" && (&v["category"], &v["name"]) == key)
-            .map(timer_line)
+            .filter(|part| {
+                part.per_thread && (&part.category, &part.name) == (&total.category, &total.name)
+            })
+            .map(|part| &part.values)
             .collect();
         if parts.is_empty() {
             continue;
@@ -615,13 +642,21 @@ fn four_threads() -> Result<(), String> {
             problems.push(format!("totals {values:?}, want {want:?}"));
         }
         // Each parse interval slept 3 ms, each lookup interval 1 ms.
-        let parse = timer_line(tail[3]);
-        let lookup = timer_line(tail[4]);
+        let timers = timer_records(&event)?;
+        let main_timer = |name: &str| {
+            timers
+                .iter()
+                .find(|timer| !timer.per_thread && timer.name == name)
+                .map(|timer| &timer.values)
+        };
+        let (Some(parse), Some(lookup)) = (main_timer("parse"), main_timer("lookup")) else {
+            return Err(format!("no parse or lookup timer in {timers:?}"));
+        };
         if parse.min < 3000 || lookup.min < 1000 {
             problems.push(format!("intervals too short: {parse:?} {lookup:?}"));
         }
     }
-    if let Err(e) = timers_add_up(&lines) {
+    if let Err(e) = timers_add_up(&event) {
         problems.push(e);
     }
     if problems.is_empty() {
@@ -664,7 +699,7 @@ fn rayon_pool() -> Result<(), String> {
     if counter != Some(Value::from(3)) {
         return Err(format!("entries total {counter:?}"));
     }
-    timers_add_up(&lines)
+    timers_add_up(&event)
 }
 
 /// Once a thread has used a timer and a counter, starting, stopping and adding

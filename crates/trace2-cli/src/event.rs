@@ -1,15 +1,14 @@
-//! One Trace2 event parsed from one Event-format JSON line (git's `GIT_TRACE2_EVENT` output, or
-//! ours, which is the same), with strings borrowed from the line where they need no unescaping.
+//! One Trace2 event as this tool sees it: the keys every line carries, plus what its kind
+//! means here (kinds merged where the tool treats them alike, times in microseconds).
 //!
-//! Field names and types follow git 2.47.3 (`trace2-format.md` §4.4). Keys this tool does not use
-//! (`cmd_ancestry`'s list, `file` of most events…) are skipped by the parser without being copied.
+//! Both inputs give records (the event crate's reader for Event JSON lines, the binary
+//! decoder for `t2b` traces); module [`record_event`](crate::record_event) turns a record
+//! into a [`TraceEvent`], so the summary and the exports see one event type whatever the
+//! input. This module only declares the type and the reasons a line is not used.
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
-use crate::time::{parse_utc_micros, seconds_to_micros};
+use tracing_trace2_event::ReadError;
 
 /// A parsed event: the keys every line carries, plus what its kind adds.
 #[derive(Debug)]
@@ -91,8 +90,8 @@ pub enum Kind<'a> {
         category: Cow<'a, str>,
         /// Key.
         key: Cow<'a, str>,
-        /// The value's JSON text (a string for `data`, anything for `data_json`).
-        value: &'a RawValue,
+        /// The text of a `data` value; the JSON text of a `data_json` value (always JSON).
+        value: Cow<'a, str>,
         /// True for `data_json`.
         json: bool,
     },
@@ -193,7 +192,8 @@ pub enum Kind<'a> {
         /// Signal number.
         signo: i64,
     },
-    /// A kind this tool only passes along (`cmd_ancestry`, `too_many_files`, a future kind…).
+    /// A kind this tool only passes along (`cmd_path`, `cmd_ancestry`, `too_many_files`, a
+    /// kind it does not know…).
     Other(Cow<'a, str>),
 }
 
@@ -234,238 +234,37 @@ impl std::fmt::Display for LineError {
     }
 }
 
-/// Every key any kind uses, all optional: one pass of serde over the line, then the kind picks.
-#[derive(Deserialize)]
-struct Keys<'a> {
-    #[serde(borrow)]
-    event: Cow<'a, str>,
-    #[serde(borrow)]
-    sid: Cow<'a, str>,
-    #[serde(borrow)]
-    thread: Cow<'a, str>,
-    #[serde(borrow, default)]
-    time: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    file: Option<Cow<'a, str>>,
-    #[serde(default)]
-    line: Option<i64>,
-    #[serde(default)]
-    repo: Option<i64>,
-    #[serde(default)]
-    t_abs: Option<f64>,
-    #[serde(default)]
-    t_rel: Option<f64>,
-    #[serde(default)]
-    nesting: Option<i64>,
-    #[serde(borrow, default)]
-    category: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    label: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    msg: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    fmt: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    hierarchy: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    exe: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    argv: Option<Vec<Cow<'a, str>>>,
-    #[serde(borrow, default)]
-    alias: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    scope: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    param: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    key: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    value: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    worktree: Option<Cow<'a, str>>,
-    #[serde(default)]
-    child_id: Option<i64>,
-    #[serde(borrow, default)]
-    child_class: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    hook_name: Option<Cow<'a, str>>,
-    #[serde(default)]
-    pid: Option<i64>,
-    #[serde(default)]
-    code: Option<i64>,
-    #[serde(borrow, default)]
-    ready: Option<Cow<'a, str>>,
-    #[serde(default)]
-    exec_id: Option<i64>,
-    #[serde(default)]
-    intervals: Option<i64>,
-    #[serde(default)]
-    t_total: Option<f64>,
-    #[serde(default)]
-    t_min: Option<f64>,
-    #[serde(default)]
-    t_max: Option<f64>,
-    #[serde(default)]
-    count: Option<i64>,
-    #[serde(default)]
-    signo: Option<i64>,
-}
-
-fn need<T>(value: Option<T>, kind: &str, key: &str) -> Result<T, LineError> {
-    value.ok_or_else(|| LineError::Incomplete(format!("{kind} without `{key}`")))
-}
-
-impl<'a> TraceEvent<'a> {
-    /// Parses one line (without its newline).
-    pub fn parse(line: &'a str) -> Result<Self, LineError> {
-        let keys: Keys<'a> = serde_json::from_str(line).map_err(|e| {
-            if e.is_eof() {
-                LineError::CutShort
-            } else if e.is_data() {
-                LineError::NotTrace2(strip_position(&e))
-            } else {
-                LineError::NotJson(strip_position(&e))
+impl From<ReadError> for LineError {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::CutShort => LineError::CutShort,
+            ReadError::Json(why) => LineError::NotJson(strip_position(&why)),
+            ReadError::BadObject(why) => LineError::NotTrace2(strip_position(&why)),
+            ReadError::NoEvent => LineError::NotTrace2("missing field `event`".into()),
+            ReadError::UnknownKind(name) => LineError::NotTrace2(format!("unknown kind {name:?}")),
+            ReadError::Missing { key, .. } if key == "sid" || key == "thread" => {
+                LineError::NotTrace2(format!("missing field `{key}`"))
             }
-        })?;
-        Self::from_keys(keys)
-    }
-
-    fn from_keys(k: Keys<'a>) -> Result<Self, LineError> {
-        let ev = k.event.as_ref();
-        let micros = |v: Option<f64>, key: &str| need(v, ev, key).map(seconds_to_micros);
-        let kind = match ev {
-            "version" => Kind::Version { exe: k.exe },
-            "start" => Kind::Start {
-                argv: need(k.argv, ev, "argv")?,
-            },
-            "cmd_name" => Kind::CmdName {
-                name: need(k.name, ev, "name")?,
-                hierarchy: k.hierarchy,
-            },
-            "cmd_mode" => Kind::CmdMode {
-                name: need(k.name, ev, "name")?,
-            },
-            "alias" => Kind::Alias {
-                alias: need(k.alias, ev, "alias")?,
-                argv: k.argv.unwrap_or_default(),
-            },
-            "def_param" => Kind::DefParam {
-                scope: k.scope,
-                param: need(k.param, ev, "param")?,
-                value: k.value.map(|value| {
-                    serde_json::from_str::<Cow<'a, str>>(value.get())
-                        .unwrap_or(Cow::Borrowed(value.get()))
-                }),
-            },
-            "def_repo" => Kind::DefRepo {
-                worktree: need(k.worktree, ev, "worktree")?,
-            },
-            "region_enter" | "region_leave" => {
-                let region = Region {
-                    nesting: need(k.nesting, ev, "nesting")?,
-                    category: k.category,
-                    label: k.label,
-                    msg: k.msg,
-                };
-                if ev == "region_enter" {
-                    Kind::RegionEnter(region)
-                } else {
-                    Kind::RegionLeave(region, micros(k.t_rel, "t_rel")?)
-                }
+            ReadError::Missing { kind, key } => {
+                LineError::Incomplete(format!("{kind} without `{key}`"))
             }
-            "data" | "data_json" => Kind::Data {
-                nesting: need(k.nesting, ev, "nesting")?,
-                category: need(k.category, ev, "category")?,
-                key: need(k.key, ev, "key")?,
-                value: need(k.value, ev, "value")?,
-                json: ev == "data_json",
-            },
-            "printf" => Kind::Printf { msg: k.msg },
-            "error" => Kind::Error {
-                msg: k.msg,
-                fmt: k.fmt,
-            },
-            "child_start" => Kind::ChildStart {
-                child_id: need(k.child_id, ev, "child_id")?,
-                class: k.child_class.unwrap_or(Cow::Borrowed("?")),
-                hook_name: k.hook_name,
-                argv: k.argv.unwrap_or_default(),
-            },
-            "child_exit" | "child_ready" => Kind::ChildEnd {
-                child_id: need(k.child_id, ev, "child_id")?,
-                pid: k.pid,
-                code: if ev == "child_exit" {
-                    Some(need(k.code, ev, "code")?)
-                } else {
-                    None
-                },
-                ready: if ev == "child_ready" {
-                    Some(k.ready.unwrap_or(Cow::Borrowed("?")))
-                } else {
-                    None
-                },
-                elapsed_us: micros(k.t_rel, "t_rel")?,
-            },
-            "exec" => Kind::Exec {
-                exec_id: need(k.exec_id, ev, "exec_id")?,
-                argv: k.argv.unwrap_or_default(),
-            },
-            "exec_result" => Kind::ExecResult {
-                exec_id: need(k.exec_id, ev, "exec_id")?,
-                code: need(k.code, ev, "code")?,
-            },
-            "thread_start" => Kind::ThreadStart,
-            "thread_exit" => Kind::ThreadExit(micros(k.t_rel, "t_rel")?),
-            "timer" | "th_timer" => Kind::Timer {
-                per_thread: ev == "th_timer",
-                category: need(k.category, ev, "category")?,
-                name: need(k.name, ev, "name")?,
-                intervals: need(k.intervals, ev, "intervals")?,
-                total_us: micros(k.t_total, "t_total")?,
-                min_us: micros(k.t_min, "t_min")?,
-                max_us: micros(k.t_max, "t_max")?,
-            },
-            "counter" | "th_counter" => Kind::Counter {
-                per_thread: ev == "th_counter",
-                category: need(k.category, ev, "category")?,
-                name: need(k.name, ev, "name")?,
-                count: need(k.count, ev, "count")?,
-            },
-            "exit" => Kind::Exit {
-                code: need(k.code, ev, "code")?,
-            },
-            "atexit" => Kind::Atexit {
-                code: need(k.code, ev, "code")?,
-            },
-            "signal" => Kind::Signal {
-                signo: need(k.signo, ev, "signo")?,
-            },
-            _ => Kind::Other(k.event.clone()),
-        };
-        if k.sid.is_empty() {
-            return Err(LineError::NotTrace2("empty `sid`".into()));
+            ReadError::BadValue { key: "time", .. } => {
+                LineError::NotTrace2("`time` is not UTC ISO".into())
+            }
+            ReadError::BadValue {
+                kind: Some(kind),
+                key,
+            } => LineError::NotTrace2(format!("`{key}` of {kind} has a value of the wrong type")),
+            ReadError::BadValue { kind: None, key } => {
+                LineError::NotTrace2(format!("`{key}` has a value of the wrong type"))
+            }
+            // A variant added later: its own words.
+            other => LineError::NotTrace2(other.to_string()),
         }
-        let time_us =
-            match &k.time {
-                Some(text) => Some(parse_utc_micros(text).ok_or_else(|| {
-                    LineError::NotTrace2(format!("`time` {text:?} is not UTC ISO"))
-                })?),
-                None => None,
-            };
-        Ok(TraceEvent {
-            sid: k.sid,
-            thread: k.thread,
-            time_us,
-            t_abs_us: k.t_abs.map(seconds_to_micros),
-            file: k.file,
-            line: k.line,
-            repo: k.repo,
-            kind,
-        })
     }
+}
 
+impl TraceEvent<'_> {
     /// The event's name as written in the line (`region_leave`, …).
     pub fn name(&self) -> &str {
         match &self.kind {
@@ -510,114 +309,9 @@ impl<'a> TraceEvent<'a> {
 }
 
 /// serde_json appends " at line 1 column N"; the caller names the line itself.
-fn strip_position(error: &serde_json::Error) -> String {
-    let text = error.to_string();
+fn strip_position(text: &str) -> String {
     match text.rfind(" at line ") {
         Some(at) => text[..at].to_owned(),
-        None => text,
-    }
-}
-
-/// Text of a JSON string value, or the JSON text itself for other values.
-pub fn value_text(value: &RawValue) -> Cow<'_, str> {
-    serde_json::from_str::<Cow<'_, str>>(value.get()).unwrap_or(Cow::Borrowed(value.get()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const LEAVE: &str = r#"{"event":"region_leave","sid":"20261121T232200.038465Z-H0a7c9cdf-P00002cdd","thread":"main","time":"2026-11-21T23:22:00.039105Z","file":"read-cache.c","line":2388,"repo":1,"t_rel":0.000065,"nesting":1,"category":"index","label":"do_read_index","msg":".git/index"}"#;
-
-    #[test]
-    fn parses_a_region_leave() {
-        let ev = TraceEvent::parse(LEAVE).unwrap();
-        assert_eq!(ev.sid, "20261121T232200.038465Z-H0a7c9cdf-P00002cdd");
-        assert_eq!(ev.thread, "main");
-        assert_eq!(ev.time_us, Some(1_795_303_320_039_105));
-        assert_eq!(ev.repo, Some(1));
-        assert_eq!(ev.name(), "region_leave");
-        match ev.kind {
-            Kind::RegionLeave(r, t_rel) => {
-                assert_eq!(t_rel, 65);
-                assert_eq!(r.nesting, 1);
-                assert_eq!(r.category.as_deref(), Some("index"));
-                assert_eq!(r.label.as_deref(), Some("do_read_index"));
-                assert_eq!(r.msg.as_deref(), Some(".git/index"));
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn data_json_keeps_its_value() {
-        let line = r#"{"event":"data_json","sid":"s","thread":"main","t_abs":0.1,"t_rel":0.1,"nesting":1,"category":"c","key":"k","value":{"a":[1,"two"]}}"#;
-        let ev = TraceEvent::parse(line).unwrap();
-        match ev.kind {
-            Kind::Data {
-                value, json: true, ..
-            } => assert_eq!(value.get(), r#"{"a":[1,"two"]}"#),
-            other => panic!("{other:?}"),
-        }
-        assert_eq!(ev.t_abs_us, Some(100_000));
-    }
-
-    #[test]
-    fn def_param_of_a_valueless_key_has_no_value() {
-        // Git 2.49+ writes a key set without a value (`git -c foo.bar`) without `value`.
-        let line = r#"{"event":"def_param","sid":"s","thread":"main","scope":"command","param":"foo.bar"}"#;
-        match TraceEvent::parse(line).unwrap().kind {
-            Kind::DefParam { param, value, .. } => {
-                assert_eq!(param, "foo.bar");
-                assert_eq!(value, None);
-            }
-            other => panic!("{other:?}"),
-        }
-        let line = r#"{"event":"def_param","sid":"s","thread":"main","scope":"command","param":"foo.bar","value":""}"#;
-        match TraceEvent::parse(line).unwrap().kind {
-            Kind::DefParam { value, .. } => assert_eq!(value.as_deref(), Some("")),
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            TraceEvent::parse(r#"{"event":"def_param","sid":"s","thread":"main","value":"1"}"#),
-            Err(LineError::Incomplete(_))
-        ));
-    }
-
-    #[test]
-    fn unknown_kinds_pass_through() {
-        let ev =
-            TraceEvent::parse(r#"{"event":"too_many_files","sid":"s","thread":"main"}"#).unwrap();
-        assert!(matches!(ev.kind, Kind::Other(ref n) if n == "too_many_files"));
-    }
-
-    #[test]
-    fn foreign_lines_are_named() {
-        assert!(matches!(
-            TraceEvent::parse("hello"),
-            Err(LineError::NotJson(_))
-        ));
-        assert_eq!(
-            TraceEvent::parse(r#"{"event":"start","sid":"s","thread":"main","argv":["gi"#)
-                .unwrap_err(),
-            LineError::CutShort
-        );
-        assert!(matches!(
-            TraceEvent::parse(r#"{"level":"info","msg":"x"}"#),
-            Err(LineError::NotTrace2(m)) if m.contains("event")
-        ));
-        assert!(matches!(
-            TraceEvent::parse(r#"{"event":"exit","sid":"s","thread":"main","code":"0"}"#),
-            Err(LineError::NotTrace2(_))
-        ));
-        assert_eq!(
-            TraceEvent::parse(r#"{"event":"region_leave","sid":"s","thread":"main","nesting":1}"#)
-                .unwrap_err(),
-            LineError::Incomplete("region_leave without `t_rel`".into())
-        );
-        assert!(matches!(
-            TraceEvent::parse(r#"{"event":"exit","sid":"s","thread":"main","time":"yesterday","code":0}"#),
-            Err(LineError::NotTrace2(m)) if m.contains("time")
-        ));
+        None => text.to_owned(),
     }
 }

@@ -1,10 +1,10 @@
 //! Where events come from: files, directories of per-process files and standard input, read one
 //! line at a time with bounded memory, and what was skipped in each.
 //!
-//! Every input is opened as a [`TraceSource`]. Event JSON is parsed here line by line; a binary
-//! `.t2b` trace (it starts with `89 54 32 01`) is decoded by `tracing-trace2-binary` into records,
-//! each handed on as the event its Event line would parse to (module `record_event`), so that
-//! both inputs reach the summary and the exports as one event type.
+//! Every input is opened as a [`TraceSource`]. Event JSON is split into lines here, each read
+//! into a record by the event crate's reader; a binary `.t2b` trace (it starts with
+//! `89 54 32 01`) is decoded by `tracing-trace2-binary` into records. Module `record_event`
+//! turns the records of both into one event type for the summary and the exports.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -13,6 +13,7 @@ use tracing_trace2_binary::DecodeOptions;
 
 use crate::event::{LineError, TraceEvent};
 use crate::progress::Progress;
+use crate::record_event::{LineNote, with_line};
 use crate::visible::visible;
 
 /// First bytes of a binary (`t2b`) trace: frame marker `89 'T' '2'`, then a STREAM frame.
@@ -236,10 +237,12 @@ fn read_event_lines(
                 owned.as_str()
             }
         };
-        match TraceEvent::parse(text) {
-            Ok(event) => {
+        match with_line(text, |event| on_event(event)) {
+            Ok(((), note)) => {
                 file.events += 1;
-                on_event(&event);
+                if let Some(note) = note {
+                    file.note(file.lines, note);
+                }
             }
             Err(LineError::CutShort) if !line.newline => file.cut_short = Some(file.lines),
             Err(error) => file.skip(file.lines, SkipReason::Line(error)),
@@ -358,6 +361,12 @@ pub struct FileReport {
     pub cut_short: Option<u64>,
     /// Reading stopped early on an I/O error.
     pub read_error: Option<String>,
+    /// Lines used but of a kind this tool does not know (passed along as they are).
+    pub unknown_kinds: u64,
+    /// Lines used but with keys their kind does not have (the keys are not read).
+    pub unknown_keys: u64,
+    /// The first few of those: line number and what was not known.
+    pub first_notes: Vec<(u64, LineNote)>,
 }
 
 impl FileReport {
@@ -368,6 +377,22 @@ impl FileReport {
         if self.first_skips.len() < Self::EXAMPLES {
             self.first_skips.push((line, reason));
         }
+    }
+
+    fn note(&mut self, line: u64, note: LineNote) {
+        match note {
+            LineNote::UnknownKind(_) => self.unknown_kinds += 1,
+            LineNote::UnknownKey { .. } => self.unknown_keys += 1,
+        }
+        if self.first_notes.len() < Self::EXAMPLES {
+            self.first_notes.push((line, note));
+        }
+    }
+
+    /// True when the input had lines or keys the tool does not know (it used them as far
+    /// as it knows them; this is not damage).
+    pub fn has_notes(&self) -> bool {
+        !self.first_notes.is_empty()
     }
 
     /// True when something in the input was not used.
@@ -410,7 +435,44 @@ impl FileReport {
         if let Some(error) = &self.read_error {
             parts.push(format!("read error after line {}: {error}", self.lines));
         }
-        if self.events > 0 {
+        if self.has_notes() {
+            let examples: Vec<String> = self
+                .first_notes
+                .iter()
+                .map(|(line, note)| format!("line {line}: {note}"))
+                .collect();
+            let more = if self.unknown_kinds + self.unknown_keys > self.first_notes.len() as u64 {
+                ", …"
+            } else {
+                ""
+            };
+            let lines = |n: u64| {
+                if n == 1 {
+                    "1 line".to_owned()
+                } else {
+                    format!("{n} lines")
+                }
+            };
+            let mut counts = Vec::new();
+            if self.unknown_kinds > 0 {
+                counts.push(format!(
+                    "{} of a kind this tool does not know, passed along",
+                    lines(self.unknown_kinds)
+                ));
+            }
+            if self.unknown_keys > 0 {
+                counts.push(format!(
+                    "{} with keys it does not read",
+                    lines(self.unknown_keys)
+                ));
+            }
+            parts.push(format!(
+                "{} ({}{more})",
+                counts.join(", "),
+                examples.join("; ")
+            ));
+        }
+        if self.events > 0 && self.damaged() {
             parts.push(format!("{} events used", self.events));
         }
         parts.join("; ")
@@ -443,12 +505,13 @@ impl Report {
             .push((name.to_owned(), InputReport::Unread(why.to_owned())));
     }
 
-    /// One line per damaged, foreign or unreadable input, in input order.
+    /// One line per damaged, foreign or unreadable input, and per input with lines or keys
+    /// the tool does not know, in input order.
     pub fn messages(&self) -> Vec<String> {
         self.inputs
             .iter()
             .filter_map(|(name, input)| match input {
-                InputReport::Read(file) if file.damaged() => Some(format!(
+                InputReport::Read(file) if file.damaged() || file.has_notes() => Some(format!(
                     "trace2: {}: {}",
                     visible(name),
                     visible(&file.message())

@@ -5,12 +5,15 @@
 //!
 //! Its input is Event-format JSON, as git writes it for `GIT_TRACE2_EVENT` (and as
 //! `tracing-trace2` writes it): one file with one or many processes appended, or a directory of
-//! per-process files. Everything streams: memory grows with the number of processes, not lines.
+//! per-process files; or binary (`t2b`) traces. Both become records (Event lines through the
+//! Event reader of `tracing-trace2-event`), and each record the [`event::TraceEvent`] the
+//! summary and the exports work on (module [`record_event`]). Everything streams: memory grows
+//! with the number of processes, not lines.
 //!
 //! The library behind the binary can be used directly:
 //!
 //! ```
-//! use trace2_cli::event::TraceEvent;
+//! use trace2_cli::record_event::with_line;
 //! use trace2_cli::summary::Summariser;
 //!
 //! let trace = r#"{"event":"version","sid":"20260101T000000.000000Z-H0a7c9cdf-P00000010","thread":"main","time":"2026-01-01T00:00:00.000010Z","evt":"4","exe":"2.47.3"}
@@ -22,7 +25,7 @@
 //!
 //! let mut summariser = Summariser::new();
 //! for line in trace.lines() {
-//!     summariser.event(&TraceEvent::parse(line).unwrap());
+//!     with_line(line, |event| summariser.event(event)).unwrap();
 //! }
 //! let summary = summariser.finish();
 //! let status = &summary.processes[0];

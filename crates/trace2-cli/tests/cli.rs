@@ -239,3 +239,44 @@ fn control_characters_in_file_names_and_messages_are_shown_not_sent() {
         "{err}"
     );
 }
+
+/// A kind the tool does not know (a newer git's) and a key its kind does not have are
+/// passed along and named on stderr, not dropped silently; nothing was lost, so the exit
+/// status is 0 and the summary is the one of the same lines without them.
+#[test]
+fn unknown_kinds_and_keys_are_reported_and_passed_along() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(sample("status.event")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let sid = lines[0]
+        .split(r#""sid":""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let mut newer: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    newer.insert(
+        2,
+        format!(r#"{{"event":"progress","sid":"{sid}","thread":"main","title":"t","count":3}}"#),
+    );
+    let leave = newer
+        .iter()
+        .position(|l| l.contains(r#""event":"region_leave""#))
+        .unwrap();
+    newer[leave] = newer[leave].replacen(r#""nesting""#, r#""newer":[1],"nesting""#, 1);
+    let file = dir.path().join("newer.event");
+    fs::write(&file, newer.join("\n") + "\n").unwrap();
+
+    let out = run_trace2(&["summary", path(&file)]);
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("1 line of a kind this tool does not know, passed along")
+            && err.contains("line 3: kind `progress`")
+            && err.contains(&format!("line {}: `newer` in region_leave", leave + 1)),
+        "{err}"
+    );
+    let plain = run_trace2(&["summary", &sample("status.event")]);
+    assert_eq!(stdout(&out), stdout(&plain));
+}

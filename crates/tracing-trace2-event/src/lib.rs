@@ -53,8 +53,10 @@
 //!
 //! # Reading
 //!
-//! [`read_line`] turns an Event line back into a `Record` (owned by an [`EventLine`]),
-//! driven by the record crate's catalogue; a line of an unknown kind is an error.
+//! [`read_line`] turns an Event line back into a `Record` (lent by an [`EventLine`] that borrows the line),
+//! driven by the record crate's catalogue; a line of an unknown kind is an error
+//! ([`read_any_line`] hands it over as an [`UnknownLine`] instead, for tools that pass
+//! such lines along).
 
 #![forbid(unsafe_code)]
 
@@ -62,7 +64,7 @@ mod format;
 mod read;
 
 pub use format::EventFormat;
-pub use read::{EventLine, ReadError, read_line};
+pub use read::{AnyLine, EventLine, LineHeader, ReadError, UnknownLine, read_any_line, read_line};
 
 #[cfg(test)]
 mod tests;

@@ -19,7 +19,4 @@ pub use perfetto::{PerfettoExporter, PerfettoSink};
 pub use sink::Sink;
 
 #[cfg(test)]
-use crate::event::TraceEvent;
-
-#[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::sink::{Arg, Child, Flow, Instant, ProcessEnd, RegionArgs, Scope, Sink, Slice, TrackId};
 use super::track::{Closed, Track};
-use crate::event::{Kind, Region, TraceEvent, value_text};
+use crate::event::{Kind, Region, TraceEvent};
 use crate::process::{
     Clock, Launch, argv_of, argv_tail_hash, command_line, hash_str, match_launch, parent_sid,
     pid_from_sid, qualified_name,
@@ -612,18 +612,16 @@ fn data<S: Sink>(
     };
     if *nesting <= 1 && process.data.len() < MAX_PROCESS_ARGS {
         let value = if *json {
-            serde_json::from_str(value.get()).unwrap_or(Value::Null)
+            serde_json::from_str(value).unwrap_or(Value::Null)
         } else {
-            Value::from(value_text(value).as_ref())
+            Value::from(value.as_ref())
         };
         process.data.insert(format!("{category}/{key}"), value);
     }
-    let text;
     let shown = if *json {
-        Arg::Json(value.get())
+        Arg::Json(value)
     } else {
-        text = value_text(value);
-        Arg::Str(&text)
+        Arg::Str(value)
     };
     let args = [("value", shown), ("nesting", Arg::Int(*nesting))];
     let instant = Instant {

@@ -26,7 +26,8 @@ fn export(paths: &[PathBuf]) -> (Value, ExportStats, Report) {
 fn export_text(text: &str) -> (Value, ExportStats) {
     let mut exporter = ChromeExporter::new(Vec::new()).unwrap();
     for line in text.lines() {
-        exporter.event(&TraceEvent::parse(line).unwrap()).unwrap();
+        crate::record_event::with_line(line, |event| exporter.event(event).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {line}"));
     }
     let (bytes, stats) = exporter.finish().unwrap();
     (serde_json::from_slice(&bytes).unwrap(), stats)

@@ -38,7 +38,8 @@ fn summarise(paths: &[PathBuf]) -> (Summary, Report) {
 fn summarise_text(text: &str) -> Summary {
     let mut summariser = Summariser::new();
     for line in text.lines() {
-        summariser.event(&TraceEvent::parse(line).unwrap());
+        crate::record_event::with_line(line, |event| summariser.event(event))
+            .unwrap_or_else(|e| panic!("{e}: {line}"));
     }
     summariser.finish()
 }
