@@ -14,7 +14,8 @@
 //! binary target's share. `event-<workload>` runs them with an Event target writing on
 //! the traced thread (the direct path), `event_deferred-<workload>` with the deferred
 //! writer (the traced thread encodes; count the worker thread with
-//! `--separate-threads=yes`). The writer writes to a sink that drops the bytes (frames are
+//! `--separate-threads=yes`); `registry-<workload>` runs them through the Registry with a
+//! layer that does nothing (the floor of every layer). The writer writes to a sink that drops the bytes (frames are
 //! still sealed, CRC included). Divide the collected instructions by the records made
 //! (printed on exit).
 
@@ -87,6 +88,17 @@ fn main() {
         return;
     }
     let (target_name, workload) = mode.split_once('-').expect("binary-<workload>");
+    if target_name == "registry" {
+        // The floor every layer starts from: the Registry with a layer that does nothing.
+        let subscriber =
+            tracing_subscriber::registry().with(tracing_subscriber::layer::Identity::new());
+        dispatcher::with_default(&Dispatch::new(subscriber), || {
+            run_workload(workload, 1000);
+            measured_workload(workload, n);
+        });
+        println!("{} records", n * lines_per_iteration(workload));
+        return;
+    }
     let target = match target_name {
         "binary" => Target::new(
             tracing_trace2_binary::ENV_NAME,
@@ -116,10 +128,14 @@ fn main() {
     guard
         .flush()
         .expect("the worker writes to a sink that cannot fail");
-    let per_iter = match workload {
+    println!("{} records", n * lines_per_iteration(workload));
+}
+
+/// The Trace2 lines one iteration of `workload` makes.
+fn lines_per_iteration(workload: &str) -> u64 {
+    match workload {
         "regions" => 6,
         "mixed" => 4,
         _ => 1,
-    };
-    println!("{} records", n * per_iter);
+    }
 }

@@ -890,7 +890,7 @@ impl Trace2Layer {
                         .category
                         .get()
                         .or(inherited)
-                        .unwrap_or(default_category(meta.target()));
+                        .unwrap_or_else(|| default_category(meta.target()));
                     self.user_event_records(
                         &mut t, &fields, meta, category, depth, now, callsite, lines,
                     );

@@ -161,7 +161,8 @@ impl RegionState {
                 self.fields
                     .category
                     .get()
-                    .unwrap_or(default_category(self.target)),
+                    // Lazily: the scan of the target costs more than the rest of `info`.
+                    .unwrap_or_else(|| default_category(self.target)),
             )
             .filter(present),
             label: Some(self.fields.label.get().unwrap_or(self.name)).filter(present),
