@@ -509,14 +509,17 @@ impl Trace2Layer {
 
     /// [`Self::write_lines`] when something was taken.
     fn write_taken(&self, t: &ThreadState, pending: &Pending) {
-        let context = self.record(
-            t,
-            Event::Printf { msg: None },
-            Timestamp::default(),
-            Callsite::default(),
-            t.depth(),
-        );
-        self.write_lines_from(pending, Some(&context));
+        // The context of an `error` line, made only if a write fails.
+        let context = || {
+            Some(self.record(
+                t,
+                Event::Printf { msg: None },
+                Timestamp::default(),
+                Callsite::default(),
+                t.depth(),
+            ))
+        };
+        self.inner.output.write_with(pending, context);
     }
 
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
