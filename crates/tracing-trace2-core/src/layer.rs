@@ -760,16 +760,14 @@ impl Trace2Layer {
         }
         let now = clock::now();
         let callsite = callsite::of(span.metadata());
-        let Some((current, innermost)) = thread::current_lane(now.t_abs_us) else {
-            return;
-        };
         // The usual case needs no walk up the parents: no ancestor has a region at all,
         // or the nearest one is the span this thread is in (an entered span's region is
         // open, never left out).
-        let parent = if nearest.is_none() || nearest == innermost {
-            nearest
-        } else {
-            match Self::parent_region(&span) {
+        let entered = nearest.and_then(|_| thread::entered_lane());
+        let parent = match &entered {
+            _ if nearest.is_none() => None,
+            Some((innermost, _)) if Some(*innermost) == nearest => nearest,
+            _ => match Self::parent_region(&span) {
                 Ok(parent) => parent,
                 Err(LeftOut) => {
                     if let Some(region) = extensions.get_mut::<SpanRegion>() {
@@ -777,7 +775,16 @@ impl Trace2Layer {
                     }
                     return;
                 }
-            }
+            },
+        };
+        // The lane this thread writes on now (made only after the parent is known, so
+        // that a region left out makes no lane for a thread that has none).
+        let current = match entered {
+            Some((_, lane)) => lane,
+            None => match thread::current_lane(now.t_abs_us) {
+                Some((lane, _)) => lane,
+                None => return,
+            },
         };
         // The current lane keeps a strict stack if the parent's region is on top of it
         // (or it is empty); else the region goes on an idle task lane. Checked and pushed
