@@ -13,7 +13,9 @@
 //! registry with our layer switched off (`None`, what the facade installs when no target
 //! is enabled); tracing-subscriber's `fmt` (full format, span close events) and
 //! `fmt().json()` (span new and close events) into an append-mode file and `/dev/null`;
-//! tracing-chrome (its writer thread does the I/O); two floors that write a preformatted
+//! tracing-chrome (its writer thread does the I/O); tracing-perfetto-file (Perfetto's
+//! protobuf from per-thread buffers into a file, fields and call sites recorded: the peer
+//! of our binary target); two floors that write a preformatted
 //! line as long as our Event line (one `write` per line, and through a 64 KiB buffer),
 //! and the first floor as one program with the Registry (`registry+write`, a layer that
 //! writes that line wherever ours writes one); `fmt` with a line at each span entry as
@@ -167,6 +169,9 @@ struct Bench {
     file: Option<PathBuf>,
     /// tracing-chrome's writer thread and the two files it alternates between.
     chrome: Option<Mutex<Chrome>>,
+    /// tracing-perfetto-file's guard: its per-thread buffers are written out before a
+    /// sample starts (untimed) and before bytes are counted.
+    perfetto: Option<tracing_perfetto_file::FlushGuard>,
     /// Our Normal target, which writes none of the workloads' lines.
     normal: bool,
     /// The fewest iterations a sample runs (a sustained background writer: at least
@@ -182,6 +187,7 @@ impl Bench {
             layer: None,
             file: file.map(Path::to_path_buf),
             chrome: None,
+            perfetto: None,
             normal: false,
             min_iters: 0,
         }
@@ -193,6 +199,7 @@ impl Bench {
         if let Some(layer) = &self.layer {
             layer.flush();
         }
+        self.flush_perfetto();
         if let Some(file) = &self.file {
             empty(file);
         }
@@ -203,6 +210,13 @@ impl Bench {
         // measurement and slow down whatever is measured then.
         self.drain_chrome();
         took
+    }
+
+    /// Writes out what tracing-perfetto-file's threads still buffer.
+    fn flush_perfetto(&self) {
+        if let Some(guard) = &self.perfetto {
+            let _ = guard.flush();
+        }
     }
 
     /// Waits until tracing-chrome's writer has written everything queued so far into
@@ -311,6 +325,7 @@ impl Bench {
             if let Some(layer) = &self.layer {
                 layer.flush();
             }
+            self.flush_perfetto();
             std::fs::read(file).ok()?
         };
         let binary = self.file.as_deref().and_then(Path::extension) == Some("t2b".as_ref());
@@ -569,6 +584,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                 layer: None,
                 file: Some(path),
                 chrome: None,
+                perfetto: None,
                 normal: false,
                 min_iters: 0,
             }),
@@ -632,6 +648,24 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
             bench
         }),
     ));
+    // tracing-perfetto-file: Perfetto's protobuf written from per-thread buffers straight
+    // to the file on the traced thread, with fields and call sites recorded as our
+    // binary target records them. The peer of `binary/file`.
+    let perfetto = dir.join("perfetto.pftrace");
+    list.push((
+        "perfetto/file".into(),
+        Box::new(move || {
+            empty(&perfetto);
+            let (layer, guard) = tracing_perfetto_file::PerfettoLayer::builder(append(&perfetto))
+                .with_debug_annotations()
+                .with_source_locations()
+                .build();
+            let subscriber = tracing_subscriber::registry().with(layer);
+            let mut bench = Bench::traced(Some(Dispatch::new(subscriber)), Some(&perfetto));
+            bench.perfetto = Some(guard);
+            bench
+        }),
+    ));
     // Git's region-per-entry mode beside the default region-per-span mode (`event/…`).
     for (dst, path) in [("file", dir.join("event-entry")), ("null", null.clone())] {
         list.push((
@@ -648,6 +682,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                     layer: Some(layer),
                     file: Some(path),
                     chrome: None,
+                    perfetto: None,
                     normal: false,
                     min_iters: 0,
                 }
@@ -678,6 +713,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                 layer: Some(layer),
                 file: Some(binary),
                 chrome: None,
+                perfetto: None,
                 normal: false,
                 min_iters: 0,
             }
@@ -703,6 +739,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                 layer: Some(layer),
                 file: None,
                 chrome: None,
+                perfetto: None,
                 normal: false,
                 min_iters: 0,
             }
@@ -751,6 +788,7 @@ fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> B
                             layer: Some(layer),
                             file: Some(path),
                             chrome: None,
+                            perfetto: None,
                             normal: matches!(ours, Ours::Normal),
                             min_iters,
                         }
@@ -861,7 +899,7 @@ fn main() {
 /// whether it is met.
 fn print_goals(results: &Results, workloads: &[Workload]) {
     // (ours, floor, base added to the floor, highest ratio that meets the goal)
-    const GOALS: [(&str, &str, Option<&str>, f64); 14] = [
+    const GOALS: [(&str, &str, Option<&str>, f64); 15] = [
         (
             "event/file",
             "floor-write/file",
@@ -877,6 +915,8 @@ fn print_goals(results: &Results, workloads: &[Workload]) {
         ("event-bg/file", "floor-64k/file", None, 3.0),
         ("perf-bg/file", "floor-64k/file", None, 3.0),
         ("binary/file", "floor-64k/file", Some("registry+noop"), 1.5),
+        // Issue 26: the fastest published `tracing` layer, recording what ours records.
+        ("binary/file", "perfetto/file", None, 0.8),
         // Issue 24: recording into the flight recorder's ring costs what the binary
         // target costs.
         ("flight/ring", "binary/file", None, 1.1),
@@ -908,6 +948,19 @@ fn print_goals(results: &Results, workloads: &[Workload]) {
         }
         println!();
     }
+    // Issue 26: our binary files at most 15 % of tracing-perfetto-file's.
+    print!("| binary/file bytes | perfetto/file bytes | ≤ 0.15 |");
+    for &w in workloads {
+        let bytes = |name: &str| results.bytes.get(&(w, name.to_owned())).copied();
+        match (bytes("binary/file"), bytes("perfetto/file")) {
+            (Some(ours), Some(peer)) if peer > 0.0 => {
+                let r = ours / peer;
+                print!(" {r:.2} {} |", if r <= 0.15 { "✔" } else { "✘" });
+            }
+            _ => print!(" - |"),
+        }
+    }
+    println!();
 }
 
 fn print_table(results: &Results) {

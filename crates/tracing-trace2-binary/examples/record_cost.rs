@@ -7,6 +7,9 @@
 //!     target/release/examples/record_cost records 100000
 //! ```
 //!
+//! The workloads are the benches' `regions`, `data`, `mixed` and `threads` (`regions` on
+//! two threads at once: add the threads' counts, `--separate-threads=yes`).
+//!
 //! Modes: `records` hands the records of a region around a datum and a message straight
 //! to the writer (the binary crate alone); `binary-<workload>` and `nothing-<workload>`
 //! run the benches' `regions`, `data` or `mixed` workload through the core layer with
@@ -14,7 +17,8 @@
 //! binary target's share. `event-<workload>` runs them with an Event target writing on
 //! the traced thread (the direct path), `event_deferred-<workload>` with the deferred
 //! writer (the traced thread encodes; count the worker thread with
-//! `--separate-threads=yes`). The writer writes to a sink that drops the bytes (frames are
+//! `--separate-threads=yes`); `registry-<workload>` runs them through the Registry with a
+//! layer that does nothing (the floor of every layer). The writer writes to a sink that drops the bytes (frames are
 //! still sealed, CRC included). Divide the collected instructions by the records made
 //! (printed on exit).
 
@@ -50,11 +54,13 @@ fn measured_records(writer: &BinaryWriter, records: &[Record<'_>], n: u64) {
 
 #[inline(never)]
 fn measured_workload(workload: &str, n: u64) {
-    run_workload(workload, n);
+    run_workload(workload, n, true);
 }
 
+/// Runs `n` iterations of `workload`; `measured` says whether the threads of `threads`
+/// are collected.
 #[inline(never)]
-fn run_workload(workload: &str, n: u64) {
+fn run_workload(workload: &str, n: u64, measured: bool) {
     match workload {
         "regions" => (0..n).for_each(|_| support::regions()),
         "data" => {
@@ -67,8 +73,32 @@ fn run_workload(workload: &str, n: u64) {
             (0..n).for_each(support::data);
         }
         "mixed" => (0..n).for_each(support::mixed),
+        "threads" => {
+            // `regions` on two threads at once, through the caller's dispatcher.
+            let dispatch = dispatcher::get_default(Dispatch::clone);
+            std::thread::scope(|scope| {
+                for _ in 0..2 {
+                    let dispatch = dispatch.clone();
+                    scope.spawn(move || {
+                        dispatcher::with_default(&dispatch, || {
+                            if measured {
+                                measured_thread(n);
+                            } else {
+                                (0..n).for_each(|_| support::regions());
+                            }
+                        });
+                    });
+                }
+            });
+        }
         other => panic!("no workload {other}"),
     }
+}
+
+/// One thread of the `threads` workload (collected like the measured workload).
+#[inline(never)]
+fn measured_thread(n: u64) {
+    (0..n).for_each(|_| support::regions());
 }
 
 fn main() {
@@ -87,6 +117,17 @@ fn main() {
         return;
     }
     let (target_name, workload) = mode.split_once('-').expect("binary-<workload>");
+    if target_name == "registry" {
+        // The floor every layer starts from: the Registry with a layer that does nothing.
+        let subscriber =
+            tracing_subscriber::registry().with(tracing_subscriber::layer::Identity::new());
+        dispatcher::with_default(&Dispatch::new(subscriber), || {
+            run_workload(workload, 1000, false);
+            measured_workload(workload, n);
+        });
+        println!("{} records", n * lines_per_iteration(workload));
+        return;
+    }
     let target = match target_name {
         "binary" => Target::new(
             tracing_trace2_binary::ENV_NAME,
@@ -110,16 +151,21 @@ fn main() {
     let guard = layer.background_guard();
     let dispatch = Dispatch::new(tracing_subscriber::registry().with(layer));
     dispatcher::with_default(&dispatch, || {
-        run_workload(workload, 1000);
+        run_workload(workload, 1000, false);
         measured_workload(workload, n);
     });
     guard
         .flush()
         .expect("the worker writes to a sink that cannot fail");
-    let per_iter = match workload {
+    println!("{} records", n * lines_per_iteration(workload));
+}
+
+/// The Trace2 lines one iteration of `workload` makes.
+fn lines_per_iteration(workload: &str) -> u64 {
+    match workload {
         "regions" => 6,
+        "threads" => 12,
         "mixed" => 4,
         _ => 1,
-    };
-    println!("{} records", n * per_iter);
+    }
 }

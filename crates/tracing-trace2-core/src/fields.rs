@@ -43,6 +43,68 @@ impl Slot {
     }
 }
 
+/// What a field of a user event is for, by its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Message,
+    Category,
+    Key,
+    Value,
+    Json,
+    Repo,
+    /// Any other name: a `data` line named after the field.
+    Data,
+}
+
+impl Role {
+    fn of(name: &str) -> Role {
+        match name.strip_prefix("r#").unwrap_or(name) {
+            MESSAGE_FIELD => Role::Message,
+            CATEGORY_FIELD | SPAN_CATEGORY_FIELD => Role::Category,
+            KEY_FIELD => Role::Key,
+            VALUE_FIELD => Role::Value,
+            JSON_FIELD => Role::Json,
+            REPO_FIELD | SPAN_REPO_FIELD => Role::Repo,
+            _ => Role::Data,
+        }
+    }
+}
+
+/// Slots of [`RoleCache`].
+const CACHED_NAMES: usize = 32;
+
+/// The roles of the field names seen lately, by the name's address and length: a role
+/// depends on the name alone, and the same `&'static str` address and length is the same
+/// text, so a hit compares no text (matching a name cost about 45 instructions a field).
+/// A miss, or two names sharing a slot, only costs the comparison.
+#[derive(Debug)]
+struct RoleCache {
+    slots: [(usize, usize, Role); CACHED_NAMES],
+}
+
+impl Default for RoleCache {
+    fn default() -> Self {
+        // Address 0 is no name's: every slot starts empty.
+        RoleCache {
+            slots: [(0, 0, Role::Data); CACHED_NAMES],
+        }
+    }
+}
+
+impl RoleCache {
+    #[inline]
+    fn role(&mut self, name: &'static str) -> Role {
+        let addr = name.as_ptr() as usize;
+        let slot = &mut self.slots[(addr ^ (addr >> 5)) % CACHED_NAMES];
+        if slot.0 == addr && slot.1 == name.len() {
+            return slot.2;
+        }
+        let role = Role::of(name);
+        *slot = (addr, name.len(), role);
+        role
+    }
+}
+
 /// The fields of one user event.
 #[derive(Debug, Default)]
 pub(crate) struct EventFields {
@@ -54,6 +116,7 @@ pub(crate) struct EventFields {
     pub repo: Option<i64>,
     data: Vec<(&'static str, String)>,
     data_len: usize,
+    roles: RoleCache,
 }
 
 impl EventFields {
@@ -72,14 +135,23 @@ impl EventFields {
         &self.data[..self.data_len]
     }
 
-    fn slot(&mut self, field: &Field) -> &mut String {
-        match field_name(field) {
-            MESSAGE_FIELD => self.message.start(),
-            CATEGORY_FIELD | SPAN_CATEGORY_FIELD => self.category.start(),
-            KEY_FIELD => self.key.start(),
-            VALUE_FIELD => self.value.start(),
-            JSON_FIELD => self.json.start(),
-            name => {
+    /// The role of `field`, by its name.
+    #[inline]
+    fn role(&mut self, field: &Field) -> Role {
+        self.roles.role(field.name())
+    }
+
+    /// The buffer a field of role `role` is written into (a `repo` that is no
+    /// repository id becomes a datum, as any other name).
+    fn slot(&mut self, role: Role, field: &Field) -> &mut String {
+        match role {
+            Role::Message => self.message.start(),
+            Role::Category => self.category.start(),
+            Role::Key => self.key.start(),
+            Role::Value => self.value.start(),
+            Role::Json => self.json.start(),
+            Role::Repo | Role::Data => {
+                let name = field_name(field);
                 if self.data_len == self.data.len() {
                     self.data.push((name, String::new()));
                 }
@@ -91,55 +163,106 @@ impl EventFields {
             }
         }
     }
-}
 
-/// Whether `field` gives an event's repository column (`repo`, or `trace2.repo` as
-/// spans name it).
-fn is_repo(field: &Field) -> bool {
-    matches!(field_name(field), REPO_FIELD | SPAN_REPO_FIELD)
+    /// The buffer of a field whose value is text.
+    fn text_slot(&mut self, field: &Field) -> &mut String {
+        let role = self.role(field);
+        self.slot(role, field)
+    }
 }
 
 impl Visit for EventFields {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.slot(field).push_str(value);
+        self.text_slot(field).push_str(value);
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        if is_repo(field) {
-            self.repo = Some(value);
-        } else {
-            self.slot(field).push_str(itoa::Buffer::new().format(value));
+        match self.role(field) {
+            Role::Repo => self.repo = Some(value),
+            role => self
+                .slot(role, field)
+                .push_str(itoa::Buffer::new().format(value)),
         }
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        if is_repo(field) {
-            self.repo = Some(value.min(i64::MAX as u64) as i64);
-        } else {
-            self.slot(field).push_str(itoa::Buffer::new().format(value));
+        match self.role(field) {
+            Role::Repo => self.repo = Some(value.min(i64::MAX as u64) as i64),
+            role => self
+                .slot(role, field)
+                .push_str(itoa::Buffer::new().format(value)),
         }
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.slot(field)
+        self.text_slot(field)
             .push_str(if value { "true" } else { "false" });
     }
 
     fn record_bytes(&mut self, field: &Field, value: &[u8]) {
-        self.slot(field).push_str(&String::from_utf8_lossy(value));
+        self.text_slot(field)
+            .push_str(&String::from_utf8_lossy(value));
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        let _ = write!(self.slot(field), "{value}");
+        let _ = write!(self.text_slot(field), "{value}");
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if is_repo(field)
+        let role = self.role(field);
+        if role == Role::Repo
             && let Some(id) = repo_id(value)
         {
             self.repo = Some(id);
             return;
         }
-        let _ = write!(self.slot(field), "{value:?}");
+        let _ = write!(self.slot(role, field), "{value:?}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_come_from_the_name_alone() {
+        let mut cache = RoleCache::default();
+        for _ in 0..2 {
+            assert_eq!(cache.role("message"), Role::Message);
+            assert_eq!(cache.role("category"), Role::Category);
+            assert_eq!(cache.role("trace2.category"), Role::Category);
+            assert_eq!(cache.role("r#key"), Role::Key);
+            assert_eq!(cache.role("value"), Role::Value);
+            assert_eq!(cache.role("json"), Role::Json);
+            assert_eq!(cache.role("trace2.repo"), Role::Repo);
+            assert_eq!(cache.role("count"), Role::Data);
+        }
+    }
+
+    #[test]
+    fn names_sharing_a_slot_keep_their_roles() {
+        // More names than slots, half of them reserved: some share a slot, and a name
+        // found in a slot another name took must be matched again, not given its role.
+        let names: Vec<&'static str> = (0..4 * CACHED_NAMES)
+            .map(|i| {
+                let text = if i % 2 == 0 {
+                    "value".to_owned()
+                } else {
+                    format!("d{i}")
+                };
+                &*Box::leak(text.into_boxed_str())
+            })
+            .collect();
+        let mut cache = RoleCache::default();
+        for _ in 0..3 {
+            for (i, name) in names.iter().enumerate() {
+                let want = if i % 2 == 0 { Role::Value } else { Role::Data };
+                assert_eq!(cache.role(name), want, "{name}");
+            }
+        }
+        // The prefix of a cached name at the same address is another name.
+        let long: &'static str = "valueX";
+        assert_eq!(cache.role(long), Role::Data);
+        assert_eq!(cache.role(&long[..5]), Role::Value);
     }
 }

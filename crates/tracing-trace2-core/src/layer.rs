@@ -509,14 +509,17 @@ impl Trace2Layer {
 
     /// [`Self::write_lines`] when something was taken.
     fn write_taken(&self, t: &ThreadState, pending: &Pending) {
-        let context = self.record(
-            t,
-            Event::Printf { msg: None },
-            Timestamp::default(),
-            Callsite::default(),
-            t.depth(),
-        );
-        self.write_lines_from(pending, Some(&context));
+        // The context of an `error` line, made only if a write fails.
+        let context = || {
+            Some(self.record(
+                t,
+                Event::Printf { msg: None },
+                Timestamp::default(),
+                Callsite::default(),
+                t.depth(),
+            ))
+        };
+        self.inner.output.write_with(pending, context);
     }
 
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
@@ -738,7 +741,7 @@ impl Trace2Layer {
         // moment waits, then finds the region open. The ancestors' extensions are read
         // while it is held; locks are only ever nested from a span to its ancestors.
         let mut extensions = span.extensions_mut();
-        match extensions.get_mut::<SpanRegion>() {
+        let nearest = match extensions.get_mut::<SpanRegion>() {
             None => return,
             Some(region) => {
                 if let Some(lane) = region.lane() {
@@ -748,25 +751,40 @@ impl Trace2Layer {
                 if region.state().is_none() || region.is_left_out() {
                     return;
                 }
+                region.nearest()
             }
-        }
+        };
         // The region opens: a line to write, which a closing layer must wait for.
         if !busy.mark_layer(self.key(), &self.inner.closed) {
             return;
         }
         let now = clock::now();
         let callsite = callsite::of(span.metadata());
-        let parent = match Self::parent_region(&span) {
-            Ok(parent) => parent,
-            Err(LeftOut) => {
-                if let Some(region) = extensions.get_mut::<SpanRegion>() {
-                    region.leave_out();
+        // The usual case needs no walk up the parents: no ancestor has a region at all,
+        // or the nearest one is the span this thread is in (an entered span's region is
+        // open, never left out).
+        let entered = nearest.and_then(|_| thread::entered_lane());
+        let parent = match &entered {
+            _ if nearest.is_none() => None,
+            Some((innermost, _)) if Some(*innermost) == nearest => nearest,
+            _ => match Self::parent_region(&span) {
+                Ok(parent) => parent,
+                Err(LeftOut) => {
+                    if let Some(region) = extensions.get_mut::<SpanRegion>() {
+                        region.leave_out();
+                    }
+                    return;
                 }
-                return;
-            }
+            },
         };
-        let Some((current, _)) = thread::current_lane(now.t_abs_us) else {
-            return;
+        // The lane this thread writes on now (made only after the parent is known, so
+        // that a region left out makes no lane for a thread that has none).
+        let current = match entered {
+            Some((_, lane)) => lane,
+            None => match thread::current_lane(now.t_abs_us) {
+                Some((lane, _)) => lane,
+                None => return,
+            },
         };
         // The current lane keeps a strict stack if the parent's region is on top of it
         // (or it is empty); else the region goes on an idle task lane. Checked and pushed
@@ -890,7 +908,7 @@ impl Trace2Layer {
                         .category
                         .get()
                         .or(inherited)
-                        .unwrap_or(default_category(meta.target()));
+                        .unwrap_or_else(|| default_category(meta.target()));
                     self.user_event_records(
                         &mut t, &fields, meta, category, depth, now, callsite, lines,
                     );
@@ -1301,19 +1319,23 @@ where
         let Some(_busy) = Busy::enter() else { return };
         let Some(span) = ctx.span(id) else { return };
         // The nesting the region will open at, counted along the parents' regions: the
-        // fields are formatted only if some target writes a region that deep.
-        let nesting = span
-            .scope()
-            .skip(1)
-            .find_map(|parent| {
-                parent
-                    .extensions()
-                    .get::<SpanRegion>()
-                    .and_then(SpanRegion::state)
-                    .map(|state| state.nesting)
-            })
-            .unwrap_or(0)
-            .saturating_add(1);
+        // fields are formatted only if some target writes a region that deep. Walked
+        // from the parent (`scope()` would look the span itself up again first).
+        let mut nearest = None;
+        let mut next = span.parent();
+        while let Some(parent) = next {
+            let nesting = parent
+                .extensions()
+                .get::<SpanRegion>()
+                .and_then(SpanRegion::state)
+                .map(|state| state.nesting);
+            if let Some(nesting) = nesting {
+                nearest = Some((parent.id().into_u64(), nesting));
+                break;
+            }
+            next = parent.parent();
+        }
+        let nesting = nearest.map_or(0, |(_, n)| n).saturating_add(1);
         let mut policy = self.inner.fields;
         policy.others &= self.inner.output.targets().any_writes_region(nesting);
         // A recycled state: its strings keep their room, so this allocates nothing but
@@ -1324,7 +1346,11 @@ where
         busy::visiting(|| attrs.record(state.fields_mut()));
         state.build_msg();
         // A state already there (never, short of a layer misuse) is recycled when dropped.
-        drop(span.extensions_mut().replace(SpanRegion::new(state)));
+        let nearest = nearest.map(|(id, _)| id);
+        drop(
+            span.extensions_mut()
+                .replace(SpanRegion::new(state, nearest)),
+        );
     }
 
     fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {

@@ -121,8 +121,14 @@ impl Output {
     /// `error` line about a failed direct write while the thread's state is borrowed.
     #[inline]
     pub fn write(&self, pending: &Pending, context: Option<&Record<'_>>) {
+        self.write_with(pending, || context.copied());
+    }
+
+    /// [`Self::write`] with the context made only if a direct write fails.
+    #[inline]
+    pub fn write_with<'r>(&self, pending: &Pending, context: impl Fn() -> Option<Record<'r>>) {
         match self {
-            Output::Direct(targets) => targets.write(&pending.lines, context),
+            Output::Direct(targets) => targets.write_with(&pending.lines, context),
             Output::Deferred { queue, .. } => {
                 if pending.encoded.records > 0 {
                     // The worker (or, after shutdown, this thread) handles failed writes.

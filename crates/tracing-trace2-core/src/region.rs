@@ -161,7 +161,8 @@ impl RegionState {
                 self.fields
                     .category
                     .get()
-                    .unwrap_or(default_category(self.target)),
+                    // Lazily: the scan of the target costs more than the rest of `info`.
+                    .unwrap_or_else(|| default_category(self.target)),
             )
             .filter(present),
             label: Some(self.fields.label.get().unwrap_or(self.name)).filter(present),
@@ -289,15 +290,25 @@ pub(crate) struct SpanRegion {
     /// Entered, but its region was left out (no task lane was free): so are those of
     /// the spans under it.
     left_out: bool,
+    /// The id of the nearest ancestor that had a region state when this span was
+    /// created (none can gain one later): at the first entry, when it is the span
+    /// innermost entered on the thread, it is the parent region, found without a lookup.
+    nearest: Option<u64>,
 }
 
 impl SpanRegion {
-    pub(crate) fn new(state: Box<RegionState>) -> SpanRegion {
+    pub(crate) fn new(state: Box<RegionState>, nearest: Option<u64>) -> SpanRegion {
         SpanRegion {
             state: Some(state),
             lane: None,
             left_out: false,
+            nearest,
         }
+    }
+
+    /// The nearest ancestor with a region state when the span was created.
+    pub(crate) fn nearest(&self) -> Option<u64> {
+        self.nearest
     }
 
     pub(crate) fn state(&self) -> Option<&RegionState> {

@@ -202,13 +202,20 @@ impl Targets {
     /// record the lines belong to when the caller has it (it names the thread in the
     /// `error` line about a failed write); without it the calling thread's state is read.
     pub fn write(&self, lines: &Lines, context: Option<&Record<'_>>) {
+        self.write_with(lines, || context.copied());
+    }
+
+    /// [`Self::write`] with the context made only when a write fails (building it for
+    /// every line cost more than the rest of the call).
+    #[inline]
+    pub fn write_with<'r>(&self, lines: &Lines, context: impl Fn() -> Option<Record<'r>>) {
         let mut start = 0;
         for &(index, end) in &lines.ends {
             let target = &self.list[index];
             if target.is_enabled()
                 && let Err(err) = target.sink.write_line(&lines.buf[start..end])
             {
-                self.disable(index, &err, context);
+                self.disable(index, &err, context().as_ref());
             }
             start = end;
         }

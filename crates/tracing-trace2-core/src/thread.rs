@@ -293,6 +293,18 @@ pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
     .flatten()
 }
 
+/// The innermost span entered on this OS thread and the lane of its region, if any
+/// ([`current_lane`] without making the base lane of a thread that has none).
+pub(crate) fn entered_lane() -> Option<(u64, Lane)> {
+    OS.try_with(|os| {
+        os.try_borrow()
+            .ok()
+            .and_then(|os| os.entered.last().map(|(span, lane)| (*span, lane.clone())))
+    })
+    .ok()
+    .flatten()
+}
+
 /// Runs `f` with the lane this OS thread writes on now and its innermost entered span
 /// (as [`current_lane`] gives them), borrowed rather than cloned: no reference count
 /// changes hands on every line. While `f` runs, this thread's list of entered spans

@@ -517,6 +517,45 @@ fn a_region_that_would_break_the_stack_goes_on_a_task_lane() {
     assert_eq!(lines[8], format!("{} atexit", thread(1)));
 }
 
+/// A span whose nearest traced ancestor has no region yet (the child is entered before
+/// its parent) opens under the nearest ancestor whose region is open: on the thread's
+/// lane when that one is on top of it, not on a task lane. (The first entry takes the
+/// nearest ancestor noted at creation without a walk only when it is the span the thread
+/// is in.)
+#[test]
+fn a_child_entered_before_its_parent_opens_under_the_nearest_open_region() {
+    let lines = lanes_of(
+        |b| b,
+        || {
+            info_span!("grand").in_scope(|| {
+                let parent = info_span!("parent");
+                let child = info_span!(parent: &parent, "child");
+                child.in_scope(|| {});
+                drop(child);
+                parent.in_scope(|| {});
+            });
+        },
+    );
+    let lane = lines[0].split(' ').next().unwrap();
+    let body: Vec<&str> = lines
+        .iter()
+        .map(|l| l.strip_prefix(lane).unwrap_or(l).trim_start())
+        .collect();
+    assert_eq!(
+        body,
+        [
+            "thread_start",
+            "region_enter grand 1",
+            "region_enter child 2",
+            "region_leave child 2",
+            "region_enter parent 2",
+            "region_leave parent 2",
+            "region_leave grand 1",
+        ],
+        "{lines:?}"
+    );
+}
+
 /// Siblings of a kept region, one after the other: the task lane of the first is idle
 /// again when the next one comes, which takes it rather than a new one.
 #[test]
