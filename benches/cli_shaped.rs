@@ -272,16 +272,16 @@ fn config(name: &str, dir: &Path) -> Config {
             }
         }
         "event" => {
-            settings.event_target = Some(path);
+            settings.event_destination = Some(path);
             traced(ours(settings, None))
         }
         "event-n99" => {
-            settings.event_target = Some(path);
+            settings.event_destination = Some(path);
             settings.event_nesting = 99;
             traced(ours(settings, None))
         }
         "perf" => {
-            settings.perf_target = Some(path);
+            settings.perf_destination = Some(path);
             traced(ours(settings, None))
         }
         "binary" => traced(ours(settings, Some(&file))),

@@ -375,7 +375,7 @@ impl Write for Reporting {
     }
 }
 
-/// A sink opened exactly as the facade opens a target value.
+/// A sink opened exactly as the facade opens a destination value.
 fn open_sink(path: &Path) -> Box<dyn Sink> {
     let settings = OpenSettings {
         env_name: tracing_trace2::targets::EVENT_ENV,

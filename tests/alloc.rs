@@ -40,7 +40,7 @@ fn allocations(f: impl FnOnce()) -> u64 {
 
 const N: u64 = 1000;
 
-/// A sink opened as the facade opens a target value: a real file, one `write` per line.
+/// A sink opened as the facade opens a destination value: a real file, one `write` per line.
 fn sink(path: &std::path::Path) -> Box<dyn Sink> {
     let settings = OpenSettings {
         env_name: tracing_trace2::targets::EVENT_ENV,

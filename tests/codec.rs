@@ -6,7 +6,7 @@
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
-use tracing_trace2_record::codec::{self, Decoder};
+use tracing_trace2_record::codec::{self, Replayer};
 use tracing_trace2_record::{Format, Record};
 use tracing_trace2_test_support::random::{KINDS, Owned, Rng};
 
@@ -46,7 +46,7 @@ fn every_variant_round_trips_through_all_formats() {
     let mut names = std::collections::BTreeSet::new();
     let mut lines = 0;
     let mut not_written = std::collections::BTreeMap::new();
-    let mut decoder = Decoder::new();
+    let mut replayer = Replayer::new();
     for kind in 0..KINDS {
         for _ in 0..300 {
             let owned = Owned::new(&mut rng, kind);
@@ -78,7 +78,7 @@ fn every_variant_round_trips_through_all_formats() {
             }
             // The same through the reusable decoder.
             let mut seen = 0;
-            decoder
+            replayer
                 .replay(&buf[6..], |r| {
                     seen += 1;
                     assert_eq!(format!("{r:?}"), format!("{record:?}"));

@@ -19,9 +19,9 @@ const ROUNDS: usize = 500;
 
 fn settings(dir: &Path) -> Settings {
     let mut settings = Settings::default();
-    settings.normal_target = Some(dir.join("t.normal").display().to_string());
-    settings.perf_target = Some(dir.join("t.perf").display().to_string());
-    settings.event_target = Some(dir.join("t.event").display().to_string());
+    settings.normal_destination = Some(dir.join("t.normal").display().to_string());
+    settings.perf_destination = Some(dir.join("t.perf").display().to_string());
+    settings.event_destination = Some(dir.join("t.event").display().to_string());
     settings.event_nesting = 9;
     settings
 }

@@ -25,9 +25,9 @@ fn three_streams_agree() {
     let dir = support::process::fresh_dir("consistency").unwrap();
     let path = |ext: &str| dir.join(format!("t.{ext}"));
     let mut settings = Settings::default();
-    settings.normal_target = Some(path("normal").display().to_string());
-    settings.perf_target = Some(path("perf").display().to_string());
-    settings.event_target = Some(path("event").display().to_string());
+    settings.normal_destination = Some(path("normal").display().to_string());
+    settings.perf_destination = Some(path("perf").display().to_string());
+    settings.event_destination = Some(path("event").display().to_string());
     settings.event_nesting = 9;
     tracing_subscriber::registry()
         .with(Trace2::with_settings(settings).layer())

@@ -1,4 +1,4 @@
-//! Every form of target value (spec 7.1 to 7.5), exercised by real child processes: the
+//! Every form of destination value (spec 7.1 to 7.5), exercised by real child processes: the
 //! `emit` example runs as a child of this binary (with `TRACE2_EMIT_CHILD` set) and
 //! real `git version` runs with the same environment. For each value the test checks
 //! the warnings against git's, byte for byte (with and without

@@ -1,16 +1,16 @@
 //! Properties of the surfaces the fuzz targets (`fuzz/`) explore, checked on stable in
 //! CI with proptest: every Event line is one line of valid JSON, the Perf and Normal
 //! formatters take any record, damaged encodings decode to an error and never panic,
-//! argv quoting reads back as the shell would, redaction is stable, target values
+//! argv quoting reads back as the shell would, redaction is stable, destination values
 //! always parse.
 
 use proptest::prelude::*;
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
-use tracing_trace2_record::codec::{self, Decoder};
+use tracing_trace2_record::codec::{self, Replayer};
 use tracing_trace2_record::text::push_quoted_list;
-use tracing_trace2_record::{Event, Format, Record};
+use tracing_trace2_record::{Format, Record, Trace2Event};
 use tracing_trace2_test_support::random::{KINDS, Owned, Rng};
 
 /// A random record of kind `kind` from `seed`, handed to `f`.
@@ -68,7 +68,7 @@ proptest! {
             // A `data_json` value is written as given: the layer hands over only text
             // that parsed as JSON (anything else becomes `data`).
             let raw_json_ok = match record.event {
-                Event::DataJson { json, .. } => {
+                Trace2Event::DataJson { json, .. } => {
                     serde_json::from_str::<serde_json::Value>(json).is_ok()
                 }
                 _ => true,
@@ -112,23 +112,23 @@ proptest! {
             codec::encode(record, &mut buf);
             buf
         });
-        let mut decoder = Decoder::new();
+        let mut replayer = Replayer::new();
         let short = &encoded[..cut.index(encoded.len())];
         if !short.is_empty() {
-            let decoded = decoder.replay(short, |_| ());
+            let decoded = replayer.replay(short, |_| ());
             prop_assert!(decoded.is_err(), "a strict prefix decoded: {:?}", decoded);
         }
         let mut changed = encoded.clone();
         let at = flip.index(changed.len());
         changed[at] ^= xor;
-        let _ = decoder.replay(&changed, |_| ());
-        prop_assert_eq!(decoder.replay(&encoded, |_| ()), Ok(1));
+        let _ = replayer.replay(&changed, |_| ());
+        prop_assert_eq!(replayer.replay(&encoded, |_| ()), Ok(1));
     }
 
     /// Arbitrary bytes never make the decoder panic.
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        let _ = Decoder::new().replay(&bytes, |_| ());
+        let _ = Replayer::new().replay(&bytes, |_| ());
         let mut list = Vec::new();
         let _ = codec::decode(&bytes, &mut list);
     }
@@ -157,9 +157,9 @@ proptest! {
         prop_assert_eq!(twice, once);
     }
 
-    /// Any target value parses to something (git's rules decide what), without panic.
+    /// Any destination value parses to something (git's rules decide what), without panic.
     #[test]
-    fn any_target_value_parses(value in ".{0,40}") {
-        let _ = tracing_trace2_dst::parse_target(&value);
+    fn any_destination_value_parses(value in ".{0,40}") {
+        let _ = tracing_trace2_dst::parse_destination(&value);
     }
 }

@@ -310,7 +310,7 @@ fn flight_recorder_records_as_deep_as_the_binary_target() {
 fn level_hint_beside_a_filtered_fmt_layer() {
     let path = temp_path("level.event");
     let mut settings = Settings::default();
-    settings.event_target = Some(path.display().to_string());
+    settings.event_destination = Some(path.display().to_string());
     let trace2 = Trace2::with_settings(settings);
     let subscriber = Registry::default()
         .with(fmt_layer("info"))
@@ -435,7 +435,7 @@ fn level_filter_hides_nothing_from_other_layers() {
 fn a_further_filter_narrows_the_layer() {
     let path = temp_path("narrowed.event");
     let mut settings = Settings::default();
-    settings.event_target = Some(path.display().to_string());
+    settings.event_destination = Some(path.display().to_string());
     let layer = Trace2::with_settings(settings)
         .layer()
         .with_filter(EnvFilter::new("info,real_programs::client=warn"));

@@ -32,8 +32,8 @@ fn debug_impls_that_trace_do_not_deadlock_or_recurse() {
     let dir = support::process::fresh_dir("reentrancy").unwrap();
     let event = dir.join("t.event");
     let mut settings = Settings::default();
-    settings.event_target = Some(event.display().to_string());
-    settings.perf_target = Some(dir.join("t.perf").display().to_string());
+    settings.event_destination = Some(event.display().to_string());
+    settings.perf_destination = Some(dir.join("t.perf").display().to_string());
     settings.event_nesting = 9;
     tracing_subscriber::registry()
         .with(Trace2::with_settings(settings).layer())

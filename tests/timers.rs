@@ -34,7 +34,7 @@ use tracing_trace2::api;
 use tracing_trace2::core::timers::{self, Counter, PerThread, Timer};
 use tracing_trace2::thread::{self as t2thread, ThreadGuard};
 use tracing_trace2_event::read_line;
-use tracing_trace2_record::Event;
+use tracing_trace2_record::Trace2Event;
 
 use support::first_difference;
 use support::process;
@@ -486,7 +486,7 @@ fn timer_records(event: &str) -> Result<Vec<TimerRecord>, String> {
         let line = read_line(text).map_err(|e| format!("{e}: {text}"))?;
         let mut list = Vec::new();
         let record = line.record(&mut list).map_err(|e| format!("{e}: {text}"))?;
-        if let Event::Timer { per_thread, timer } = record.event {
+        if let Trace2Event::Timer { per_thread, timer } = record.event {
             timers.push(TimerRecord {
                 per_thread,
                 category: timer.category.to_owned(),

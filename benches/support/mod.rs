@@ -10,7 +10,7 @@ use std::sync::Barrier;
 use std::time::Duration;
 
 use tracing::{info, info_span};
-use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Timestamp};
+use tracing_trace2_core::{Callsite, Record, RegionInfo, Timestamp, Trace2Event};
 
 #[inline(never)]
 pub fn regions() {
@@ -124,9 +124,9 @@ pub fn sample_records() -> [Record<'static>; 4] {
         open_regions: open,
     };
     [
-        record(Event::RegionEnter { region, nesting: 1 }, 0),
+        record(Trace2Event::RegionEnter { region, nesting: 1 }, 0),
         record(
-            Event::Data {
+            Trace2Event::Data {
                 repo: None,
                 category: "index",
                 key: "cache_nr",
@@ -137,13 +137,13 @@ pub fn sample_records() -> [Record<'static>; 4] {
             1,
         ),
         record(
-            Event::Printf {
+            Trace2Event::Printf {
                 msg: Some("refreshed 1234 index entries"),
             },
             1,
         ),
         record(
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region,
                 nesting: 1,
                 t_rel_us: 9,

@@ -3,10 +3,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracing_trace2_record::codec::{self, Decoder};
+use tracing_trace2_record::codec::{self, Replayer};
 
 fuzz_target!(|data: &[u8]| {
-    let _ = Decoder::new().replay(data, |_| ());
+    let _ = Replayer::new().replay(data, |_| ());
     let mut list = Vec::new();
     if let Ok((record, _rest)) = codec::decode(data, &mut list) {
         let mut again = Vec::new();

@@ -4,8 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use tracing_trace2_event::EventFormat;
-use tracing_trace2_record::codec::Decoder;
-use tracing_trace2_record::{Event, Format};
+use tracing_trace2_record::codec::Replayer;
+use tracing_trace2_record::{Trace2Event, Format};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&options, encoded)) = data.split_first() else {
@@ -14,8 +14,8 @@ fuzz_target!(|data: &[u8]| {
     let format = EventFormat::new()
         .with_brief(options & 1 != 0)
         .with_max_nesting(u32::from(options >> 1));
-    let _ = Decoder::new().replay(encoded, |record| {
-        if let Event::DataJson { json, .. } = record.event {
+    let _ = Replayer::new().replay(encoded, |record| {
+        if let Trace2Event::DataJson { json, .. } = record.event {
             // Written as given: the layer passes only text that parsed as JSON.
             if serde_json::from_str::<serde_json::Value>(json).is_err() {
                 return;

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
 use tracing_trace2_record::Format;
-use tracing_trace2_record::codec::Decoder;
+use tracing_trace2_record::codec::Replayer;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&options, encoded)) = data.split_first() else {
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
                 .with_utc_offset(offset),
         ),
     ];
-    let _ = Decoder::new().replay(encoded, |record| {
+    let _ = Replayer::new().replay(encoded, |record| {
         for format in &formats {
             let mut out = Vec::new();
             format.format(record, &mut out);

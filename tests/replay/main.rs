@@ -25,7 +25,7 @@ use tracing::span::EnteredSpan;
 use tracing_subscriber::prelude::*;
 use tracing_trace2::api;
 use tracing_trace2_event::read_line;
-use tracing_trace2_record::Event;
+use tracing_trace2_record::Trace2Event;
 
 use support::first_difference;
 use support::process;
@@ -452,20 +452,20 @@ impl Replayer {
             .record(&mut list)
             .unwrap_or_else(|e| panic!("{e}: {raw}"));
         match record.event {
-            Event::Version { exe } => api::version(exe),
-            Event::Start { argv } => api::start(argv),
-            Event::CmdAncestry { ancestry } => api::cmd_ancestry(ancestry),
-            Event::CmdPath { path } => api::cmd_path(path),
-            Event::CmdName { name, .. } => api::cmd_name(name),
-            Event::CmdMode { name } => api::cmd_mode(name),
-            Event::Alias { alias, argv } => api::alias(alias, argv),
-            Event::DefParam {
+            Trace2Event::Version { exe } => api::version(exe),
+            Trace2Event::Start { argv } => api::start(argv),
+            Trace2Event::CmdAncestry { ancestry } => api::cmd_ancestry(ancestry),
+            Trace2Event::CmdPath { path } => api::cmd_path(path),
+            Trace2Event::CmdName { name, .. } => api::cmd_name(name),
+            Trace2Event::CmdMode { name } => api::cmd_mode(name),
+            Trace2Event::Alias { alias, argv } => api::alias(alias, argv),
+            Trace2Event::DefParam {
                 scope,
                 param,
                 value,
             } => api::def_param(scope, param, value),
-            Event::DefRepo { repo, worktree } => api::def_repo(repo, worktree),
-            Event::RegionEnter { region, .. } if as_span => {
+            Trace2Event::DefRepo { repo, worktree } => api::def_repo(repo, worktree),
+            Trace2Event::RegionEnter { region, .. } if as_span => {
                 let span = tracing::info_span!(
                     "region",
                     trace2.category = region.category.unwrap_or(""),
@@ -475,26 +475,26 @@ impl Replayer {
                 );
                 self.regions.push(Region::Span(span.entered()));
             }
-            Event::RegionEnter { region, .. } => {
+            Trace2Event::RegionEnter { region, .. } => {
                 let (category, label) = (region.category.unwrap_or(""), region.label.unwrap_or(""));
                 api::region_enter(category, label, region.msg, region.repo);
                 self.regions.push(Region::Api);
             }
-            Event::RegionLeave { region, .. } => {
+            Trace2Event::RegionLeave { region, .. } => {
                 if let Some(Region::Api) = self.regions.pop() {
                     let (category, label) =
                         (region.category.unwrap_or(""), region.label.unwrap_or(""));
                     api::region_leave(category, label, region.msg, region.repo);
                 }
             }
-            Event::Data {
+            Trace2Event::Data {
                 repo,
                 category,
                 key,
                 value,
                 ..
             } => info!(category, key, value, repo),
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo,
                 category,
                 key,
@@ -503,12 +503,12 @@ impl Replayer {
             } => info!(category, key, json, repo),
             // A message-only event is a printf; git's captures also have printf lines
             // without a file or a message, which only the explicit form can express.
-            Event::Printf { msg } => match (record.callsite.file, msg) {
+            Trace2Event::Printf { msg } => match (record.callsite.file, msg) {
                 (Some(_), Some(msg)) => info!("{msg}"),
                 (file, msg) => api::printf_at(file, record.callsite.line, msg.unwrap_or("")),
             },
-            Event::Error { msg, fmt } => api::error(msg.unwrap_or(""), fmt.unwrap_or("")),
-            Event::ChildStart(child) => {
+            Trace2Event::Error { msg, fmt } => api::error(msg.unwrap_or(""), fmt.unwrap_or("")),
+            Trace2Event::ChildStart(child) => {
                 let mut start = api::ChildStart::new(child.class, child.argv)
                     .with_cd(child.cd)
                     .with_shell(child.use_shell)
@@ -519,7 +519,7 @@ impl Replayer {
                 let token = api::child_start(&start);
                 self.children.insert(child.child_id, token);
             }
-            Event::ChildExit {
+            Trace2Event::ChildExit {
                 child_id,
                 pid,
                 code,
@@ -529,7 +529,7 @@ impl Replayer {
                     api::child_exit(&token, pid, code);
                 }
             }
-            Event::ChildReady {
+            Trace2Event::ChildReady {
                 child_id,
                 pid,
                 ready,
@@ -539,16 +539,16 @@ impl Replayer {
                     api::child_ready(&token, pid, ready);
                 }
             }
-            Event::Exec { exe, argv, .. } => {
+            Trace2Event::Exec { exe, argv, .. } => {
                 api::exec(exe, argv);
             }
-            Event::ExecResult { exec_id, code, .. } => api::exec_result(exec_id, code),
-            Event::ThreadStart => {
+            Trace2Event::ExecResult { exec_id, code, .. } => api::exec_result(exec_id, code),
+            Trace2Event::ThreadStart => {
                 let name = record.thread;
                 api::thread_start(name.split_once(':').map_or(name, |(_, base)| base));
             }
-            Event::ThreadExit { .. } => api::thread_exit(),
-            Event::Timer { per_thread, timer } => api::timer(
+            Trace2Event::ThreadExit { .. } => api::thread_exit(),
+            Trace2Event::Timer { per_thread, timer } => api::timer(
                 per_thread,
                 timer.category,
                 timer.name,
@@ -557,19 +557,19 @@ impl Replayer {
                 timer.min_ns,
                 timer.max_ns,
             ),
-            Event::Counter {
+            Trace2Event::Counter {
                 per_thread,
                 category,
                 name,
                 value,
             } => api::counter(per_thread, category, name, value),
-            Event::Exit { code } => {
+            Trace2Event::Exit { code } => {
                 api::exit(code);
             }
-            Event::Atexit { .. } => api::atexit(),
-            Event::Signal { signo } => api::signal(signo),
+            Trace2Event::Atexit { .. } => api::atexit(),
+            Trace2Event::Signal { signo } => api::signal(signo),
             // Written by the layer itself after `version`.
-            Event::TooManyFiles => {}
+            Trace2Event::TooManyFiles => {}
         }
     }
 }

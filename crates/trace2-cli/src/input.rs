@@ -11,9 +11,9 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use tracing_trace2_binary::DecodeOptions;
 
-use crate::event::{LineError, TraceEvent};
 use crate::progress::Progress;
 use crate::record_event::{LineNote, with_line};
+use crate::trace_event::{LineError, TraceEvent};
 use crate::visible::visible;
 
 /// First bytes of a binary (`t2b`) trace: frame marker `89 'T' '2'`, then a STREAM frame.

@@ -37,7 +37,6 @@
 //! ```
 
 pub mod binary_report;
-pub mod event;
 pub mod export;
 pub mod input;
 pub mod process;
@@ -46,4 +45,5 @@ pub mod record_event;
 pub mod run;
 pub mod summary;
 pub mod time;
+pub mod trace_event;
 pub mod visible;

@@ -51,7 +51,7 @@ enum Command {
     Export {
         /// Output format.
         #[arg(long, value_enum)]
-        format: Format,
+        format: ExportFormat,
         /// Output file; `-` writes to standard output.
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
@@ -72,7 +72,7 @@ enum TextKind {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum Format {
+enum ExportFormat {
     /// Chrome trace event JSON.
     Chrome,
     /// Perfetto's protobuf trace (smaller; the Perfetto UI and trace processor read it).
@@ -107,8 +107,8 @@ fn main() -> ExitCode {
             output,
             files,
         } => match format {
-            Format::Chrome => trace2_cli::run::export_chrome(&files, &output),
-            Format::Perfetto => trace2_cli::run::export_perfetto(&files, &output),
+            ExportFormat::Chrome => trace2_cli::run::export_chrome(&files, &output),
+            ExportFormat::Perfetto => trace2_cli::run::export_perfetto(&files, &output),
         },
     }
 }

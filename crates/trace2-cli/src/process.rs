@@ -4,7 +4,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use crate::event::{Kind, TraceEvent};
+use crate::trace_event::{Kind, TraceEvent};
 
 /// The SID of the parent process: everything before the last `/`. A process whose parent did not
 /// trace (or traced elsewhere) still has one; it is a root of the tree when that SID is not in the

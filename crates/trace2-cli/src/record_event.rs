@@ -11,9 +11,9 @@ use std::borrow::Cow;
 
 use tracing_trace2_event::{AnyLine, read_any_line};
 use tracing_trace2_record::catalogue::Kind as RecordKind;
-use tracing_trace2_record::{Event, Record};
+use tracing_trace2_record::{Record, Trace2Event};
 
-use crate::event::{Kind, LineError, Region, TraceEvent};
+use crate::trace_event::{Kind, LineError, Region, TraceEvent};
 
 /// Calls `f` with the event `record` (from a binary trace) stands for.
 pub fn with_event<T>(record: &Record<'_>, f: impl FnOnce(&TraceEvent<'_>) -> T) -> T {
@@ -201,7 +201,7 @@ fn json_value<'a>(json: &'a str) -> Cow<'a, str> {
 }
 
 /// The kinds whose Event line has `t_abs`.
-fn carries_t_abs(event: &Event<'_>) -> bool {
+fn carries_t_abs(event: &Trace2Event<'_>) -> bool {
     matches!(
         event.kind(),
         RecordKind::Start
@@ -215,11 +215,13 @@ fn carries_t_abs(event: &Event<'_>) -> bool {
 }
 
 /// The `repo` key of the Event line.
-fn repo_of(event: &Event<'_>) -> Option<i64> {
+fn repo_of(event: &Trace2Event<'_>) -> Option<i64> {
     match event {
-        Event::DefRepo { repo, .. } => Some(*repo),
-        Event::RegionEnter { region, .. } | Event::RegionLeave { region, .. } => region.repo,
-        Event::Data { repo, .. } | Event::DataJson { repo, .. } => *repo,
+        Trace2Event::DefRepo { repo, .. } => Some(*repo),
+        Trace2Event::RegionEnter { region, .. } | Trace2Event::RegionLeave { region, .. } => {
+            region.repo
+        }
+        Trace2Event::Data { repo, .. } | Trace2Event::DataJson { repo, .. } => *repo,
         _ => None,
     }
 }
@@ -241,24 +243,24 @@ fn nanos_to_micros(nanos: u64) -> i64 {
 }
 
 /// The kind-specific part.
-fn kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
+fn kind_of<'a>(event: &Trace2Event<'a>) -> Kind<'a> {
     match *event {
-        Event::Version { exe } => Kind::Version {
+        Trace2Event::Version { exe } => Kind::Version {
             exe: Some(Cow::Borrowed(exe)),
         },
-        Event::Start { argv } => Kind::Start { argv: words(argv) },
-        Event::CmdName { name, hierarchy } => Kind::CmdName {
+        Trace2Event::Start { argv } => Kind::Start { argv: words(argv) },
+        Trace2Event::CmdName { name, hierarchy } => Kind::CmdName {
             name: Cow::Borrowed(name),
             hierarchy: (!hierarchy.is_empty()).then_some(Cow::Borrowed(hierarchy)),
         },
-        Event::CmdMode { name } => Kind::CmdMode {
+        Trace2Event::CmdMode { name } => Kind::CmdMode {
             name: Cow::Borrowed(name),
         },
-        Event::Alias { alias, argv } => Kind::Alias {
+        Trace2Event::Alias { alias, argv } => Kind::Alias {
             alias: Cow::Borrowed(alias),
             argv: words(argv),
         },
-        Event::DefParam {
+        Trace2Event::DefParam {
             scope,
             param,
             value,
@@ -267,16 +269,18 @@ fn kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
             param: Cow::Borrowed(param),
             value: value.map(Cow::Borrowed),
         },
-        Event::DefRepo { worktree, .. } => Kind::DefRepo {
+        Trace2Event::DefRepo { worktree, .. } => Kind::DefRepo {
             worktree: Cow::Borrowed(worktree),
         },
-        Event::RegionEnter { region, nesting } => Kind::RegionEnter(region_of(&region, nesting)),
-        Event::RegionLeave {
+        Trace2Event::RegionEnter { region, nesting } => {
+            Kind::RegionEnter(region_of(&region, nesting))
+        }
+        Trace2Event::RegionLeave {
             region,
             nesting,
             t_rel_us,
         } => Kind::RegionLeave(region_of(&region, nesting), micros(t_rel_us)),
-        Event::Data {
+        Trace2Event::Data {
             category,
             key,
             value,
@@ -289,7 +293,7 @@ fn kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
             value: Cow::Borrowed(value),
             json: false,
         },
-        Event::DataJson {
+        Trace2Event::DataJson {
             category,
             key,
             json,
@@ -302,10 +306,10 @@ fn kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
             value: json_value(json),
             json: true,
         },
-        Event::Printf { msg } => Kind::Printf {
+        Trace2Event::Printf { msg } => Kind::Printf {
             msg: msg.map(Cow::Borrowed),
         },
-        Event::Error { msg, fmt } => Kind::Error {
+        Trace2Event::Error { msg, fmt } => Kind::Error {
             msg: msg.map(Cow::Borrowed),
             fmt: fmt.map(Cow::Borrowed),
         },
@@ -314,9 +318,9 @@ fn kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
 }
 
 /// The kinds about children, threads, values and the process's end.
-fn process_kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
+fn process_kind_of<'a>(event: &Trace2Event<'a>) -> Kind<'a> {
     match *event {
-        Event::ChildStart(child) => {
+        Trace2Event::ChildStart(child) => {
             let mut argv = Vec::with_capacity(child.argv.len() + 1);
             if child.is_git {
                 argv.push(Cow::Borrowed("git"));
@@ -329,7 +333,7 @@ fn process_kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
                 argv,
             }
         }
-        Event::ChildExit {
+        Trace2Event::ChildExit {
             child_id,
             pid,
             code,
@@ -341,7 +345,7 @@ fn process_kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
             ready: None,
             elapsed_us: micros(elapsed_us),
         },
-        Event::ChildReady {
+        Trace2Event::ChildReady {
             child_id,
             pid,
             ready,
@@ -353,17 +357,17 @@ fn process_kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
             ready: Some(Cow::Borrowed(ready)),
             elapsed_us: micros(elapsed_us),
         },
-        Event::Exec { exec_id, argv, .. } => Kind::Exec {
+        Trace2Event::Exec { exec_id, argv, .. } => Kind::Exec {
             exec_id: exec_id as i64,
             argv: words(argv),
         },
-        Event::ExecResult { exec_id, code, .. } => Kind::ExecResult {
+        Trace2Event::ExecResult { exec_id, code, .. } => Kind::ExecResult {
             exec_id: exec_id as i64,
             code,
         },
-        Event::ThreadStart => Kind::ThreadStart,
-        Event::ThreadExit { elapsed_us } => Kind::ThreadExit(micros(elapsed_us)),
-        Event::Timer { per_thread, timer } => Kind::Timer {
+        Trace2Event::ThreadStart => Kind::ThreadStart,
+        Trace2Event::ThreadExit { elapsed_us } => Kind::ThreadExit(micros(elapsed_us)),
+        Trace2Event::Timer { per_thread, timer } => Kind::Timer {
             per_thread,
             category: Cow::Borrowed(timer.category),
             name: Cow::Borrowed(timer.name),
@@ -372,7 +376,7 @@ fn process_kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
             min_us: nanos_to_micros(timer.min_ns),
             max_us: nanos_to_micros(timer.max_ns),
         },
-        Event::Counter {
+        Trace2Event::Counter {
             per_thread,
             category,
             name,
@@ -383,13 +387,13 @@ fn process_kind_of<'a>(event: &Event<'a>) -> Kind<'a> {
             name: Cow::Borrowed(name),
             count: value as i64,
         },
-        Event::Exit { code } => Kind::Exit {
+        Trace2Event::Exit { code } => Kind::Exit {
             code: i64::from(code),
         },
-        Event::Atexit { code } => Kind::Atexit {
+        Trace2Event::Atexit { code } => Kind::Atexit {
             code: i64::from(code),
         },
-        Event::Signal { signo } => Kind::Signal {
+        Trace2Event::Signal { signo } => Kind::Signal {
             signo: i64::from(signo),
         },
         // `cmd_path`, `cmd_ancestry`, `too_many_files`, and a kind new to the catalogue
@@ -411,14 +415,14 @@ fn region_of<'a>(region: &tracing_trace2_record::RegionInfo<'a>, nesting: u32) -
 mod tests {
     use tracing_trace2_event::EventFormat;
     use tracing_trace2_record::{
-        Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp,
+        Callsite, ChildInfo, Format, Record, RegionInfo, TimerInfo, Timestamp, Trace2Event,
     };
 
     use super::*;
 
     /// One record of every kind (and the variants of a few), with values that read back
     /// exactly from the Event text.
-    fn events() -> Vec<Event<'static>> {
+    fn events() -> Vec<Trace2Event<'static>> {
         let region = RegionInfo {
             repo: Some(1),
             category: Some("index"),
@@ -443,51 +447,51 @@ mod tests {
             max_ns: 900_000,
         };
         vec![
-            Event::Version { exe: "2.47.3" },
-            Event::TooManyFiles,
-            Event::Start {
+            Trace2Event::Version { exe: "2.47.3" },
+            Trace2Event::TooManyFiles,
+            Trace2Event::Start {
                 argv: &["git", "commit", "-m", "it's \"done\""],
             },
-            Event::CmdAncestry {
+            Trace2Event::CmdAncestry {
                 ancestry: &["bash", "sshd"],
             },
-            Event::CmdPath {
+            Trace2Event::CmdPath {
                 path: "/usr/bin/git",
             },
-            Event::CmdName {
+            Trace2Event::CmdName {
                 name: "commit",
                 hierarchy: "commit",
             },
-            Event::CmdName {
+            Trace2Event::CmdName {
                 name: "x",
                 hierarchy: "",
             },
-            Event::CmdMode { name: "branch" },
-            Event::Alias {
+            Trace2Event::CmdMode { name: "branch" },
+            Trace2Event::Alias {
                 alias: "co",
                 argv: &["checkout"],
             },
-            Event::DefParam {
+            Trace2Event::DefParam {
                 scope: "global",
                 param: "core.abbrev",
                 value: Some("8"),
             },
-            Event::DefRepo {
+            Trace2Event::DefRepo {
                 repo: 1,
                 worktree: "/tmp/repo",
             },
-            Event::RegionEnter { region, nesting: 1 },
-            Event::RegionLeave {
+            Trace2Event::RegionEnter { region, nesting: 1 },
+            Trace2Event::RegionLeave {
                 region,
                 nesting: 1,
                 t_rel_us: 1234,
             },
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region: RegionInfo::default(),
                 nesting: 2,
                 t_rel_us: 5,
             },
-            Event::Data {
+            Trace2Event::Data {
                 repo: None,
                 category: "status",
                 key: "count",
@@ -495,7 +499,7 @@ mod tests {
                 nesting: 2,
                 t_rel_us: 40,
             },
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo: Some(1),
                 category: "traverse_trees",
                 key: "statistics",
@@ -503,7 +507,7 @@ mod tests {
                 nesting: 1,
                 t_rel_us: 40,
             },
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo: None,
                 category: "c",
                 key: "empty",
@@ -511,60 +515,60 @@ mod tests {
                 nesting: 1,
                 t_rel_us: 1,
             },
-            Event::Printf { msg: Some("hello") },
-            Event::Error {
+            Trace2Event::Printf { msg: Some("hello") },
+            Trace2Event::Error {
                 msg: Some("bad"),
                 fmt: Some("bad %s"),
             },
-            Event::ChildStart(child),
-            Event::ChildStart(ChildInfo {
+            Trace2Event::ChildStart(child),
+            Trace2Event::ChildStart(ChildInfo {
                 is_git: true,
                 hook_name: None,
                 class: "?",
                 argv: &["rev-parse", "HEAD"],
                 ..child
             }),
-            Event::ChildExit {
+            Trace2Event::ChildExit {
                 child_id: 3,
                 pid: 4242,
                 code: 1,
                 elapsed_us: 777,
             },
-            Event::ChildReady {
+            Trace2Event::ChildReady {
                 child_id: 4,
                 pid: 4243,
                 ready: "ready",
                 elapsed_us: 888,
             },
-            Event::Exec {
+            Trace2Event::Exec {
                 exec_id: 0,
                 exe: Some("git"),
                 argv: &["git", "status"],
             },
-            Event::ExecResult {
+            Trace2Event::ExecResult {
                 exec_id: 0,
                 code: 2,
                 err: Some("ENOENT"),
             },
-            Event::ThreadStart,
-            Event::ThreadExit { elapsed_us: 99 },
-            Event::Timer {
+            Trace2Event::ThreadStart,
+            Trace2Event::ThreadExit { elapsed_us: 99 },
+            Trace2Event::Timer {
                 per_thread: true,
                 timer,
             },
-            Event::Timer {
+            Trace2Event::Timer {
                 per_thread: false,
                 timer,
             },
-            Event::Counter {
+            Trace2Event::Counter {
                 per_thread: false,
                 category: "fsync",
                 name: "writeout-only",
                 value: 7,
             },
-            Event::Exit { code: 0 },
-            Event::Atexit { code: 0 },
-            Event::Signal { signo: 15 },
+            Trace2Event::Exit { code: 0 },
+            Trace2Event::Atexit { code: 0 },
+            Trace2Event::Signal { signo: 15 },
         ]
     }
 

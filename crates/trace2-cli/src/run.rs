@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::binary_report::assess;
-use crate::export::{ChromeExporter, Exporter, PerfettoExporter, Sink};
+use crate::export::{ChromeExporter, ExportSink, Exporter, PerfettoExporter};
 use crate::input::{self, InputSpec, Report};
 use crate::progress::Progress;
 use crate::summary::{Summariser, render_text};
@@ -123,7 +123,7 @@ pub fn export_perfetto(paths: &[PathBuf], output: &Path) -> ExitCode {
 }
 
 /// Reads every input into the exporter that `start` makes on the output file.
-fn export<S: Sink>(
+fn export<S: ExportSink>(
     paths: &[PathBuf],
     output: &Path,
     start: impl FnOnce(BufWriter<Box<dyn Write>>) -> io::Result<Exporter<S>>,

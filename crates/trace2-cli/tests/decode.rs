@@ -8,7 +8,9 @@ use std::fs;
 
 use common::{run_trace2, stderr, stdout};
 use tracing_trace2_binary::BinaryWriter;
-use tracing_trace2_core::{Callsite, Event, Format, MemorySink, Record, RegionInfo, Timestamp};
+use tracing_trace2_core::{
+    Callsite, Format, MemorySink, Record, RegionInfo, Timestamp, Trace2Event,
+};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
@@ -24,16 +26,16 @@ fn records() -> Vec<Record<'static>> {
         repo: None,
     };
     let events = [
-        Event::Version { exe: "1.0" },
-        Event::Start {
+        Trace2Event::Version { exe: "1.0" },
+        Trace2Event::Start {
             argv: &["tool", "status"],
         },
-        Event::CmdName {
+        Trace2Event::CmdName {
             name: "status",
             hierarchy: "status",
         },
-        Event::RegionEnter { region, nesting: 1 },
-        Event::Data {
+        Trace2Event::RegionEnter { region, nesting: 1 },
+        Trace2Event::Data {
             repo: None,
             category: "index",
             key: "entries",
@@ -41,13 +43,13 @@ fn records() -> Vec<Record<'static>> {
             nesting: 2,
             t_rel_us: 40,
         },
-        Event::RegionLeave {
+        Trace2Event::RegionLeave {
             region,
             nesting: 1,
             t_rel_us: 95,
         },
-        Event::Exit { code: 0 },
-        Event::Atexit { code: 0 },
+        Trace2Event::Exit { code: 0 },
+        Trace2Event::Atexit { code: 0 },
     ];
     events
         .into_iter()
@@ -55,7 +57,7 @@ fn records() -> Vec<Record<'static>> {
         .map(|(i, event)| {
             let t_abs_us = 100 + 50 * i as u64;
             let open_regions = match event {
-                Event::Data { .. } => 1,
+                Trace2Event::Data { .. } => 1,
                 _ => 0,
             };
             Record {

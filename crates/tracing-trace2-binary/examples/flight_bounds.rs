@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tracing_trace2_binary::flight::{FlightRecorder, Trigger};
 use tracing_trace2_binary::{BinaryWriter, TextFormat, TextOptions, decode_to_text};
-use tracing_trace2_record::{Callsite, Event, Record, RegionInfo, Timestamp};
+use tracing_trace2_record::{Callsite, Record, RegionInfo, Timestamp, Trace2Event};
 
 const SID: &str = "20261125T180000.000000Z-H0123abcd-P00001234";
 
@@ -40,8 +40,8 @@ fn record(recorder: &FlightRecorder, i: u64, text: &mut String) {
         msg: None,
     };
     let event = match i % 4 {
-        0 => Event::RegionEnter { region, nesting: 1 },
-        1 => Event::Data {
+        0 => Trace2Event::RegionEnter { region, nesting: 1 },
+        1 => Trace2Event::Data {
             repo: None,
             category: "work",
             key: "n",
@@ -49,8 +49,8 @@ fn record(recorder: &FlightRecorder, i: u64, text: &mut String) {
             nesting: 2,
             t_rel_us: 3,
         },
-        2 => Event::Printf { msg: Some(text) },
-        _ => Event::RegionLeave {
+        2 => Trace2Event::Printf { msg: Some(text) },
+        _ => Trace2Event::RegionLeave {
             region,
             nesting: 1,
             t_rel_us: 7,

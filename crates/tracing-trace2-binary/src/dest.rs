@@ -13,7 +13,7 @@
 //! (the core's [`Sink::write_line`] contract), so frames of several processes appending
 //! to one file never interleave.
 
-use tracing_trace2_dst::{self as dst, OpenSettings, Opened, TargetValue};
+use tracing_trace2_dst::{self as dst, DestinationValue, OpenSettings, Opened};
 
 pub use tracing_trace2_dst::{MemorySink, NullSink, Sink};
 
@@ -52,15 +52,15 @@ impl std::fmt::Debug for Destination {
 /// (with git's warnings on fd 2: always for a value that is not understood, otherwise
 /// only with `dst_debug`).
 pub fn open(value: &str, settings: &DestSettings) -> Option<Destination> {
-    match dst::parse_target(value) {
-        TargetValue::Disabled => return None,
-        TargetValue::UnixSocket { .. } => {
+    match dst::parse_destination(value) {
+        DestinationValue::Disabled => return None,
+        DestinationValue::UnixSocket { .. } => {
             dst::warning(&format!(
                 "trace2: '{ENV_NAME}' does not write to sockets: '{value}'"
             ));
             return None;
         }
-        TargetValue::Fd(fd) if is_terminal(fd) => {
+        DestinationValue::Fd(fd) if is_terminal(fd) => {
             dst::warning(&format!(
                 "trace2: '{ENV_NAME}' does not write binary frames to terminal fd {fd}"
             ));

@@ -17,7 +17,7 @@
 use crate::frame;
 use crate::intern::{Callsites, Strings, common_prefix, common_suffix, same_bytes};
 use crate::record::text::copy_short;
-use crate::record::{Event, FieldValue, Record};
+use crate::record::{FieldValue, Record, Trace2Event};
 use crate::spec::{self, ArgType, Origins, Place, control, kind};
 use crate::varint;
 
@@ -235,10 +235,10 @@ impl BatchEncoder {
     #[inline(always)]
     fn try_encode(&mut self, record: &Record<'_>, cut: bool) -> bool {
         match record.event {
-            Event::RegionEnter { .. }
-            | Event::RegionLeave { .. }
-            | Event::Data { .. }
-            | Event::DataJson { .. } => {
+            Trace2Event::RegionEnter { .. }
+            | Trace2Event::RegionLeave { .. }
+            | Trace2Event::Data { .. }
+            | Trace2Event::DataJson { .. } => {
                 self.try_encode_with(record, cut, |e, record, event_kind, dt, cs, ticks| {
                     e.hot_event(record, event_kind, dt, cs, ticks);
                 })
@@ -629,7 +629,7 @@ impl Enc<'_> {
     #[inline(always)]
     fn hot_event(&mut self, record: &Record<'_>, event_kind: u8, dt: u64, cs: u64, ticks: u64) {
         match record.event {
-            Event::RegionEnter { region, nesting } => {
+            Trace2Event::RegionEnter { region, nesting } => {
                 let category = self.opt_string(region.category);
                 let label = self.opt_string(region.label);
                 let msg = self.opt_string(region.msg);
@@ -640,7 +640,7 @@ impl Enc<'_> {
                 self.u(msg);
                 self.origins.learn(kind::REGION_ENTER, nesting, ticks, 0);
             }
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region,
                 nesting,
                 t_rel_us,
@@ -655,7 +655,7 @@ impl Enc<'_> {
                 self.u(label);
                 self.u(msg);
             }
-            Event::Data {
+            Trace2Event::Data {
                 repo,
                 category,
                 key,
@@ -663,7 +663,7 @@ impl Enc<'_> {
                 nesting,
                 t_rel_us,
             }
-            | Event::DataJson {
+            | Trace2Event::DataJson {
                 repo,
                 category,
                 key,
@@ -694,7 +694,14 @@ impl Enc<'_> {
     /// An event of a kind that is not hot, as its catalogue row and [`spec::Layout`]
     /// say: the definitions of its `s` strings, its head, then its arguments.
     #[inline(never)]
-    fn by_catalogue(&mut self, event: &Event<'_>, event_kind: u8, dt: u64, cs: u64, ticks: u64) {
+    fn by_catalogue(
+        &mut self,
+        event: &Trace2Event<'_>,
+        event_kind: u8,
+        dt: u64,
+        cs: u64,
+        ticks: u64,
+    ) {
         let layout = spec::layout(event.kind());
         let (values, count) = event.field_values();
         let mut refs = [0; spec::MAX_ARGS];
@@ -767,7 +774,7 @@ mod tests {
 
     const ANCHOR: i64 = 1_700_000_000_000_000;
 
-    fn record(event: Event<'_>, t: u64) -> Record<'_> {
+    fn record(event: Trace2Event<'_>, t: u64) -> Record<'_> {
         Record {
             event,
             time: Timestamp {
@@ -787,7 +794,7 @@ mod tests {
 
     fn enter(t: u64) -> Record<'static> {
         let mut r = record(
-            Event::RegionEnter {
+            Trace2Event::RegionEnter {
                 region: RegionInfo {
                     repo: None,
                     category: Some("index"),
@@ -804,7 +811,7 @@ mod tests {
 
     fn leave(t: u64) -> Record<'static> {
         record(
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region: RegionInfo {
                     repo: None,
                     category: Some("index"),
@@ -858,13 +865,13 @@ mod tests {
             msg: Some("m"),
         };
         for event in [
-            Event::RegionEnter { region, nesting: 2 },
-            Event::RegionLeave {
+            Trace2Event::RegionEnter { region, nesting: 2 },
+            Trace2Event::RegionLeave {
                 region,
                 nesting: 2,
                 t_rel_us: 40,
             },
-            Event::Data {
+            Trace2Event::Data {
                 repo: None,
                 category: "c",
                 key: "k",
@@ -872,7 +879,7 @@ mod tests {
                 nesting: 2,
                 t_rel_us: 7,
             },
-            Event::Data {
+            Trace2Event::Data {
                 repo: Some(1),
                 category: "c",
                 key: "k",
@@ -880,7 +887,7 @@ mod tests {
                 nesting: 2,
                 t_rel_us: 7,
             },
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo: Some(2),
                 category: "c",
                 key: "k",
@@ -913,7 +920,7 @@ mod tests {
         // A datum with a number in a region: ten bytes.
         let before = enc.len;
         let mut data = record(
-            Event::Data {
+            Trace2Event::Data {
                 repo: None,
                 category: "index",
                 key: "cache_nr",
@@ -961,7 +968,7 @@ mod tests {
         enc.encode(&enter(0), |_| unreachable!());
         let big = "x".repeat(100_000);
         let mut frames: Vec<usize> = Vec::new();
-        let r = record(Event::Printf { msg: Some(&big) }, 1);
+        let r = record(Trace2Event::Printf { msg: Some(&big) }, 1);
         assert_eq!(enc.encode(&r, |f| frames.push(f.len())), Encoded::Added);
         // The pending batch, then the jumbo frame.
         assert_eq!(frames.len(), 2);
@@ -970,7 +977,7 @@ mod tests {
         assert_eq!(enc.buf.len(), MIN_BATCH_SIZE);
 
         let huge = "é".repeat(frame::MAX_PAYLOAD / 2 + 10);
-        let r = record(Event::Printf { msg: Some(&huge) }, 2);
+        let r = record(Trace2Event::Printf { msg: Some(&huge) }, 2);
         let mut sizes = Vec::new();
         assert_eq!(enc.encode(&r, |f| sizes.push(f.len())), Encoded::Added);
         assert_eq!(sizes.len(), 1);

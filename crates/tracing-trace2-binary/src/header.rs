@@ -17,7 +17,7 @@
 //! that a record's `depth` always comes back as it was.
 
 use crate::frame;
-use crate::varint::{self, Reader};
+use crate::varint::{self, ByteCursor};
 
 /// Settings the writer's text targets used, so a default decode writes what they wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,7 +137,7 @@ impl StreamHeader {
 
     /// Reads a STREAM payload. Fields a later minor version appends are ignored.
     pub fn parse(payload: &[u8]) -> Option<StreamHeader> {
-        let mut r = Reader::new(payload);
+        let mut r = ByteCursor::new(payload);
         let major = r.u8()?;
         let minor = r.u8()?;
         let stream_id = r.u64_le()?;
@@ -213,7 +213,7 @@ impl ClockChange {
 
     /// Reads a CLOCK payload.
     pub fn parse(payload: &[u8]) -> Option<ClockChange> {
-        let mut r = Reader::new(payload);
+        let mut r = ByteCursor::new(payload);
         let stream_id = r.u64_le()?;
         let at_ticks = r.uvarint()?;
         let utc_offset_s = i32::try_from(r.ivarint()?).ok()?;
@@ -256,7 +256,7 @@ impl End {
 
     /// Reads an END payload.
     pub fn parse(payload: &[u8]) -> Option<End> {
-        let mut r = Reader::new(payload);
+        let mut r = ByteCursor::new(payload);
         let stream_id = r.u64_le()?;
         let count = r.uvarint()?;
         // Each entry takes at least two bytes: a count beyond that is damage.
@@ -293,7 +293,7 @@ pub struct BatchHeader {
 impl BatchHeader {
     /// Reads the header at the start of a BATCH payload.
     pub fn parse(payload: &[u8]) -> Option<BatchHeader> {
-        let mut r = Reader::new(payload);
+        let mut r = ByteCursor::new(payload);
         let stream_id = r.u64_le()?;
         let thread_index = r.uvarint()?;
         let batch_seq = r.uvarint()?;
@@ -316,7 +316,7 @@ impl BatchHeader {
 
 /// The stream id at the start of a CLOCK, END or BATCH payload.
 pub fn stream_id_of(payload: &[u8]) -> Option<u64> {
-    Reader::new(payload).u64_le()
+    ByteCursor::new(payload).u64_le()
 }
 
 #[cfg(test)]

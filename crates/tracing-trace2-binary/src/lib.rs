@@ -5,7 +5,7 @@
 //! ```
 //! use tracing_trace2_binary::{BinaryWriter, TextFormat, TextOptions, decode_to_text};
 //! use tracing_trace2_dst::MemorySink;
-//! use tracing_trace2_record::{Callsite, Event, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Trace2Event, Record, Timestamp};
 //!
 //! let sink = MemorySink::new();
 //! let writer = BinaryWriter::builder()
@@ -15,7 +15,7 @@
 //!     .with_exit_handler(false)
 //!     .build(sink.clone());
 //! let record = Record {
-//!     event: Event::CmdName { name: "version", hierarchy: "version" },
+//!     event: Trace2Event::CmdName { name: "version", hierarchy: "version" },
 //!     time: Timestamp { wall_us: 1_795_303_297_817_135, t_abs_us: 500 },
 //!     sid: "20261121T232137.816920Z-H1c4a9a2f-P00002b68",
 //!     depth: 0,

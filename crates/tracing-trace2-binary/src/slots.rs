@@ -1,7 +1,7 @@
 //! The per-thread slots of a writer and how a slot changes hands, without a lock on
 //! the event path.
 //!
-//! Each thread that records gets a [`Slot`] holding its batch. Slots sit in an
+//! Each thread that records gets a [`ThreadSlot`] holding its batch. Slots sit in an
 //! append-only, lock-free list, so that an exit-time flusher can reach every thread's
 //! batch. A slot's state word says who may touch its data:
 //!
@@ -48,23 +48,23 @@ pub(crate) struct SlotData {
 }
 
 /// One thread's batch and its state word.
-pub(crate) struct Slot {
+pub(crate) struct ThreadSlot {
     state: AtomicU32,
     /// The next slot of the list; set before the slot is published, never changed.
-    next: *const Slot,
+    next: *const ThreadSlot,
     data: UnsafeCell<SlotData>,
 }
 
 // SAFETY: `data` is only reached through a `Guard`, which exists only while this thread
 // moved the state word to BUSY or FLUSHING (or, after a fork, is the only thread); `next`
 // is immutable once the slot is published.
-unsafe impl Sync for Slot {}
+unsafe impl Sync for ThreadSlot {}
 // SAFETY: as above; nothing in a slot is tied to a thread.
-unsafe impl Send for Slot {}
+unsafe impl Send for ThreadSlot {}
 
 /// Exclusive access to a slot's data; gives the slot back when dropped.
 pub(crate) struct Guard<'a> {
-    slot: &'a Slot,
+    slot: &'a ThreadSlot,
     release_to: u32,
 }
 
@@ -96,7 +96,7 @@ impl Guard<'_> {
     }
 
     /// The slot this guard holds.
-    pub fn slot(&self) -> &Slot {
+    pub fn slot(&self) -> &ThreadSlot {
         self.slot
     }
 }
@@ -111,7 +111,7 @@ fn backoff(round: &mut u32) {
     *round = round.saturating_add(1);
 }
 
-impl Slot {
+impl ThreadSlot {
     /// The owner's access for one event. Waits while a flusher holds the slot; `None`
     /// when the slot is free (it was taken from the thread: after a fork, or because
     /// the writer was closed).
@@ -165,14 +165,14 @@ impl Slot {
     }
 
     /// Whether `other` is this very slot.
-    pub fn is(&self, other: &Slot) -> bool {
+    pub fn is(&self, other: &ThreadSlot) -> bool {
         ptr::eq(self, other)
     }
 }
 
 /// A slot's address, kept in a thread-local while the thread owns the slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SlotPtr(*const Slot);
+pub(crate) struct SlotPtr(*const ThreadSlot);
 
 impl SlotPtr {
     /// No slot.
@@ -181,7 +181,7 @@ impl SlotPtr {
 
 /// The slots of one writer: an append-only list.
 pub(crate) struct SlotList {
-    head: AtomicPtr<Slot>,
+    head: AtomicPtr<ThreadSlot>,
 }
 
 impl SlotList {
@@ -194,7 +194,7 @@ impl SlotList {
 
     /// The slot behind `ptr`, which must come from this list ([`Self::take`]); `None`
     /// for [`SlotPtr::NONE`].
-    pub fn get(&self, ptr: SlotPtr) -> Option<&Slot> {
+    pub fn get(&self, ptr: SlotPtr) -> Option<&ThreadSlot> {
         debug_assert!(ptr.0.is_null() || self.iter().any(|s| ptr::eq(s, ptr.0)));
         // SAFETY: a non-null `SlotPtr` is only made by `take` from a slot of this list,
         // and the list frees its slots only when it is dropped, which the `&self`
@@ -218,7 +218,7 @@ impl SlotList {
                 return (SlotPtr(slot), guard);
             }
         }
-        let slot = Box::into_raw(Box::new(Slot {
+        let slot = Box::into_raw(Box::new(ThreadSlot {
             state: AtomicU32::new(BUSY),
             next: ptr::null(),
             data: UnsafeCell::new(make()),
@@ -247,7 +247,7 @@ impl SlotList {
     }
 
     /// Every slot, newest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Slot> {
+    pub fn iter(&self) -> impl Iterator<Item = &ThreadSlot> {
         let mut next = self.head.load(Ordering::Acquire).cast_const();
         std::iter::from_fn(move || {
             // SAFETY: published slots live as long as the list, and their `next` was

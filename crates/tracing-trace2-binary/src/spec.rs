@@ -35,7 +35,7 @@
 //! [`predicted_open`] (with an [`control::OPEN`] record where the rule does not give
 //! the record's value).
 
-use crate::record::Event;
+use crate::record::Trace2Event;
 use crate::record::catalogue::{CATALOGUE, FieldType, KIND_COUNT, KindSpec as Row, MAX_FIELDS};
 
 /// The format's major version: a decoder refuses other majors.
@@ -414,7 +414,7 @@ pub fn baseline(id: u8) -> Option<&'static KindSpec> {
 
 /// The kind an event is written as: its number in the catalogue.
 #[inline]
-pub fn kind_of(event: &Event<'_>) -> u8 {
+pub fn kind_of(event: &Trace2Event<'_>) -> u8 {
     event.kind().id()
 }
 
@@ -598,14 +598,14 @@ mod tests {
     #[test]
     fn kinds_name_their_events() {
         let events = [
-            Event::TooManyFiles,
-            Event::ThreadStart,
-            Event::Exit { code: 0 },
-            Event::Timer {
+            Trace2Event::TooManyFiles,
+            Trace2Event::ThreadStart,
+            Trace2Event::Exit { code: 0 },
+            Trace2Event::Timer {
                 per_thread: true,
                 timer: Default::default(),
             },
-            Event::Counter {
+            Trace2Event::Counter {
                 per_thread: false,
                 category: "",
                 name: "",

@@ -2,7 +2,7 @@
 //! slice.
 //!
 //! Writing is done by the encoder straight into its batch buffer; this module gives it
-//! the pieces ([`encode`], [`zigzag`]). [`Reader`] is what every decoder step reads
+//! the pieces ([`encode`], [`zigzag`]). [`ByteCursor`] is what every decoder step reads
 //! with: each method returns `None` instead of reading past the end, so damaged input
 //! can never make the decoder index out of bounds.
 
@@ -46,15 +46,15 @@ pub fn encoded_len(value: u64) -> usize {
 
 /// A cursor over bytes that refuses to read past their end.
 #[derive(Clone, Copy, Debug)]
-pub struct Reader<'a> {
+pub struct ByteCursor<'a> {
     buf: &'a [u8],
     pos: usize,
 }
 
-impl<'a> Reader<'a> {
+impl<'a> ByteCursor<'a> {
     /// A reader at the start of `buf`.
     pub fn new(buf: &'a [u8]) -> Self {
-        Reader { buf, pos: 0 }
+        ByteCursor { buf, pos: 0 }
     }
 
     /// The whole buffer being read.
@@ -152,12 +152,12 @@ mod tests {
             let mut buf = [0; MAX_LEN];
             let n = encode(&mut buf, value);
             assert_eq!(n, encoded_len(value), "{value}");
-            let mut r = Reader::new(&buf[..n]);
+            let mut r = ByteCursor::new(&buf[..n]);
             assert_eq!(r.uvarint(), Some(value));
             assert!(r.is_empty());
             // Every cut is refused.
             for cut in 0..n {
-                assert_eq!(Reader::new(&buf[..cut]).uvarint(), None);
+                assert_eq!(ByteCursor::new(&buf[..cut]).uvarint(), None);
             }
         }
     }
@@ -174,21 +174,24 @@ mod tests {
     #[test]
     fn overlong_and_overflowing_varints_are_refused() {
         // Eleven continuation bytes, and a tenth byte with bits past the 64th.
-        assert_eq!(Reader::new(&[0x80; 11]).uvarint(), None);
+        assert_eq!(ByteCursor::new(&[0x80; 11]).uvarint(), None);
         let mut too_big = [0xFF; MAX_LEN];
         too_big[9] = 0x02;
-        assert_eq!(Reader::new(&too_big).uvarint(), None);
-        assert_eq!(Reader::new(&[0xFF, 0xFF, 0xFF, 0xFF, 0x10]).u32var(), None);
+        assert_eq!(ByteCursor::new(&too_big).uvarint(), None);
+        assert_eq!(
+            ByteCursor::new(&[0xFF, 0xFF, 0xFF, 0xFF, 0x10]).u32var(),
+            None
+        );
     }
 
     #[test]
     fn spans_stay_in_bounds() {
-        let mut r = Reader::new(&[3, b'a', b'b']);
+        let mut r = ByteCursor::new(&[3, b'a', b'b']);
         assert_eq!(r.span(), None);
-        let mut r = Reader::new(&[2, 0xC3, 0xA9, 1, 0xFF]);
+        let mut r = ByteCursor::new(&[2, 0xC3, 0xA9, 1, 0xFF]);
         assert_eq!(r.str(), Some("é"));
         assert_eq!(r.str(), None, "invalid UTF-8");
-        let mut r = Reader::new(&[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]);
+        let mut r = ByteCursor::new(&[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]);
         assert_eq!(r.span(), None, "a length near u64::MAX");
     }
 }

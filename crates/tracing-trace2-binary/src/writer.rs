@@ -41,8 +41,8 @@ use std::time::{Duration, Instant};
 use crate::dest::Sink;
 use crate::encode::{BatchEncoder, DEFAULT_BATCH_SIZE, Encoded};
 use crate::header::{End, StreamHeader, TextDefaults};
-use crate::record::{Event, Record};
-use crate::slots::{Guard, Slot, SlotData, SlotList, SlotPtr, SpinLock};
+use crate::record::{Record, Trace2Event};
+use crate::slots::{Guard, SlotData, SlotList, SlotPtr, SpinLock, ThreadSlot};
 use crate::spec;
 
 /// The default flush interval.
@@ -153,7 +153,7 @@ impl BinaryWriterBuilder {
         install_fork_handler();
         let start = tracing_trace2_dst::clock::start();
         let interval_us = u64::try_from(self.flush_interval.as_micros()).unwrap_or(u64::MAX);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(WriterCore {
             sink: Box::new(sink),
             batch_size: self.batch_size,
             flush_interval_ticks: interval_us,
@@ -170,7 +170,7 @@ impl BinaryWriterBuilder {
             writer_name: self.writer_name,
             dst_debug: self.dst_debug,
             slots: SlotList::new(),
-            stream: SpinLock::new(StreamState {
+            stream: SpinLock::new(CurrentStream {
                 epoch: 1,
                 stream_id: random_id(),
                 sid: None,
@@ -225,7 +225,7 @@ pub struct WriterStats {
 }
 
 struct Handle {
-    shared: Arc<Shared>,
+    shared: Arc<WriterCore>,
 }
 
 impl std::fmt::Debug for Handle {
@@ -297,14 +297,14 @@ impl BinaryWriter {
 /// The thread-local side: which slot of which writer this thread used last.
 #[derive(Clone, Copy)]
 struct Current {
-    shared: *const Shared,
+    shared: *const WriterCore,
     slot: SlotPtr,
     claim: u64,
 }
 
 /// A slot this thread owns; given back (after a last flush) when the thread ends.
 struct Claim {
-    shared: Arc<Shared>,
+    shared: Arc<WriterCore>,
     slot: SlotPtr,
     claim: u64,
 }
@@ -342,7 +342,7 @@ static NEXT_CLAIM: AtomicU64 = AtomicU64::new(1);
 /// its own; otherwise [`with_new_slot`] must run. One thread-local read, one
 /// compare-and-swap.
 #[inline(always)]
-fn own_slot(shared: &Arc<Shared>) -> Option<Guard<'_>> {
+fn own_slot(shared: &Arc<WriterCore>) -> Option<Guard<'_>> {
     let current = CURRENT.with(Cell::get);
     if std::ptr::eq(current.shared, Arc::as_ptr(shared))
         && let Some(slot) = shared.slots.get(current.slot)
@@ -358,7 +358,7 @@ fn own_slot(shared: &Arc<Shared>) -> Option<Guard<'_>> {
 /// the thread's first record for this writer, a switch between writers, a claim gone
 /// stale, or a thread being torn down.
 #[cold]
-fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) {
+fn with_new_slot(shared: &Arc<WriterCore>, f: impl FnOnce(&WriterCore, &mut Guard<'_>)) {
     // A thread's first record for this writer (in this process): from now on a batch
     // may be left behind by a thread that stops recording.
     shared.ensure_flusher();
@@ -369,7 +369,7 @@ fn with_new_slot(shared: &Arc<Shared>, f: impl FnOnce(&Shared, &mut Guard<'_>)) 
             c.shared
                 .slots
                 .get(c.slot)
-                .and_then(Slot::acquire)
+                .and_then(ThreadSlot::acquire)
                 .is_some_and(|g| g.claim == c.claim)
         });
         let found = claims
@@ -497,7 +497,7 @@ fn random_id() -> u64 {
 }
 
 /// The stream being written: changes only when a stream starts.
-struct StreamState {
+struct CurrentStream {
     epoch: u64,
     stream_id: u64,
     sid: Option<String>,
@@ -510,7 +510,7 @@ struct StreamState {
     header_frame: Vec<u8>,
 }
 
-struct Shared {
+struct WriterCore {
     sink: Box<dyn Sink>,
     batch_size: usize,
     flush_interval_ticks: u64,
@@ -528,8 +528,8 @@ struct Shared {
     writer_name: String,
     dst_debug: bool,
     slots: SlotList,
-    stream: SpinLock<StreamState>,
-    /// The current stream's generation (`StreamState::epoch`), readable without the lock.
+    stream: SpinLock<CurrentStream>,
+    /// The current stream's generation (`CurrentStream::epoch`), readable without the lock.
     epoch: AtomicU64,
     /// The newest generation whose STREAM frame is written.
     header_epoch: AtomicU64,
@@ -549,7 +549,7 @@ struct Shared {
     dropped: AtomicU64,
 }
 
-impl Shared {
+impl WriterCore {
     fn stats(&self) -> WriterStats {
         WriterStats {
             frames: self.frames.load(Ordering::Relaxed),
@@ -578,17 +578,17 @@ impl Shared {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
         match record.event {
-            Event::Atexit { .. } | Event::Signal { .. } => self.finish(Some(guard)),
-            Event::Exit { .. }
-            | Event::Error { .. }
-            | Event::ChildStart(_)
-            | Event::Exec { .. } => {
+            Trace2Event::Atexit { .. } | Trace2Event::Signal { .. } => self.finish(Some(guard)),
+            Trace2Event::Exit { .. }
+            | Trace2Event::Error { .. }
+            | Trace2Event::ChildStart(_)
+            | Trace2Event::Exec { .. } => {
                 self.flush_guard(guard);
                 // The others' batches too, but without waiting for a thread that is
                 // recording right now (it may be waiting for ours).
                 self.flush_all(Some(guard.slot()), Duration::ZERO);
             }
-            Event::ThreadExit { .. } => self.flush_guard(guard),
+            Trace2Event::ThreadExit { .. } => self.flush_guard(guard),
             _ => {
                 if data_age(guard, record) >= self.flush_interval_ticks {
                     self.flush_guard(guard);
@@ -629,7 +629,7 @@ impl Shared {
 
     /// Writes the STREAM frame of `stream` unless it is written already, or a copy of
     /// it (`again`).
-    fn write_header(&self, stream: &mut StreamState, again: bool) {
+    fn write_header(&self, stream: &mut CurrentStream, again: bool) {
         if self.header_epoch.load(Ordering::Acquire) >= stream.epoch && !again {
             return;
         }
@@ -788,7 +788,7 @@ impl Shared {
     /// Writes every slot's batch (skipping `own`, which the caller holds); waits up to
     /// `wait` for a slot in use. Returns (thread index, batches) of the current stream's
     /// threads it saw.
-    fn flush_all(&self, own: Option<&Slot>, wait: Duration) -> Vec<(u64, u64)> {
+    fn flush_all(&self, own: Option<&ThreadSlot>, wait: Duration) -> Vec<(u64, u64)> {
         let epoch = self.epoch.load(Ordering::Acquire);
         let mut counts = Vec::new();
         for slot in self.slots.iter() {
@@ -971,8 +971,8 @@ fn cut_header_text(text: &str) -> String {
 
 /// The idle flusher's thread: a visit every `period` until the writer is dropped or
 /// turned off. It holds the writer only during a visit, so it keeps nothing alive.
-fn run_flusher(shared: &Weak<Shared>, period: Duration) {
-    let open = |shared: &Weak<Shared>| {
+fn run_flusher(shared: &Weak<WriterCore>, period: Duration) {
+    let open = |shared: &Weak<WriterCore>| {
         let shared = shared.upgrade()?;
         (!shared.closed.load(Ordering::Acquire) && shared.enabled.load(Ordering::Relaxed))
             .then_some(shared)
@@ -1003,12 +1003,12 @@ fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Callsite, Event, Timestamp};
+    use crate::record::{Callsite, Timestamp, Trace2Event};
     use tracing_trace2_dst::MemorySink;
 
     fn printf(writer: &BinaryWriter, msg: &str) {
         writer.record(&Record {
-            event: Event::Printf { msg: Some(msg) },
+            event: Trace2Event::Printf { msg: Some(msg) },
             time: Timestamp::default(),
             sid: "sid",
             depth: 0,

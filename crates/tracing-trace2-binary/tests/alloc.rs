@@ -13,7 +13,7 @@ use std::io::Write;
 use tracing::{info, info_span};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_trace2_binary::{BinaryWriter, DestSettings, MIN_BATCH_SIZE, dest};
-use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Target, Trace2Layer, clock};
+use tracing_trace2_core::{Callsite, Record, RegionInfo, Target, Trace2Event, Trace2Layer, clock};
 
 struct Counting;
 
@@ -97,9 +97,9 @@ fn records(writer: &BinaryWriter, i: u64, text: &mut Vec<u8>) {
     text.clear();
     let _ = write!(text, "{i}");
     let value = std::str::from_utf8(text).unwrap();
-    writer.record(&record(Event::RegionEnter { region, nesting: 1 }, 0));
+    writer.record(&record(Trace2Event::RegionEnter { region, nesting: 1 }, 0));
     writer.record(&record(
-        Event::Data {
+        Trace2Event::Data {
             repo: None,
             category: "index",
             key: "cache_nr",
@@ -109,9 +109,9 @@ fn records(writer: &BinaryWriter, i: u64, text: &mut Vec<u8>) {
         },
         1,
     ));
-    writer.record(&record(Event::Printf { msg: Some(value) }, 1));
+    writer.record(&record(Trace2Event::Printf { msg: Some(value) }, 1));
     writer.record(&record(
-        Event::RegionLeave {
+        Trace2Event::RegionLeave {
             region,
             nesting: 1,
             t_rel_us: 5,

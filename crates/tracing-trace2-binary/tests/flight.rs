@@ -448,7 +448,7 @@ fn nothing_recorded_writes_nothing() {
 #[test]
 fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
     use tracing_trace2_binary::{DecodeOptions, decode};
-    use tracing_trace2_core::{Callsite, Event, Record};
+    use tracing_trace2_core::{Callsite, Record, Trace2Event};
 
     let dir = tempfile::tempdir().unwrap();
     let min_age = Duration::from_millis(300);
@@ -459,7 +459,7 @@ fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
         .unwrap();
     let say = |msg: &str| {
         recorder.record(&Record {
-            event: Event::Printf { msg: Some(msg) },
+            event: Trace2Event::Printf { msg: Some(msg) },
             time: clock::now(),
             sid: "20260101T000000.000000Z-H0123abcd-P00001234",
             depth: 0,
@@ -486,8 +486,8 @@ fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
         &snapshot[..],
         &DecodeOptions::default(),
         |_, record| match record.event {
-            Event::Printf { msg: Some("tick") } => times.push(record.time.t_abs_us),
-            Event::Printf { msg: Some("first") } => first += 1,
+            Trace2Event::Printf { msg: Some("tick") } => times.push(record.time.t_abs_us),
+            Trace2Event::Printf { msg: Some("first") } => first += 1,
             _ => {}
         },
     )

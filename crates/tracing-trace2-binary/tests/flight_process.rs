@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use support::decode_all;
 use tracing_trace2_binary::flight::{FlightRecorder, Trigger};
 use tracing_trace2_binary::{BinaryWriter, MIN_BATCH_SIZE};
-use tracing_trace2_core::{Callsite, Event, Record, clock};
+use tracing_trace2_core::{Callsite, Record, Trace2Event, clock};
 
 const SCENARIO: &str = "FLIGHT_SCENARIO";
 const DIR: &str = "FLIGHT_DIR";
@@ -79,7 +79,7 @@ fn recorder(dir: &Path) -> FlightRecorder {
 
 fn say(recorder: &FlightRecorder, thread: &str, msg: &str) {
     recorder.record(&Record {
-        event: Event::Printf { msg: Some(msg) },
+        event: Trace2Event::Printf { msg: Some(msg) },
         time: clock::now(),
         sid: SID,
         depth: 0,

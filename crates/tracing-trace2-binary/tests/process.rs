@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use support::decode_all;
 
 use tracing_trace2_binary::{BinaryWriter, DEFAULT_BATCH_SIZE, DestSettings, MIN_BATCH_SIZE, dest};
-use tracing_trace2_core::{Callsite, Event, Record, clock};
+use tracing_trace2_core::{Callsite, Record, Trace2Event, clock};
 
 const SCENARIO: &str = "T2B_SCENARIO";
 const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
@@ -126,7 +126,7 @@ fn writer_with_interval(batch: usize, exit_handler: bool, interval: Duration) ->
 
 fn say(writer: &BinaryWriter, thread: &str, msg: &str) {
     writer.record(&Record {
-        event: Event::Printf { msg: Some(msg) },
+        event: Trace2Event::Printf { msg: Some(msg) },
         time: clock::now(),
         sid: SID,
         depth: 0,

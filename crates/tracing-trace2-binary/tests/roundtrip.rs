@@ -9,7 +9,7 @@ use tracing_trace2_binary::{
     DecodeOptions, MIN_BATCH_SIZE, TextDefaults, TextFormat, TextOptions, decode,
     decode_to_event_json, decode_to_text,
 };
-use tracing_trace2_core::{Callsite, Event, Record, RegionInfo, Timestamp};
+use tracing_trace2_core::{Callsite, Record, RegionInfo, Timestamp, Trace2Event};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
 use tracing_trace2_perf::PerfFormat;
@@ -61,32 +61,32 @@ fn edge_values_round_trip() {
         msg: Some(""),
     };
     let events = [
-        Event::RegionEnter {
+        Trace2Event::RegionEnter {
             region,
             nesting: u32::MAX,
         },
-        Event::RegionLeave {
+        Trace2Event::RegionLeave {
             region: RegionInfo::default(),
             nesting: 0,
             t_rel_us: u64::MAX,
         },
-        Event::Exit { code: i32::MIN },
-        Event::Signal { signo: -1 },
-        Event::ChildExit {
+        Trace2Event::Exit { code: i32::MIN },
+        Trace2Event::Signal { signo: -1 },
+        Trace2Event::ChildExit {
             child_id: u64::MAX,
             pid: i64::MIN,
             code: i64::MAX,
             elapsed_us: 0,
         },
-        Event::DefRepo {
+        Trace2Event::DefRepo {
             repo: i64::MAX,
             worktree: "",
         },
-        Event::Start { argv: &argv },
-        Event::Start { argv: &[] },
-        Event::Printf { msg: None },
-        Event::Printf { msg: Some("") },
-        Event::Error {
+        Trace2Event::Start { argv: &argv },
+        Trace2Event::Start { argv: &[] },
+        Trace2Event::Printf { msg: None },
+        Trace2Event::Printf { msg: Some("") },
+        Trace2Event::Error {
             msg: None,
             fmt: None,
         },
@@ -275,7 +275,7 @@ fn huge_values_go_in_jumbo_frames_and_longer_ones_are_cut() {
     let huge = "日".repeat(6 << 20);
     let records = [
         Record {
-            event: Event::Printf { msg: Some(&big) },
+            event: Trace2Event::Printf { msg: Some(&big) },
             time: Timestamp {
                 wall_us: 5,
                 t_abs_us: 5,
@@ -287,7 +287,7 @@ fn huge_values_go_in_jumbo_frames_and_longer_ones_are_cut() {
             open_regions: 0,
         },
         Record {
-            event: Event::Printf { msg: Some(&huge) },
+            event: Trace2Event::Printf { msg: Some(&huge) },
             time: Timestamp {
                 wall_us: 6,
                 t_abs_us: 6,
@@ -315,7 +315,7 @@ fn valueless_def_param_round_trips_and_decodes_to_the_key_alone() {
     let records: Vec<Record<'_>> = [None, Some(""), Some("1")]
         .into_iter()
         .map(|value| Record {
-            event: Event::DefParam {
+            event: Trace2Event::DefParam {
                 scope: "command",
                 param: "foo.bar",
                 value,

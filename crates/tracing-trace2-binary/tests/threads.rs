@@ -8,11 +8,11 @@ use std::sync::{Arc, Barrier};
 
 use support::{builder, decode_all};
 use tracing_trace2_binary::MIN_BATCH_SIZE;
-use tracing_trace2_core::{Callsite, Event, MemorySink, Record, RegionInfo, Timestamp};
+use tracing_trace2_core::{Callsite, MemorySink, Record, RegionInfo, Timestamp, Trace2Event};
 
 const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
 
-fn record<'a>(thread: &'a str, event: Event<'a>, t: u64, open: u32) -> Record<'a> {
+fn record<'a>(thread: &'a str, event: Trace2Event<'a>, t: u64, open: u32) -> Record<'a> {
     Record {
         event,
         time: Timestamp {
@@ -42,13 +42,13 @@ fn record_script(writer: &tracing_trace2_binary::BinaryWriter, name: &str, count
         let t = i * 3;
         writer.record(&record(
             name,
-            Event::RegionEnter { region, nesting: 1 },
+            Trace2Event::RegionEnter { region, nesting: 1 },
             t,
             0,
         ));
         writer.record(&record(
             name,
-            Event::Data {
+            Trace2Event::Data {
                 repo: None,
                 category: "bench",
                 key: "i",
@@ -61,7 +61,7 @@ fn record_script(writer: &tracing_trace2_binary::BinaryWriter, name: &str, count
         ));
         writer.record(&record(
             name,
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region,
                 nesting: 1,
                 t_rel_us: 2,
@@ -188,11 +188,11 @@ fn lifecycle_events_write_the_batches_out() {
     record_script(&writer, "main", 2);
     assert_eq!(decode_all(&sink.contents()).0.len(), 9);
     // `exit` writes every batch (no END yet), `atexit` ends the stream.
-    writer.record(&record("main", Event::Exit { code: 0 }, 100, 0));
+    writer.record(&record("main", Trace2Event::Exit { code: 0 }, 100, 0));
     let (decoded, report) = decode_all(&sink.contents());
     assert_eq!(decoded.len(), 16);
     assert!(!report.streams[0].ended);
-    writer.record(&record("main", Event::Atexit { code: 0 }, 101, 0));
+    writer.record(&record("main", Trace2Event::Atexit { code: 0 }, 101, 0));
     let (decoded, report) = decode_all(&sink.contents());
     assert_eq!(decoded.len(), 17);
     assert!(report.is_complete(), "{report}");
@@ -209,7 +209,7 @@ fn the_flush_interval_writes_an_old_batch_at_the_next_record() {
     // 250 ms later by the records' clock.
     writer.record(&record(
         "main",
-        Event::Printf { msg: Some("late") },
+        Trace2Event::Printf { msg: Some("late") },
         250_000,
         0,
     ));

@@ -22,7 +22,7 @@ use crate::layer::Trace2Layer;
 use crate::redact::redact;
 use crate::session::Session;
 use crate::wire::{ApiCall, ApiChild, ApiRegion, ApiTimer, Origin};
-use tracing_trace2_record::Event;
+use tracing_trace2_record::Trace2Event;
 
 static NEXT_CHILD_ID: AtomicU64 = AtomicU64::new(0);
 static NEXT_EXEC_ID: AtomicU64 = AtomicU64::new(0);
@@ -78,7 +78,7 @@ pub fn start<S: AsRef<str>>(argv: &[S]) {
 #[track_caller]
 pub fn cmd_ancestry<S: AsRef<str>>(ancestry: &[S]) {
     let ancestry = list(ancestry, false);
-    ApiCall::Plain(Event::CmdAncestry {
+    ApiCall::Plain(Trace2Event::CmdAncestry {
         ancestry: &items(&ancestry),
     })
     .send(caller());
@@ -87,7 +87,7 @@ pub fn cmd_ancestry<S: AsRef<str>>(ancestry: &[S]) {
 /// `cmd_path`: the resolved executable path.
 #[track_caller]
 pub fn cmd_path(path: &str) {
-    ApiCall::Plain(Event::CmdPath { path }).send(caller());
+    ApiCall::Plain(Trace2Event::CmdPath { path }).send(caller());
 }
 
 /// `cmd_name`: the command verb. Its hierarchy (`<parent hierarchy>/<name>`) becomes the
@@ -126,14 +126,14 @@ pub fn set_after_first_cmd_name(hook: impl Fn() + Send + Sync + 'static) -> bool
 /// `cmd_mode`: a command sub-mode.
 #[track_caller]
 pub fn cmd_mode(mode: &str) {
-    ApiCall::Plain(Event::CmdMode { name: mode }).send(caller());
+    ApiCall::Plain(Trace2Event::CmdMode { name: mode }).send(caller());
 }
 
 /// `alias`: an alias and what it expands to.
 #[track_caller]
 pub fn alias<S: AsRef<str>>(alias: &str, argv: &[S]) {
     let argv = list(argv, false);
-    ApiCall::Plain(Event::Alias {
+    ApiCall::Plain(Trace2Event::Alias {
         alias,
         argv: &items(&argv),
     })
@@ -160,7 +160,7 @@ pub fn def_repo(repo: i64, worktree: &str) {
     if repo == 1 {
         FIRST_REPO_DEFINED.store(true, Ordering::Relaxed);
     }
-    ApiCall::Plain(Event::DefRepo { repo, worktree }).send(caller());
+    ApiCall::Plain(Trace2Event::DefRepo { repo, worktree }).send(caller());
 }
 
 /// `region_enter` without a span: for code that needs git's exact region calls, where
@@ -620,7 +620,7 @@ mod tests {
                 record.callsite.line
             );
             // Test threads are not `main`: they announce themselves first.
-            if !matches!(record.event, crate::Event::ThreadStart) {
+            if !matches!(record.event, crate::Trace2Event::ThreadStart) {
                 out.extend_from_slice(record.event.name().as_bytes());
                 out.extend_from_slice(at.as_bytes());
             }

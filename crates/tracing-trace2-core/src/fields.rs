@@ -26,12 +26,12 @@ pub const MESSAGE_FIELD: &str = "message";
 
 /// A text slot that remembers whether it was set.
 #[derive(Debug, Default)]
-pub(crate) struct Slot {
+pub(crate) struct FieldText {
     pub text: String,
     pub set: bool,
 }
 
-impl Slot {
+impl FieldText {
     fn start(&mut self) -> &mut String {
         self.set = true;
         self.text.clear();
@@ -108,11 +108,11 @@ impl RoleCache {
 /// The fields of one user event.
 #[derive(Debug, Default)]
 pub(crate) struct EventFields {
-    pub message: Slot,
-    pub category: Slot,
-    pub key: Slot,
-    pub value: Slot,
-    pub json: Slot,
+    pub message: FieldText,
+    pub category: FieldText,
+    pub key: FieldText,
+    pub value: FieldText,
+    pub json: FieldText,
     pub repo: Option<i64>,
     data: Vec<(&'static str, String)>,
     data_len: usize,

@@ -64,14 +64,16 @@ use crate::background::BackgroundGuard;
 use crate::background::BackgroundOptions;
 use crate::fields::EventFields;
 use crate::lanes::{DEFAULT_MAX_TASK_LANES, LaneBook};
-use crate::output::{Output, Pending};
+use crate::output::{CallbackOutput, Output};
 use crate::region::{FieldPolicy, RegionFields, RegionState, SpanRegion, default_category};
 use crate::session::Session;
 use crate::targets::Targets;
 use crate::thread::{self, Frame, Lane, LaneOwner, ThreadState};
 use crate::timer_table::{self, TotalLine};
 use crate::wire::{ApiCall, ApiRegion};
-use tracing_trace2_record::{Callsite, ChildInfo, Event, Record, RegionInfo, TimerInfo, Timestamp};
+use tracing_trace2_record::{
+    Callsite, ChildInfo, Record, RegionInfo, TimerInfo, Timestamp, Trace2Event,
+};
 
 pub use crate::targets::Target;
 
@@ -215,7 +217,7 @@ impl Trace2LayerBuilder {
             session,
         };
         Trace2Layer {
-            inner: Arc::new(Inner {
+            inner: Arc::new(LayerState {
                 output: Output::new(targets, self.deferred.as_ref()),
                 exe: self.exe,
                 session,
@@ -234,10 +236,10 @@ impl Trace2LayerBuilder {
 /// A `tracing` layer that writes Trace2 lines to its targets. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Trace2Layer {
-    inner: Arc<Inner>,
+    inner: Arc<LayerState>,
 }
 
-struct Inner {
+struct LayerState {
     /// Direct or deferred, chosen once when the layer is built.
     output: Output,
     exe: String,
@@ -265,7 +267,7 @@ const API_REGION: u64 = u64::MAX;
 /// Stack marker of the region git writes for `thread_start` on the main thread.
 const THREAD_ON_MAIN: u64 = 0;
 
-impl std::fmt::Debug for Inner {
+impl std::fmt::Debug for LayerState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Inner")
             .field("targets", &self.output.targets().list)
@@ -277,19 +279,19 @@ impl std::fmt::Debug for Inner {
     }
 }
 
-impl LaneOwner for Inner {
+impl LaneOwner for LayerState {
     fn end_os_thread(self: Arc<Self>, lane: &mut ThreadState) {
         Trace2Layer { inner: self }.end_os_thread(lane);
     }
 }
 
 thread_local! {
-    static PENDING: RefCell<Pending> = RefCell::new(Pending::default());
+    static PENDING: RefCell<CallbackOutput> = RefCell::new(CallbackOutput::default());
     static EVENT_FIELDS: RefCell<EventFields> = RefCell::new(EventFields::default());
     static RECORD_FIELDS: RefCell<RegionFields> = RefCell::new(RegionFields::default());
 }
 
-fn with_pending<R>(f: impl FnOnce(&mut Pending) -> R) -> R {
+fn with_pending<R>(f: impl FnOnce(&mut CallbackOutput) -> R) -> R {
     let mut f = Some(f);
     let result = PENDING.try_with(|cell| {
         cell.try_borrow_mut().ok().map(|mut lines| {
@@ -300,7 +302,7 @@ fn with_pending<R>(f: impl FnOnce(&mut Pending) -> R) -> R {
     match result {
         Ok(Some(r)) => r,
         // The thread is shutting down or the buffer is in use: use a fresh one.
-        _ => (f.take().expect("called once"))(&mut Pending::default()),
+        _ => (f.take().expect("called once"))(&mut CallbackOutput::default()),
     }
 }
 
@@ -398,7 +400,7 @@ impl Trace2Layer {
     fn record<'a>(
         &'a self,
         thread: &'a ThreadState,
-        event: Event<'a>,
+        event: Trace2Event<'a>,
         time: Timestamp,
         callsite: Callsite<'a>,
         open_regions: u32,
@@ -419,11 +421,11 @@ impl Trace2Layer {
     fn emit(
         &self,
         t: &mut ThreadState,
-        event: Event<'_>,
+        event: Trace2Event<'_>,
         now: Timestamp,
         callsite: Callsite<'_>,
         open: u32,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         if !t.announced && (self.inner.announce || t.task) {
             self.announce(t, now, callsite, lines);
@@ -443,26 +445,26 @@ impl Trace2Layer {
         t: &mut ThreadState,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         t.announced = true;
         self.inner.lanes.announced(&t.me);
         t.set_start_site(callsite.file, callsite.line);
-        let start = self.record(t, Event::ThreadStart, now, callsite, 0);
+        let start = self.record(t, Trace2Event::ThreadStart, now, callsite, 0);
         self.format_all(&start, lines);
     }
 
     /// Formats `record` for every enabled target, after the `version` line if this is
     /// the first record of the process.
     #[inline]
-    fn format_all(&self, record: &Record<'_>, lines: &mut Pending) {
+    fn format_all(&self, record: &Record<'_>, lines: &mut CallbackOutput) {
         self.ensure_version(record, None);
         self.format_into(record, lines);
     }
 
     /// Takes `record` into `pending` (formatted, or encoded for the deferred writer).
     #[inline]
-    fn format_into(&self, record: &Record<'_>, pending: &mut Pending) {
+    fn format_into(&self, record: &Record<'_>, pending: &mut CallbackOutput) {
         self.inner.output.take(record, pending);
     }
 
@@ -480,16 +482,16 @@ impl Trace2Layer {
     #[inline(never)]
     fn write_version(&self, context: &Record<'_>, exe: Option<&str>) {
         self.inner.version.call_once(|| {
-            let mut lines = Pending::default();
+            let mut lines = CallbackOutput::default();
             let version = Record {
-                event: Event::Version {
+                event: Trace2Event::Version {
                     exe: exe.unwrap_or(&self.inner.exe),
                 },
                 ..*context
             };
             self.format_into(&version, &mut lines);
             let too_many = Record {
-                event: Event::TooManyFiles,
+                event: Trace2Event::TooManyFiles,
                 ..version
             };
             self.format_into(&too_many, &mut lines);
@@ -500,7 +502,7 @@ impl Trace2Layer {
     /// Writes each formatted line with one call to its target's sink, while lane `t` is
     /// locked (it names the thread of an `error` line about a failed write).
     #[inline]
-    fn write_lines(&self, t: &ThreadState, pending: &Pending) {
+    fn write_lines(&self, t: &ThreadState, pending: &CallbackOutput) {
         // Nothing taken (a Normal target shows no regions or data): nothing to do.
         if !pending.is_empty() {
             self.write_taken(t, pending);
@@ -508,12 +510,12 @@ impl Trace2Layer {
     }
 
     /// [`Self::write_lines`] when something was taken.
-    fn write_taken(&self, t: &ThreadState, pending: &Pending) {
+    fn write_taken(&self, t: &ThreadState, pending: &CallbackOutput) {
         // The context of an `error` line, made only if a write fails.
         let context = || {
             Some(self.record(
                 t,
-                Event::Printf { msg: None },
+                Trace2Event::Printf { msg: None },
                 Timestamp::default(),
                 Callsite::default(),
                 t.depth(),
@@ -525,7 +527,7 @@ impl Trace2Layer {
     /// [`Self::write_lines`] while the calling thread's state is borrowed: `context` then
     /// names the thread for an `error` line about a failed write.
     #[inline]
-    fn write_lines_from(&self, pending: &Pending, context: Option<&Record<'_>>) {
+    fn write_lines_from(&self, pending: &CallbackOutput, context: Option<&Record<'_>>) {
         self.inner.output.write(pending, context);
     }
 
@@ -538,10 +540,10 @@ impl Trace2Layer {
         region: RegionInfo<'_>,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         let open = t.depth();
-        let event = Event::RegionEnter {
+        let event = Trace2Event::RegionEnter {
             region,
             nesting: open + 1,
         };
@@ -562,13 +564,13 @@ impl Trace2Layer {
         region: RegionInfo<'_>,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         let Some(pos) = t.stack.iter().rposition(|f| f.span == marker) else {
             return;
         };
         let frame = t.stack.remove(pos);
-        let event = Event::RegionLeave {
+        let event = Trace2Event::RegionLeave {
             region,
             nesting: pos as u32 + 1,
             t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
@@ -582,10 +584,10 @@ impl Trace2Layer {
         t: &mut ThreadState,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         t.stack.clear();
-        let event = Event::ThreadExit {
+        let event = Trace2Event::ThreadExit {
             elapsed_us: now.t_abs_us.saturating_sub(t.start_us),
         };
         let record = self.record(t, event, now, callsite, 0);
@@ -632,7 +634,7 @@ impl Trace2Layer {
         t: &ThreadState,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         let Some(values) = &t.values else { return };
         for total in timer_table::take_totals_of(values) {
@@ -668,7 +670,7 @@ impl Trace2Layer {
             with_pending(|lines| {
                 let mut t = thread::lock(caller);
                 let value = refused.to_string();
-                let event = Event::Data {
+                let event = Trace2Event::Data {
                     repo: None,
                     category: "trace2",
                     key: "task_regions_dropped",
@@ -688,7 +690,13 @@ impl Trace2Layer {
         &self,
         id: &Id,
         ctx: &Context<'_, S>,
-        f: impl FnOnce(&mut ThreadState, RegionInfo<'_>, Timestamp, Callsite<'static>, &mut Pending),
+        f: impl FnOnce(
+            &mut ThreadState,
+            RegionInfo<'_>,
+            Timestamp,
+            Callsite<'static>,
+            &mut CallbackOutput,
+        ),
     ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
@@ -928,7 +936,7 @@ impl Trace2Layer {
         open: u32,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         let message = fields.message.get();
         if *meta.level() <= Level::WARN {
@@ -945,7 +953,7 @@ impl Trace2Layer {
             }
             let present = |s: &str| (!s.is_empty()).then(|| s.to_owned());
             let (msg, fmt) = (present(&msg), message.and_then(present).or(present(&msg)));
-            let event = Event::Error {
+            let event = Trace2Event::Error {
                 msg: msg.as_deref(),
                 fmt: fmt.as_deref(),
             };
@@ -958,7 +966,7 @@ impl Trace2Layer {
         if let Some(msg) = message {
             self.emit(
                 t,
-                Event::Printf { msg: Some(msg) },
+                Trace2Event::Printf { msg: Some(msg) },
                 now,
                 callsite,
                 open,
@@ -968,7 +976,7 @@ impl Trace2Layer {
         }
         let mut datum = |t: &mut ThreadState, key: &str, value: &str, json: bool| {
             let event = if json {
-                Event::DataJson {
+                Trace2Event::DataJson {
                     repo: fields.repo,
                     category,
                     key,
@@ -977,7 +985,7 @@ impl Trace2Layer {
                     t_rel_us,
                 }
             } else {
-                Event::Data {
+                Trace2Event::Data {
                     repo: fields.repo,
                     category,
                     key,
@@ -1013,7 +1021,14 @@ impl Trace2Layer {
             wrote = true;
         }
         if !wrote {
-            self.emit(t, Event::Printf { msg: None }, now, callsite, open, lines);
+            self.emit(
+                t,
+                Trace2Event::Printf { msg: None },
+                now,
+                callsite,
+                open,
+                lines,
+            );
         }
     }
 
@@ -1074,11 +1089,11 @@ impl Trace2Layer {
         open: u32,
         now: Timestamp,
         callsite: Callsite<'_>,
-        lines: &mut Pending,
+        lines: &mut CallbackOutput,
     ) {
         match *call {
             ApiCall::Version { exe } => {
-                let record = self.record(t, Event::Printf { msg: None }, now, callsite, open);
+                let record = self.record(t, Trace2Event::Printf { msg: None }, now, callsite, open);
                 self.ensure_version(&record, Some(exe));
             }
             ApiCall::RegionEnter(ref region) => {
@@ -1106,7 +1121,7 @@ impl Trace2Layer {
                 t.announced = true;
                 self.inner.lanes.announced(&t.me);
                 t.set_start_site(callsite.file, callsite.line);
-                let record = self.record(t, Event::ThreadStart, now, callsite, 0);
+                let record = self.record(t, Trace2Event::ThreadStart, now, callsite, 0);
                 self.format_all(&record, lines);
                 if self.inner.announce {
                     t.set_owner(&self.inner);
@@ -1125,7 +1140,7 @@ impl Trace2Layer {
             ApiCall::ThreadExit => self.exit_lane(t, now, callsite, lines),
             ApiCall::Atexit { code } => {
                 t.stack.clear();
-                self.emit(t, Event::Atexit { code }, now, callsite, 0, lines);
+                self.emit(t, Trace2Event::Atexit { code }, now, callsite, 0, lines);
                 if !t.is_main {
                     // As in git, `atexit` is the last line of the thread that writes it:
                     // no `thread_exit` for it. Its lane is ended without a line, so
@@ -1139,7 +1154,7 @@ impl Trace2Layer {
                     return;
                 };
                 let open = match event {
-                    Event::Timer { .. } | Event::Counter { .. } => 0,
+                    Trace2Event::Timer { .. } | Trace2Event::Counter { .. } => 0,
                     _ => open,
                 };
                 self.emit(t, event, now, callsite, open, lines);
@@ -1149,9 +1164,9 @@ impl Trace2Layer {
 }
 
 /// The `th_timer`/`th_counter` event of a thread's total.
-fn thread_total_event(total: &TotalLine) -> Event<'static> {
+fn thread_total_event(total: &TotalLine) -> Trace2Event<'static> {
     match *total {
-        TotalLine::Timer(t) => Event::Timer {
+        TotalLine::Timer(t) => Trace2Event::Timer {
             per_thread: true,
             timer: TimerInfo {
                 category: t.category,
@@ -1162,7 +1177,7 @@ fn thread_total_event(total: &TotalLine) -> Event<'static> {
                 max_ns: t.max_ns,
             },
         },
-        TotalLine::Counter(c) => Event::Counter {
+        TotalLine::Counter(c) => Trace2Event::Counter {
             per_thread: true,
             category: c.category,
             name: c.name,
@@ -1188,22 +1203,22 @@ fn plain_event<'a>(
     t: &ThreadState,
     open: u32,
     now: Timestamp,
-) -> Option<Event<'a>> {
+) -> Option<Trace2Event<'a>> {
     let optional = |s: &'a str| Some(s).filter(|s| !s.is_empty());
     Some(match *call {
-        ApiCall::Start { argv } => Event::Start { argv },
-        ApiCall::CmdName { name, hierarchy } => Event::CmdName { name, hierarchy },
+        ApiCall::Start { argv } => Trace2Event::Start { argv },
+        ApiCall::CmdName { name, hierarchy } => Trace2Event::CmdName { name, hierarchy },
         ApiCall::DefParam {
             scope,
             param,
             value,
-        } => Event::DefParam {
+        } => Trace2Event::DefParam {
             scope,
             param,
             value,
         },
-        ApiCall::Printf { msg } => Event::Printf { msg: optional(msg) },
-        ApiCall::Error { msg, fmt } => Event::Error {
+        ApiCall::Printf { msg } => Trace2Event::Printf { msg: optional(msg) },
+        ApiCall::Error { msg, fmt } => Trace2Event::Error {
             msg: optional(fmt).map(|_| msg),
             fmt: optional(fmt),
         },
@@ -1212,7 +1227,7 @@ fn plain_event<'a>(
             key,
             value,
             repo,
-        } => Event::Data {
+        } => Trace2Event::Data {
             repo,
             category,
             key,
@@ -1225,7 +1240,7 @@ fn plain_event<'a>(
             key,
             json,
             repo,
-        } => Event::DataJson {
+        } => Trace2Event::DataJson {
             repo,
             category,
             key,
@@ -1233,7 +1248,7 @@ fn plain_event<'a>(
             nesting: open + 1,
             t_rel_us: t.since_region(open, now.t_abs_us),
         },
-        ApiCall::ChildStart(ref c) => Event::ChildStart(ChildInfo {
+        ApiCall::ChildStart(ref c) => Trace2Event::ChildStart(ChildInfo {
             child_id: c.child_id,
             class: c.class,
             hook_name: optional(c.hook_name),
@@ -1247,7 +1262,7 @@ fn plain_event<'a>(
             pid,
             code,
             elapsed_us,
-        } => Event::ChildExit {
+        } => Trace2Event::ChildExit {
             child_id,
             pid,
             code,
@@ -1258,19 +1273,19 @@ fn plain_event<'a>(
             pid,
             ready,
             elapsed_us,
-        } => Event::ChildReady {
+        } => Trace2Event::ChildReady {
             child_id,
             pid,
             ready,
             elapsed_us,
         },
-        ApiCall::Exec { exec_id, exe, argv } => Event::Exec { exec_id, exe, argv },
-        ApiCall::ExecResult { exec_id, code, err } => Event::ExecResult {
+        ApiCall::Exec { exec_id, exe, argv } => Trace2Event::Exec { exec_id, exe, argv },
+        ApiCall::ExecResult { exec_id, code, err } => Trace2Event::ExecResult {
             exec_id,
             code,
             err: optional(err),
         },
-        ApiCall::Timer(ref timer) => Event::Timer {
+        ApiCall::Timer(ref timer) => Trace2Event::Timer {
             per_thread: timer.per_thread,
             timer: TimerInfo {
                 category: timer.category,
@@ -1286,14 +1301,14 @@ fn plain_event<'a>(
             category,
             name,
             value,
-        } => Event::Counter {
+        } => Trace2Event::Counter {
             per_thread,
             category,
             name,
             value,
         },
-        ApiCall::Exit { code } => Event::Exit { code },
-        ApiCall::Signal { signo } => Event::Signal { signo },
+        ApiCall::Exit { code } => Trace2Event::Exit { code },
+        ApiCall::Signal { signo } => Trace2Event::Signal { signo },
         ApiCall::Plain(event) => event,
         ApiCall::Version { .. }
         | ApiCall::RegionEnter(_)

@@ -78,5 +78,5 @@ pub use session::Session;
 pub use targets::Target;
 pub use tracing_trace2_dst::{MemorySink, NullSink, Sink};
 pub use tracing_trace2_record::{
-    Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp,
+    Callsite, ChildInfo, Format, Record, RegionInfo, TimerInfo, Timestamp, Trace2Event,
 };

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tracing_trace2_record::{Event, Record, codec};
+use tracing_trace2_record::{Record, Trace2Event, codec};
 
 use crate::background::queue::{Delivery, Queue};
 use crate::background::replay::Replay;
@@ -14,22 +14,22 @@ use crate::targets::{Lines, Targets};
 /// What one `tracing` callback produced, before it is written: formatted lines (direct
 /// output) or encoded records (deferred output). Each thread keeps one and reuses it.
 #[derive(Default)]
-pub(crate) struct Pending {
+pub(crate) struct CallbackOutput {
     lines: Lines,
-    encoded: Encoded,
+    encoded: EncodedRecords,
 }
 
 /// Records encoded for the deferred writer, back to back.
 #[derive(Default)]
-struct Encoded {
+struct EncodedRecords {
     buf: Vec<u8>,
     records: u64,
     /// One of them is a lifecycle line, which a lossy writer never drops.
     keep: bool,
 }
 
-impl Pending {
-    /// Nothing was taken since the last [`Pending::clear`].
+impl CallbackOutput {
+    /// Nothing was taken since the last [`CallbackOutput::clear`].
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.lines.ends.is_empty() && self.encoded.records == 0
@@ -47,20 +47,20 @@ impl Pending {
 /// (`version`, `start`, the command and its parameters, `exec`, the timer and counter
 /// totals, `exit`, `signal`, `atexit`): a lossy
 /// background writer never drops these.
-fn is_lifecycle(event: &Event<'_>) -> bool {
+fn is_lifecycle(event: &Trace2Event<'_>) -> bool {
     !matches!(
         event,
-        Event::RegionEnter { .. }
-            | Event::RegionLeave { .. }
-            | Event::Data { .. }
-            | Event::DataJson { .. }
-            | Event::Printf { .. }
-            | Event::Error { .. }
-            | Event::ChildStart(_)
-            | Event::ChildExit { .. }
-            | Event::ChildReady { .. }
-            | Event::ThreadStart
-            | Event::ThreadExit { .. }
+        Trace2Event::RegionEnter { .. }
+            | Trace2Event::RegionLeave { .. }
+            | Trace2Event::Data { .. }
+            | Trace2Event::DataJson { .. }
+            | Trace2Event::Printf { .. }
+            | Trace2Event::Error { .. }
+            | Trace2Event::ChildStart(_)
+            | Trace2Event::ChildExit { .. }
+            | Trace2Event::ChildReady { .. }
+            | Trace2Event::ThreadStart
+            | Trace2Event::ThreadExit { .. }
     )
 }
 
@@ -103,7 +103,7 @@ impl Output {
 
     /// Takes `record` into `pending`: its lines, or its encoding.
     #[inline]
-    pub fn take(&self, record: &Record<'_>, pending: &mut Pending) {
+    pub fn take(&self, record: &Record<'_>, pending: &mut CallbackOutput) {
         match self {
             Output::Direct(targets) => targets.format(record, &mut pending.lines),
             // A record no target shows is not worth encoding and queueing.
@@ -120,13 +120,17 @@ impl Output {
     /// encoded records as one message to the worker. `context` names the thread in an
     /// `error` line about a failed direct write while the thread's state is borrowed.
     #[inline]
-    pub fn write(&self, pending: &Pending, context: Option<&Record<'_>>) {
+    pub fn write(&self, pending: &CallbackOutput, context: Option<&Record<'_>>) {
         self.write_with(pending, || context.copied());
     }
 
     /// [`Self::write`] with the context made only if a direct write fails.
     #[inline]
-    pub fn write_with<'r>(&self, pending: &Pending, context: impl Fn() -> Option<Record<'r>>) {
+    pub fn write_with<'r>(
+        &self,
+        pending: &CallbackOutput,
+        context: impl Fn() -> Option<Record<'r>>,
+    ) {
         match self {
             Output::Direct(targets) => targets.write_with(&pending.lines, context),
             Output::Deferred { queue, .. } => {

@@ -45,7 +45,7 @@ pub fn peak_memory() -> Option<PeakMemory> {
     /// `PROCESS_MEMORY_COUNTERS`.
     #[repr(C)]
     #[derive(Default)]
-    struct Counters {
+    struct ProcessMemoryCounters {
         cb: u32,
         page_fault_count: u32,
         peak_working_set_size: usize,
@@ -61,10 +61,14 @@ pub fn peak_memory() -> Option<PeakMemory> {
     #[link(name = "kernel32")]
     unsafe extern "system" {
         fn GetCurrentProcess() -> Handle;
-        fn K32GetProcessMemoryInfo(process: Handle, counters: *mut Counters, cb: u32) -> i32;
+        fn K32GetProcessMemoryInfo(
+            process: Handle,
+            counters: *mut ProcessMemoryCounters,
+            cb: u32,
+        ) -> i32;
     }
-    let mut counters = Counters::default();
-    let size = std::mem::size_of::<Counters>() as u32;
+    let mut counters = ProcessMemoryCounters::default();
+    let size = std::mem::size_of::<ProcessMemoryCounters>() as u32;
     // SAFETY: `counters` is a writable `PROCESS_MEMORY_COUNTERS` of `size` bytes, and the
     // pseudo handle of the current process needs no closing.
     let ok = unsafe { K32GetProcessMemoryInfo(GetCurrentProcess(), &mut counters, size) };

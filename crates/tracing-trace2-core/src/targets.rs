@@ -20,7 +20,7 @@ use crate::clock;
 use crate::session::Session;
 use crate::thread;
 use tracing_trace2_dst::Sink;
-use tracing_trace2_record::{Callsite, Event, Format, Record, RegionInfo, Timestamp};
+use tracing_trace2_record::{Callsite, Format, Record, RegionInfo, Timestamp, Trace2Event};
 
 /// One output of the layer: a formatter, the sink its lines go to, and its state.
 pub struct Target {
@@ -131,7 +131,7 @@ impl BatchContext {
 
     fn record(&self) -> Record<'_> {
         Record {
-            event: Event::ThreadStart,
+            event: Trace2Event::ThreadStart,
             time: Default::default(),
             sid: &self.sid,
             depth: self.depth,
@@ -155,7 +155,7 @@ impl Targets {
     /// only to the targets that asked for it.
     fn takes(target: &Target, record: &Record<'_>) -> bool {
         target.is_enabled()
-            && (target.too_many_files || !matches!(record.event, Event::TooManyFiles))
+            && (target.too_many_files || !matches!(record.event, Trace2Event::TooManyFiles))
     }
 
     /// Whether any target may write a line for `record` (see [`Format::writes`]).
@@ -169,7 +169,7 @@ impl Targets {
     /// are formatted only then).
     pub fn any_writes_region(&self, nesting: u32) -> bool {
         let probe = Record {
-            event: Event::RegionEnter {
+            event: Trace2Event::RegionEnter {
                 region: RegionInfo::default(),
                 nesting,
             },
@@ -301,7 +301,7 @@ impl Targets {
     /// Writes an `error` line of our own (a failed write, dropped lines) to every
     /// enabled target, in the context of `context` or else of the calling thread.
     pub fn write_error(&self, msg: &str, fmt: &str, context: Option<&Record<'_>>) {
-        let error = Event::Error {
+        let error = Trace2Event::Error {
             msg: Some(msg),
             fmt: Some(fmt),
         };

@@ -74,7 +74,7 @@ impl Declared {
 
     /// The table index, registering the static in `table` on its first use.
     #[inline]
-    fn index_or_register(&self, kind: Kind) -> usize {
+    fn index_or_register(&self, kind: MeasureKind) -> usize {
         match self.index() {
             Some(index) => index,
             None => self.register_slow(kind),
@@ -82,18 +82,18 @@ impl Declared {
     }
 
     #[cold]
-    fn register_slow(&self, kind: Kind) -> usize {
+    fn register_slow(&self, kind: MeasureKind) -> usize {
         let mut registry = registry();
         // Another thread may have won the race while this one waited for the lock.
         if let Some(index) = self.index() {
             return index;
         }
         let index = match kind {
-            Kind::Timer => {
+            MeasureKind::Timer => {
                 registry.timers.push((self.meta(), TimerData::default()));
                 registry.timers.len() - 1
             }
-            Kind::Counter => {
+            MeasureKind::Counter => {
                 registry.counters.push((self.meta(), 0));
                 registry.counters.len() - 1
             }
@@ -104,7 +104,7 @@ impl Declared {
 }
 
 #[derive(Clone, Copy)]
-enum Kind {
+enum MeasureKind {
     Timer,
     Counter,
 }
@@ -147,13 +147,13 @@ impl Timer {
     /// Gives the timer its place in the output order now rather than at its first use.
     /// Registering again does nothing.
     pub fn register(&'static self) {
-        self.0.index_or_register(Kind::Timer);
+        self.0.index_or_register(MeasureKind::Timer);
     }
 
     /// Starts an interval on this thread (or deepens a running one).
     #[inline]
     pub fn start(&'static self) {
-        let index = self.0.index_or_register(Kind::Timer);
+        let index = self.0.index_or_register(MeasureKind::Timer);
         with_local(|local| {
             let slot = local.timer(index);
             slot.depth = slot.depth.saturating_add(1);
@@ -239,13 +239,13 @@ impl Counter {
     /// Gives the counter its place in the output order now rather than at its first
     /// use. Registering again does nothing.
     pub fn register(&'static self) {
-        self.0.index_or_register(Kind::Counter);
+        self.0.index_or_register(MeasureKind::Counter);
     }
 
     /// Adds `value` to this thread's sum.
     #[inline]
     pub fn add(&'static self, value: u64) {
-        let index = self.0.index_or_register(Kind::Counter);
+        let index = self.0.index_or_register(MeasureKind::Counter);
         with_local(|local| {
             let sum = local.counter(index);
             *sum = sum.wrapping_add(value);
@@ -543,7 +543,7 @@ pub(crate) fn take_process_totals() -> Vec<TotalLine> {
 mod tests {
     use super::*;
     use crate::timers::{emit_handed_over_totals, emit_process_totals, emit_thread_totals};
-    use crate::{Event, Format, MemorySink, Record, Target, Trace2Layer};
+    use crate::{Format, MemorySink, Record, Target, Trace2Event, Trace2Layer};
     use std::time::Duration;
     use tracing_subscriber::prelude::*;
 
@@ -791,14 +791,14 @@ mod tests {
     impl Format for Lines {
         fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
             let line = match &record.event {
-                Event::Timer { timer, .. } => format!(
+                Trace2Event::Timer { timer, .. } => format!(
                     "{} {}/{} {}\n",
                     record.event.name(),
                     timer.category,
                     timer.name,
                     timer.intervals
                 ),
-                Event::Counter {
+                Trace2Event::Counter {
                     category,
                     name,
                     value,

@@ -13,7 +13,7 @@
 
 use std::panic::Location;
 
-use tracing_trace2_record::{Callsite, Event};
+use tracing_trace2_record::{Callsite, Trace2Event};
 
 /// One typed Trace2 call.
 #[derive(Debug)]
@@ -101,7 +101,7 @@ pub(crate) enum ApiCall<'a> {
     },
     /// A call the layer writes as its record's event, unchanged: every kind that needs
     /// no handling of its own (a new one is a catalogue row and an API function).
-    Plain(Event<'a>),
+    Plain(Trace2Event<'a>),
 }
 
 /// A region opened or closed without a span ([`crate::api::region_enter`]).

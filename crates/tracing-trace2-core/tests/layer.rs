@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tracing::{Level, error, info, info_span, warn};
 use tracing_subscriber::prelude::*;
 use tracing_trace2_core::{
-    Event, Format, MemorySink, Record, RegionMode, Sink, Target, Trace2Layer, api,
+    Format, MemorySink, Record, RegionMode, Sink, Target, Trace2Event, Trace2Layer, api,
 };
 
 /// Prints each record as `name key=value ...` with the fields a test needs.
@@ -18,14 +18,17 @@ impl Format for Describe {
         use std::fmt::Write;
         // Test threads are not `main`: each announces itself before its first line, which
         // these tests do not look at (tests/lanes.rs does).
-        if matches!(r.event, Event::ThreadStart | Event::ThreadExit { .. }) {
+        if matches!(
+            r.event,
+            Trace2Event::ThreadStart | Trace2Event::ThreadExit { .. }
+        ) {
             return;
         }
         let mut s = String::new();
         let _ = write!(s, "{} open={}", r.event.name(), r.open_regions);
         match r.event {
-            Event::RegionEnter { region, nesting }
-            | Event::RegionLeave {
+            Trace2Event::RegionEnter { region, nesting }
+            | Trace2Event::RegionLeave {
                 region, nesting, ..
             } => {
                 let _ = write!(
@@ -34,7 +37,7 @@ impl Format for Describe {
                     region.category, region.label, region.msg, region.repo
                 );
             }
-            Event::Data {
+            Trace2Event::Data {
                 category,
                 key,
                 value,
@@ -44,7 +47,7 @@ impl Format for Describe {
             } => {
                 let _ = write!(s, " n={nesting} cat={category} {key}={value} repo={repo:?}");
             }
-            Event::DataJson {
+            Trace2Event::DataJson {
                 category,
                 key,
                 json,
@@ -52,13 +55,13 @@ impl Format for Describe {
             } => {
                 let _ = write!(s, " cat={category} {key}={json}");
             }
-            Event::Printf { msg } => {
+            Trace2Event::Printf { msg } => {
                 let _ = write!(s, " msg={msg:?}");
             }
-            Event::Error { msg, fmt } => {
+            Trace2Event::Error { msg, fmt } => {
                 let _ = write!(s, " msg={msg:?} fmt={fmt:?}");
             }
-            Event::Version { exe } => {
+            Trace2Event::Version { exe } => {
                 let _ = write!(s, " exe={exe}");
             }
             _ => {}
@@ -343,7 +346,7 @@ fn counters_keep_all_64_bits() {
     struct Counters;
     impl Format for Counters {
         fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
-            if let Event::Counter { value, .. } = r.event {
+            if let Trace2Event::Counter { value, .. } = r.event {
                 out.extend_from_slice(format!("{value}\n").as_bytes());
             }
         }
@@ -382,13 +385,13 @@ impl Format for Lanes {
     fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
         let mut s = format!("{} {}", r.thread, r.event.name());
         match r.event {
-            Event::RegionEnter { region, nesting }
-            | Event::RegionLeave {
+            Trace2Event::RegionEnter { region, nesting }
+            | Trace2Event::RegionLeave {
                 region, nesting, ..
             } => {
                 s.push_str(&format!(" {} {nesting}", region.label.unwrap_or("")));
             }
-            Event::Data {
+            Trace2Event::Data {
                 category, nesting, ..
             } => s.push_str(&format!(" {category} {nesting}")),
             _ => {}

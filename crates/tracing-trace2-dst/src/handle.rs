@@ -42,7 +42,7 @@ pub(crate) fn other_threads_gone() {
 
 /// Where a [`HandleSink`] writes.
 #[derive(Debug)]
-enum Destination {
+enum HandleDestination {
     /// One of the C runtime's descriptors, looked up at each write; never closed.
     Descriptor(i32),
     /// A handle we opened (or duplicated), closed with the sink.
@@ -52,7 +52,7 @@ enum Destination {
 /// A sink writing to a Windows handle with one `WriteFile` per line.
 #[derive(Debug)]
 pub(crate) struct HandleSink {
-    destination: Destination,
+    destination: HandleDestination,
     /// [`FILE_BATCH_LIMIT`] for a regular file, else 0.
     batch_limit: usize,
     /// Held around each write to a regular file (see the module documentation).
@@ -100,7 +100,7 @@ impl HandleSink {
             _ => 0,
         };
         Self {
-            destination: Destination::Descriptor(fd),
+            destination: HandleDestination::Descriptor(fd),
             batch_limit,
             file_writes: Mutex::new(()),
         }
@@ -124,7 +124,7 @@ impl HandleSink {
             0
         };
         Self {
-            destination: Destination::Owned(file),
+            destination: HandleDestination::Owned(file),
             batch_limit,
             file_writes: Mutex::new(()),
         }
@@ -156,8 +156,8 @@ impl HandleSink {
             None
         };
         match &self.destination {
-            Destination::Owned(file) => with(file),
-            Destination::Descriptor(fd) => match descriptor_handle(*fd) {
+            HandleDestination::Owned(file) => with(file),
+            HandleDestination::Descriptor(fd) => match descriptor_handle(*fd) {
                 Some(handle) => with_borrowed(handle, with),
                 None => Err(bad_descriptor()),
             },

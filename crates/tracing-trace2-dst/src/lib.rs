@@ -5,7 +5,7 @@
 //! bytes and hands them to the kernel. It also keeps the process clock ([`clock`]), the
 //! other thing the core and the binary target share below the record's formatting.
 //!
-//! A target value (spec 7.1) is parsed by [`parse_target`] and opened by [`open`], which
+//! A destination value (spec 7.1) is parsed by [`parse_destination`] and opened by [`open`], which
 //! prints git's warnings (spec 7.5) to fd 2. The result is a [`Sink`] that hands each
 //! line to the kernel in one system call and reports errors instead of retrying; the
 //! caller disables the target on the first error and may print [`warn_write_failed`].
@@ -14,7 +14,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `target_value` | parse a value, no I/O |
+//! | `destination_value` | parse a value, no I/O |
 //! | `fd` | Unix: one-call writes that never raise SIGPIPE; the descriptor sink |
 //! | `handle` | Windows: one `WriteFile` per line; the handle sink |
 //! | `os` | what a descriptor number, an opened file and fd 2 become on this platform |
@@ -27,12 +27,12 @@
 //! | `clock` | the process start, `t_abs` and the local UTC offset |
 //!
 //! ```
-//! use tracing_trace2_dst::{OpenSettings, Opened, SocketKind, TargetValue, open, parse_target};
+//! use tracing_trace2_dst::{OpenSettings, Opened, SocketKind, DestinationValue, open, parse_destination};
 //!
 //! // What git would make of a value, without opening anything.
 //! assert_eq!(
-//!     parse_target("af_unix:dgram:/run/collector.sock"),
-//!     TargetValue::UnixSocket { kind: SocketKind::Dgram, path: "/run/collector.sock".into() },
+//!     parse_destination("af_unix:dgram:/run/collector.sock"),
+//!     DestinationValue::UnixSocket { kind: SocketKind::Dgram, path: "/run/collector.sock".into() },
 //! );
 //!
 //! // A file target: opened for appending, one `write` per line.
@@ -57,6 +57,7 @@
 //! ```
 
 pub mod clock;
+mod destination_value;
 mod dir;
 #[cfg(unix)]
 mod fd;
@@ -69,18 +70,17 @@ mod sink;
 mod socket;
 #[cfg(all(unix, feature = "sockets"))]
 mod stream;
-mod target_value;
 mod warn;
 
 #[cfg(test)]
 mod test_support;
 
+pub use destination_value::{
+    DestinationValue, SocketKind, is_absolute_on_windows, is_named_pipe_path, parse_destination,
+};
 pub use dir::DISCARD_SENTINEL;
 #[cfg(all(unix, feature = "sockets"))]
 pub use socket::SOCKET_TIMEOUT;
-pub use target_value::{
-    SocketKind, TargetValue, is_absolute_on_windows, is_named_pipe_path, parse_target,
-};
 pub use warn::{
     errno_text, format_warning, strerror, warn_write_failed, warning, write_failed_message,
 };
@@ -153,28 +153,28 @@ pub fn open(value: &str, settings: &OpenSettings) -> Opened {
 pub fn open_deferred(value: &str, settings: &OpenSettings) -> Opened {
     let mut to_stderr = |message: &str| warning(message);
     let mut report = Reporter::new(settings.dst_debug, &mut to_stderr);
-    match parse_target(value) {
-        TargetValue::Fd(fd) => Opened::Sink(os::pinned_descriptor(fd)),
+    match parse_destination(value) {
+        DestinationValue::Fd(fd) => Opened::Sink(os::pinned_descriptor(fd)),
         _ => open_reporting(value, settings, &mut report),
     }
 }
 
 /// [`open`] with the warnings going to `report`.
 fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_>) -> Opened {
-    match parse_target(value) {
-        TargetValue::Disabled => Opened::Disabled,
+    match parse_destination(value) {
+        DestinationValue::Disabled => Opened::Disabled,
         // Not checked now: an fd that is not open fails on the first write, as in git.
-        TargetValue::Fd(fd) => Opened::Sink(os::descriptor(fd)),
-        TargetValue::Path(path) if !names_a_pipe(&path) && path.is_dir() => {
+        DestinationValue::Fd(fd) => Opened::Sink(os::descriptor(fd)),
+        DestinationValue::Path(path) if !names_a_pipe(&path) && path.is_dir() => {
             dir::open_in_dir(&path, settings, report)
         }
-        TargetValue::Path(path) => file::open_file(&path, settings.env_name, report),
+        DestinationValue::Path(path) => file::open_file(&path, settings.env_name, report),
         #[cfg(all(unix, feature = "sockets"))]
-        TargetValue::UnixSocket { kind, path } => {
+        DestinationValue::UnixSocket { kind, path } => {
             socket::open_socket(value, kind, &path, settings.env_name, report)
         }
         #[cfg(all(unix, not(feature = "sockets")))]
-        TargetValue::UnixSocket { .. } => {
+        DestinationValue::UnixSocket { .. } => {
             report.always(&format!(
                 "trace2: '{}' cannot write to sockets in this build: '{value}'",
                 settings.env_name
@@ -184,8 +184,8 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
         // Git for Windows is built without Unix sockets (`NO_UNIX_SOCKETS`): the value
         // is as unknown to it as any other.
         #[cfg(not(unix))]
-        TargetValue::UnixSocket { .. } => unknown_value(value, settings, report),
-        TargetValue::Unknown(text) => unknown_value(&text, settings, report),
+        DestinationValue::UnixSocket { .. } => unknown_value(value, settings, report),
+        DestinationValue::Unknown(text) => unknown_value(&text, settings, report),
     }
 }
 

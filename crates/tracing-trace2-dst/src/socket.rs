@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, SockAddr, Socket, Type};
 
 use super::Opened;
+use super::destination_value::SocketKind;
 use super::fd::{FdSink, WriteMode};
 pub use super::stream::SOCKET_TIMEOUT;
 use super::stream::{StreamSink, is_stream};
-use super::target_value::SocketKind;
 use super::warn::{Reporter, strerror};
 
 /// Capacity of `sockaddr_un.sun_path` (108 on Linux); the path and its NUL must fit.

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use tracing_trace2_record::text::{
     Appender, micros_digits, push_timer_seconds, utc_datetime_text, utc_second,
 };
-use tracing_trace2_record::{ChildInfo, Event, Format, Record, RegionInfo, TimerInfo};
+use tracing_trace2_record::{ChildInfo, Format, Record, RegionInfo, TimerInfo, Trace2Event};
 
 /// `,"<key>":` for a key name written as a literal. Keys are fixed ASCII names that
 /// need no escaping; spelling each one out whole makes it one copy.
@@ -92,8 +92,11 @@ impl EventFormat {
         w.put_all([b"{\"event\":\"", record.event.name().as_bytes(), b"\","]);
         // Brief mode still dates the first and the last line of a process, so that a
         // reader can tell when it ran and for how long.
-        let keep_time =
-            !self.brief || matches!(record.event, Event::Version { .. } | Event::Atexit { .. });
+        let keep_time = !self.brief
+            || matches!(
+                record.event,
+                Trace2Event::Version { .. } | Trace2Event::Atexit { .. }
+            );
         let wall_us = keep_time.then_some(record.time.wall_us);
         push_sid_thread(w, record.sid, record.thread, wall_us);
         if !self.brief
@@ -127,17 +130,17 @@ impl Format for EventFormat {
         // function of its own on a second appender, so that no pointer to `w` ever
         // leaves this function and its fields can live in registers.
         match record.event {
-            Event::RegionEnter { region, nesting } => {
+            Trace2Event::RegionEnter { region, nesting } => {
                 push_region(w, &region, None, nesting);
             }
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region,
                 nesting,
                 t_rel_us,
             } => {
                 push_region(w, &region, Some(t_rel_us), nesting);
             }
-            Event::Data {
+            Trace2Event::Data {
                 repo,
                 category,
                 key,
@@ -150,7 +153,7 @@ impl Format for EventFormat {
                 w.put_json_field_then(key!("value"), value, b"}\n");
                 return;
             }
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo,
                 category,
                 key,
@@ -178,29 +181,31 @@ impl Format for EventFormat {
 fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
     let t_abs_us = record.time.t_abs_us;
     match record.event {
-        Event::Version { exe } => {
+        Trace2Event::Version { exe } => {
             w.put_json_field(key!("evt"), EVT_VERSION);
             w.put_json_field(key!("exe"), exe);
         }
-        Event::TooManyFiles | Event::ThreadStart => {}
-        Event::Start { argv } => {
+        Trace2Event::TooManyFiles | Trace2Event::ThreadStart => {}
+        Trace2Event::Start { argv } => {
             push_seconds_key(w, key!("t_abs"), t_abs_us);
             push_array_key(w, key!("argv"), false, argv);
         }
-        Event::CmdAncestry { ancestry } => push_array_key(w, key!("ancestry"), false, ancestry),
-        Event::CmdPath { path } => w.put_json_field(key!("path"), path),
-        Event::CmdName { name, hierarchy } => {
+        Trace2Event::CmdAncestry { ancestry } => {
+            push_array_key(w, key!("ancestry"), false, ancestry)
+        }
+        Trace2Event::CmdPath { path } => w.put_json_field(key!("path"), path),
+        Trace2Event::CmdName { name, hierarchy } => {
             w.put_json_field(key!("name"), name);
             if !hierarchy.is_empty() {
                 w.put_json_field(key!("hierarchy"), hierarchy);
             }
         }
-        Event::CmdMode { name } => w.put_json_field(key!("name"), name),
-        Event::Alias { alias, argv } => {
+        Trace2Event::CmdMode { name } => w.put_json_field(key!("name"), name),
+        Trace2Event::Alias { alias, argv } => {
             w.put_json_field(key!("alias"), alias);
             push_array_key(w, key!("argv"), false, argv);
         }
-        Event::DefParam {
+        Trace2Event::DefParam {
             scope,
             param,
             value,
@@ -211,17 +216,17 @@ fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
                 w.put_json_field(key!("value"), value);
             }
         }
-        Event::DefRepo { repo, worktree } => {
+        Trace2Event::DefRepo { repo, worktree } => {
             push_int_key(w, key!("repo"), repo);
             w.put_json_field(key!("worktree"), worktree);
         }
-        Event::Printf { msg } => {
+        Trace2Event::Printf { msg } => {
             push_seconds_key(w, key!("t_abs"), t_abs_us);
             if let Some(msg) = msg {
                 w.put_json_field(key!("msg"), msg);
             }
         }
-        Event::Error { msg, fmt } => {
+        Trace2Event::Error { msg, fmt } => {
             if let Some(msg) = msg {
                 w.put_json_field(key!("msg"), msg);
             }
@@ -229,8 +234,8 @@ fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
                 w.put_json_field(key!("fmt"), fmt);
             }
         }
-        Event::ChildStart(child) => push_child_start(w, &child),
-        Event::ChildExit {
+        Trace2Event::ChildStart(child) => push_child_start(w, &child),
+        Trace2Event::ChildExit {
             child_id,
             pid,
             code,
@@ -241,7 +246,7 @@ fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
             push_int_key(w, key!("code"), code);
             push_seconds_key(w, key!("t_rel"), elapsed_us);
         }
-        Event::ChildReady {
+        Trace2Event::ChildReady {
             child_id,
             pid,
             ready,
@@ -252,7 +257,7 @@ fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
             w.put_json_field(key!("ready"), ready);
             push_seconds_key(w, key!("t_rel"), elapsed_us);
         }
-        Event::Exec { exec_id, exe, argv } => {
+        Trace2Event::Exec { exec_id, exe, argv } => {
             push_uint_key(w, key!("exec_id"), exec_id);
             if let Some(exe) = exe {
                 w.put_json_field(key!("exe"), exe);
@@ -260,13 +265,13 @@ fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
             push_array_key(w, key!("argv"), false, argv);
         }
         // git's event target leaves the errno text to the other targets.
-        Event::ExecResult { exec_id, code, .. } => {
+        Trace2Event::ExecResult { exec_id, code, .. } => {
             push_uint_key(w, key!("exec_id"), exec_id);
             push_int_key(w, key!("code"), code);
         }
-        Event::ThreadExit { elapsed_us } => push_seconds_key(w, key!("t_rel"), elapsed_us),
-        Event::Timer { timer, .. } => push_timer(w, &timer),
-        Event::Counter {
+        Trace2Event::ThreadExit { elapsed_us } => push_seconds_key(w, key!("t_rel"), elapsed_us),
+        Trace2Event::Timer { timer, .. } => push_timer(w, &timer),
+        Trace2Event::Counter {
             category,
             name,
             value,
@@ -278,18 +283,18 @@ fn push_other_keys(w: &mut Appender<'_>, record: &Record<'_>) {
             // so that huge counts read the same in both streams.
             push_int_key(w, key!("count"), value as i64);
         }
-        Event::Exit { code } | Event::Atexit { code } => {
+        Trace2Event::Exit { code } | Trace2Event::Atexit { code } => {
             push_seconds_key(w, key!("t_abs"), t_abs_us);
             push_int_key(w, key!("code"), i64::from(code));
         }
-        Event::Signal { signo } => {
+        Trace2Event::Signal { signo } => {
             push_seconds_key(w, key!("t_abs"), t_abs_us);
             push_int_key(w, key!("signo"), i64::from(signo));
         }
-        Event::RegionEnter { .. }
-        | Event::RegionLeave { .. }
-        | Event::Data { .. }
-        | Event::DataJson { .. } => {}
+        Trace2Event::RegionEnter { .. }
+        | Trace2Event::RegionLeave { .. }
+        | Trace2Event::Data { .. }
+        | Trace2Event::DataJson { .. } => {}
     }
 }
 

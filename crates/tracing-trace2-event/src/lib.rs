@@ -20,12 +20,12 @@
 //! # Example
 //!
 //! ```
-//! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Trace2Event, Format, Record, Timestamp};
 //! use tracing_trace2_event::EventFormat;
 //!
 //! let format = EventFormat::new().with_max_nesting(3);
 //! let record = Record {
-//!     event: Event::Exit { code: 0 },
+//!     event: Trace2Event::Exit { code: 0 },
 //!     time: Timestamp { wall_us: 1_795_303_297_817_165, t_abs_us: 563 },
 //!     sid: "20261121T232137.816920Z-H0a7c9cdf-P00002a1e",
 //!     depth: 0,
@@ -48,7 +48,7 @@
 //! let again = read.record(&mut list).unwrap();
 //! assert_eq!(again.time, record.time);
 //! assert_eq!(again.callsite, record.callsite);
-//! assert!(matches!(again.event, Event::Exit { code: 0 }));
+//! assert!(matches!(again.event, Trace2Event::Exit { code: 0 }));
 //! ```
 //!
 //! # Reading

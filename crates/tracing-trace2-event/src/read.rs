@@ -38,7 +38,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use tracing_trace2_record::catalogue::{Field, FieldError, FieldType, FieldValue, Kind};
 use tracing_trace2_record::text::push_timer_seconds;
-use tracing_trace2_record::{Callsite, Event, Record, Timestamp};
+use tracing_trace2_record::{Callsite, Record, Timestamp, Trace2Event};
 
 /// Why a line could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -377,7 +377,7 @@ impl<'l> EventLine<'l> {
         list.extend(items.iter().map(|item| item.as_ref()));
         let list: &'a [&'a str] = list;
 
-        let event = Event::from_fields(kind, |field| {
+        let event = Trace2Event::from_fields(kind, |field| {
             match (self.field(kind, field, list, is_git), missing) {
                 (Err(ReadError::Missing { .. }), Missing::Filled) => Ok(default_of(field.ty)),
                 (value, _) => value,
@@ -834,7 +834,7 @@ mod tests {
         let within = |s: &str| text.as_bytes().as_ptr_range().contains(&s.as_ptr());
         assert!(within(record.sid));
         match record.event {
-            Event::Start { argv } => {
+            Trace2Event::Start { argv } => {
                 assert_eq!(argv, ["git", "a\"b"]);
                 assert!(within(argv[0]) && !within(argv[1]));
             }
@@ -901,7 +901,7 @@ mod tests {
         let record = line.record_filling_missing(&mut list).unwrap();
         assert!(matches!(
             record.event,
-            Event::DataJson {
+            Trace2Event::DataJson {
                 json: "[1]",
                 t_rel_us: 0,
                 nesting: 2,
@@ -937,7 +937,7 @@ mod tests {
         let line = read_line(text).unwrap();
         let mut list = Vec::new();
         match line.record(&mut list).unwrap().event {
-            Event::RegionLeave { region, .. } => {
+            Trace2Event::RegionLeave { region, .. } => {
                 assert_eq!(
                     (region.category, region.label, region.repo),
                     (None, None, None)

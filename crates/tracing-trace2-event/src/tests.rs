@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use serde_json::Value;
 use tracing_trace2_record::{
-    Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp,
+    Callsite, ChildInfo, Format, Record, RegionInfo, TimerInfo, Timestamp, Trace2Event,
 };
 
 use crate::{EventFormat, read_line};
@@ -66,8 +66,8 @@ fn replay(line: &str, format: &EventFormat, out: &mut Vec<u8>) -> usize {
     if record.time.wall_us == 0 {
         record.time.wall_us = 1_795_303_297_816_991;
     }
-    if let Event::ExecResult { exec_id, code, .. } = record.event {
-        record.event = Event::ExecResult {
+    if let Trace2Event::ExecResult { exec_id, code, .. } = record.event {
+        record.event = Trace2Event::ExecResult {
             exec_id,
             code,
             // Present in the record (Normal and Perf show it) but not in JSON.
@@ -359,7 +359,7 @@ fn nesting_filter_leaves_other_events_alone() {
 // ---------------------------------------------------------------------------------------
 // Optional keys without a sample of their own: checked on the parsed line.
 
-fn record_with(event: Event<'_>) -> Record<'_> {
+fn record_with(event: Trace2Event<'_>) -> Record<'_> {
     Record {
         event,
         time: Timestamp::default(),
@@ -371,7 +371,7 @@ fn record_with(event: Event<'_>) -> Record<'_> {
     }
 }
 
-fn parse(event: Event<'_>, format: &EventFormat) -> serde_json::Map<String, Value> {
+fn parse(event: Trace2Event<'_>, format: &EventFormat) -> serde_json::Map<String, Value> {
     let mut out = Vec::new();
     format.format(&record_with(event), &mut out);
     match serde_json::from_slice(&out).unwrap() {
@@ -384,7 +384,7 @@ fn parse(event: Event<'_>, format: &EventFormat) -> serde_json::Map<String, Valu
 fn absent_optional_values_drop_their_keys() {
     let f = EventFormat::new();
     let error = parse(
-        Event::Error {
+        Trace2Event::Error {
             msg: None,
             fmt: None,
         },
@@ -392,7 +392,7 @@ fn absent_optional_values_drop_their_keys() {
     );
     assert!(!error.contains_key("msg") && !error.contains_key("fmt"));
     let error = parse(
-        Event::Error {
+        Trace2Event::Error {
             msg: Some(""),
             fmt: None,
         },
@@ -400,10 +400,10 @@ fn absent_optional_values_drop_their_keys() {
     );
     assert_eq!(error["msg"], "");
     assert!(!error.contains_key("fmt"));
-    let printf = parse(Event::Printf { msg: None }, &f);
+    let printf = parse(Trace2Event::Printf { msg: None }, &f);
     assert!(!printf.contains_key("msg") && printf.contains_key("t_abs"));
     let def_param = parse(
-        Event::DefParam {
+        Trace2Event::DefParam {
             scope: "command",
             param: "foo.bar",
             value: None,
@@ -412,7 +412,7 @@ fn absent_optional_values_drop_their_keys() {
     );
     assert!(!def_param.contains_key("value"));
     let cmd_name = parse(
-        Event::CmdName {
+        Trace2Event::CmdName {
             name: "x",
             hierarchy: "",
         },
@@ -420,7 +420,7 @@ fn absent_optional_values_drop_their_keys() {
     );
     assert!(!cmd_name.contains_key("hierarchy"));
     let exec = parse(
-        Event::Exec {
+        Trace2Event::Exec {
             exec_id: 1,
             exe: None,
             argv: &["a"],
@@ -429,7 +429,7 @@ fn absent_optional_values_drop_their_keys() {
     );
     assert!(!exec.contains_key("exe"));
     let region = parse(
-        Event::RegionEnter {
+        Trace2Event::RegionEnter {
             region: RegionInfo {
                 msg: Some(""),
                 ..RegionInfo::default()
@@ -447,7 +447,7 @@ fn absent_optional_values_drop_their_keys() {
 #[test]
 fn git_child_without_arguments_is_just_git() {
     let child = parse(
-        Event::ChildStart(ChildInfo {
+        Trace2Event::ChildStart(ChildInfo {
             class: "?",
             is_git: true,
             ..ChildInfo::default()
@@ -462,7 +462,7 @@ fn git_child_without_arguments_is_just_git() {
 #[test]
 fn empty_data_json_text_still_gives_a_json_line() {
     let line = parse(
-        Event::DataJson {
+        Trace2Event::DataJson {
             repo: None,
             category: "c",
             key: "k",
@@ -478,7 +478,7 @@ fn empty_data_json_text_still_gives_a_json_line() {
 #[test]
 fn huge_counts_print_through_a_signed_conversion() {
     let counter = parse(
-        Event::Counter {
+        Trace2Event::Counter {
             per_thread: false,
             category: "c",
             name: "n",
@@ -569,29 +569,29 @@ proptest! {
         let strs: Vec<&str> = list.iter().map(String::as_str).collect();
         let json = serde_json::to_string(&Value::String(d.clone())).unwrap();
         let events = [
-            Event::Version { exe: &a },
-            Event::Start { argv: &strs },
-            Event::CmdAncestry { ancestry: &strs },
-            Event::CmdPath { path: &a },
-            Event::CmdName { name: &a, hierarchy: &b },
-            Event::CmdMode { name: &a },
-            Event::Alias { alias: &a, argv: &strs },
-            Event::DefParam { scope: &a, param: &b, value: Some(&c) },
-            Event::DefRepo { repo: 3, worktree: &a },
-            Event::RegionEnter {
+            Trace2Event::Version { exe: &a },
+            Trace2Event::Start { argv: &strs },
+            Trace2Event::CmdAncestry { ancestry: &strs },
+            Trace2Event::CmdPath { path: &a },
+            Trace2Event::CmdName { name: &a, hierarchy: &b },
+            Trace2Event::CmdMode { name: &a },
+            Trace2Event::Alias { alias: &a, argv: &strs },
+            Trace2Event::DefParam { scope: &a, param: &b, value: Some(&c) },
+            Trace2Event::DefRepo { repo: 3, worktree: &a },
+            Trace2Event::RegionEnter {
                 region: RegionInfo { repo: Some(1), category: Some(&a), label: Some(&b), msg: Some(&c) },
                 nesting: 1,
             },
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region: RegionInfo { repo: None, category: Some(&a), label: Some(&b), msg: Some(&c) },
                 nesting: 2,
                 t_rel_us: 5,
             },
-            Event::Data { repo: Some(0), category: &a, key: &b, value: &c, nesting: 1, t_rel_us: 1 },
-            Event::DataJson { repo: None, category: &a, key: &b, json: &json, nesting: 1, t_rel_us: 1 },
-            Event::Printf { msg: Some(&a) },
-            Event::Error { msg: Some(&a), fmt: Some(&b) },
-            Event::ChildStart(ChildInfo {
+            Trace2Event::Data { repo: Some(0), category: &a, key: &b, value: &c, nesting: 1, t_rel_us: 1 },
+            Trace2Event::DataJson { repo: None, category: &a, key: &b, json: &json, nesting: 1, t_rel_us: 1 },
+            Trace2Event::Printf { msg: Some(&a) },
+            Trace2Event::Error { msg: Some(&a), fmt: Some(&b) },
+            Trace2Event::ChildStart(ChildInfo {
                 child_id: 4,
                 class: &a,
                 hook_name: Some(&b),
@@ -600,13 +600,13 @@ proptest! {
                 is_git: false,
                 argv: &strs,
             }),
-            Event::ChildReady { child_id: 1, pid: 2, ready: &a, elapsed_us: 3 },
-            Event::Exec { exec_id: 0, exe: Some(&a), argv: &strs },
-            Event::Timer {
+            Trace2Event::ChildReady { child_id: 1, pid: 2, ready: &a, elapsed_us: 3 },
+            Trace2Event::Exec { exec_id: 0, exe: Some(&a), argv: &strs },
+            Trace2Event::Timer {
                 per_thread: true,
                 timer: TimerInfo { category: &a, name: &b, intervals: 1, total_ns: 1, min_ns: 1, max_ns: 1 },
             },
-            Event::Counter { per_thread: false, category: &a, name: &b, value: 9 },
+            Trace2Event::Counter { per_thread: false, category: &a, name: &b, value: 9 },
         ];
         for event in events {
             let record = Record {
@@ -629,51 +629,51 @@ proptest! {
             }
             let list_value = Value::from(strs.clone());
             let expected: Vec<(&str, Value)> = match event {
-                Event::Version { .. } => vec![("exe", a.clone().into())],
-                Event::Start { .. } => vec![("argv", list_value)],
-                Event::CmdAncestry { .. } => vec![("ancestry", list_value)],
-                Event::CmdPath { .. } => vec![("path", a.clone().into())],
-                Event::CmdName { .. } => {
+                Trace2Event::Version { .. } => vec![("exe", a.clone().into())],
+                Trace2Event::Start { .. } => vec![("argv", list_value)],
+                Trace2Event::CmdAncestry { .. } => vec![("ancestry", list_value)],
+                Trace2Event::CmdPath { .. } => vec![("path", a.clone().into())],
+                Trace2Event::CmdName { .. } => {
                     let mut e = vec![("name", a.clone().into())];
                     if !b.is_empty() {
                         e.push(("hierarchy", b.clone().into()));
                     }
                     e
                 }
-                Event::CmdMode { .. } => vec![("name", a.clone().into())],
-                Event::Alias { .. } => vec![("alias", a.clone().into()), ("argv", list_value)],
-                Event::DefParam { .. } => vec![
+                Trace2Event::CmdMode { .. } => vec![("name", a.clone().into())],
+                Trace2Event::Alias { .. } => vec![("alias", a.clone().into()), ("argv", list_value)],
+                Trace2Event::DefParam { .. } => vec![
                     ("scope", a.clone().into()),
                     ("param", b.clone().into()),
                     ("value", c.clone().into()),
                 ],
-                Event::DefRepo { .. } => vec![("worktree", a.clone().into())],
-                Event::RegionEnter { .. } | Event::RegionLeave { .. } => vec![
+                Trace2Event::DefRepo { .. } => vec![("worktree", a.clone().into())],
+                Trace2Event::RegionEnter { .. } | Trace2Event::RegionLeave { .. } => vec![
                     ("category", a.clone().into()),
                     ("label", b.clone().into()),
                     ("msg", c.clone().into()),
                 ],
-                Event::Data { .. } => vec![
+                Trace2Event::Data { .. } => vec![
                     ("category", a.clone().into()),
                     ("key", b.clone().into()),
                     ("value", c.clone().into()),
                 ],
-                Event::DataJson { .. } => vec![
+                Trace2Event::DataJson { .. } => vec![
                     ("category", a.clone().into()),
                     ("key", b.clone().into()),
                     ("value", d.clone().into()),
                 ],
-                Event::Printf { .. } => vec![("msg", a.clone().into())],
-                Event::ChildReady { .. } => vec![("ready", a.clone().into())],
-                Event::Error { .. } => vec![("msg", a.clone().into()), ("fmt", b.clone().into())],
-                Event::ChildStart(_) => vec![
+                Trace2Event::Printf { .. } => vec![("msg", a.clone().into())],
+                Trace2Event::ChildReady { .. } => vec![("ready", a.clone().into())],
+                Trace2Event::Error { .. } => vec![("msg", a.clone().into()), ("fmt", b.clone().into())],
+                Trace2Event::ChildStart(_) => vec![
                     ("child_class", a.clone().into()),
                     ("hook_name", b.clone().into()),
                     ("cd", c.clone().into()),
                     ("argv", list_value),
                 ],
-                Event::Exec { .. } => vec![("exe", a.clone().into()), ("argv", list_value)],
-                Event::Timer { .. } | Event::Counter { .. } => {
+                Trace2Event::Exec { .. } => vec![("exe", a.clone().into()), ("argv", list_value)],
+                Trace2Event::Timer { .. } | Trace2Event::Counter { .. } => {
                     vec![("category", a.clone().into()), ("name", b.clone().into())]
                 }
                 _ => vec![],
@@ -727,14 +727,14 @@ fn reading_a_formatted_line_gives_the_record_back() {
                 assert_eq!(back.open_regions, record.open_regions);
                 let lossy = matches!(
                     record.event,
-                    Event::ChildStart(ChildInfo { is_git: true, .. })
-                        | Event::ChildStart(ChildInfo {
+                    Trace2Event::ChildStart(ChildInfo { is_git: true, .. })
+                        | Trace2Event::ChildStart(ChildInfo {
                             argv: ["git", ..],
                             ..
                         })
-                        | Event::ExecResult { err: Some(_), .. }
-                        | Event::Timer { .. }
-                ) || matches!(record.event, Event::CmdName { hierarchy, .. } if hierarchy.is_empty());
+                        | Trace2Event::ExecResult { err: Some(_), .. }
+                        | Trace2Event::Timer { .. }
+                ) || matches!(record.event, Trace2Event::CmdName { hierarchy, .. } if hierarchy.is_empty());
                 if !lossy {
                     assert_eq!(
                         format!("{:?}", back.event),

@@ -5,7 +5,7 @@
 //! data and thread lifecycle events produce nothing.
 
 use tracing_trace2_record::text;
-use tracing_trace2_record::{ChildInfo, Event, Format, Record, TimerInfo};
+use tracing_trace2_record::{ChildInfo, Format, Record, TimerInfo, Trace2Event};
 
 /// The byte offset, counted from the start of the line, where the payload begins when
 /// the prefix is shorter.
@@ -86,16 +86,16 @@ impl Format for NormalFormat {
 }
 
 /// Whether the Normal target writes anything for `event`.
-fn is_written(event: &Event<'_>) -> bool {
+fn is_written(event: &Trace2Event<'_>) -> bool {
     !matches!(
         event,
-        Event::RegionEnter { .. }
-            | Event::RegionLeave { .. }
-            | Event::Data { .. }
-            | Event::DataJson { .. }
-            | Event::ThreadStart
-            | Event::ThreadExit { .. }
-            | Event::TooManyFiles
+        Trace2Event::RegionEnter { .. }
+            | Trace2Event::RegionLeave { .. }
+            | Trace2Event::Data { .. }
+            | Trace2Event::DataJson { .. }
+            | Trace2Event::ThreadStart
+            | Trace2Event::ThreadExit { .. }
+            | Trace2Event::TooManyFiles
     )
 }
 
@@ -109,26 +109,26 @@ fn push_indexed(out: &mut Vec<u8>, name: &str, id: u64) {
 
 fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
     match &record.event {
-        Event::Version { exe } => {
+        Trace2Event::Version { exe } => {
             out.extend_from_slice(b"version ");
             out.extend_from_slice(exe.as_bytes());
         }
-        Event::Start { argv } => {
+        Trace2Event::Start { argv } => {
             out.extend_from_slice(b"start ");
             text::push_quoted_list(out, argv);
         }
-        Event::CmdAncestry { ancestry } => {
+        Trace2Event::CmdAncestry { ancestry } => {
             out.extend_from_slice(b"cmd_ancestry");
             for (i, name) in ancestry.iter().enumerate() {
                 out.extend_from_slice(if i == 0 { b" " } else { b" <- " });
                 out.extend_from_slice(name.as_bytes());
             }
         }
-        Event::CmdPath { path } => {
+        Trace2Event::CmdPath { path } => {
             out.extend_from_slice(b"cmd_path ");
             out.extend_from_slice(path.as_bytes());
         }
-        Event::CmdName { name, hierarchy } => {
+        Trace2Event::CmdName { name, hierarchy } => {
             out.extend_from_slice(b"cmd_name ");
             out.extend_from_slice(name.as_bytes());
             if !hierarchy.is_empty() {
@@ -137,17 +137,17 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
                 out.push(b')');
             }
         }
-        Event::CmdMode { name } => {
+        Trace2Event::CmdMode { name } => {
             out.extend_from_slice(b"cmd_mode ");
             out.extend_from_slice(name.as_bytes());
         }
-        Event::Alias { alias, argv } => {
+        Trace2Event::Alias { alias, argv } => {
             out.extend_from_slice(b"alias ");
             out.extend_from_slice(alias.as_bytes());
             out.extend_from_slice(b" -> ");
             text::push_quoted_list(out, argv);
         }
-        Event::DefParam {
+        Trace2Event::DefParam {
             scope,
             param,
             value,
@@ -161,19 +161,19 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
                 out.extend_from_slice(value.as_bytes());
             }
         }
-        Event::DefRepo { worktree, .. } => {
+        Trace2Event::DefRepo { worktree, .. } => {
             out.extend_from_slice(b"worktree ");
             text::push_quoted(out, worktree);
         }
-        Event::Error { msg, .. } => {
+        Trace2Event::Error { msg, .. } => {
             out.extend_from_slice(b"error");
             if let Some(msg) = msg {
                 out.push(b' ');
                 out.extend_from_slice(msg.as_bytes());
             }
         }
-        Event::ChildStart(child) => push_child_start(child, out),
-        Event::ChildExit {
+        Trace2Event::ChildStart(child) => push_child_start(child, out),
+        Trace2Event::ChildExit {
             child_id,
             pid,
             code,
@@ -187,7 +187,7 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(b" elapsed:");
             text::push_seconds(out, *elapsed_us);
         }
-        Event::ChildReady {
+        Trace2Event::ChildReady {
             child_id,
             pid,
             ready,
@@ -201,7 +201,7 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(b" elapsed:");
             text::push_seconds(out, *elapsed_us);
         }
-        Event::Exec { exec_id, exe, argv } => {
+        Trace2Event::Exec { exec_id, exe, argv } => {
             push_indexed(out, "exec", *exec_id);
             out.push(b' ');
             if let Some(exe) = exe {
@@ -210,7 +210,7 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
             }
             text::push_quoted_list(out, argv);
         }
-        Event::ExecResult { exec_id, code, err } => {
+        Trace2Event::ExecResult { exec_id, code, err } => {
             push_indexed(out, "exec_result", *exec_id);
             out.extend_from_slice(b" code:");
             text::push_i64(out, *code);
@@ -221,13 +221,13 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
                 out.extend_from_slice(err.as_bytes());
             }
         }
-        Event::Printf { msg } => {
+        Trace2Event::Printf { msg } => {
             if let Some(msg) = msg {
                 out.extend_from_slice(msg.as_bytes());
             }
         }
-        Event::Timer { timer, .. } => push_timer(record.event.name(), timer, out),
-        Event::Counter {
+        Trace2Event::Timer { timer, .. } => push_timer(record.event.name(), timer, out),
+        Trace2Event::Counter {
             category,
             name,
             value,
@@ -241,22 +241,22 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
             out.extend_from_slice(b" value:");
             text::push_u64(out, *value);
         }
-        Event::Exit { code } | Event::Atexit { code } => {
+        Trace2Event::Exit { code } | Trace2Event::Atexit { code } => {
             out.extend_from_slice(record.event.name().as_bytes());
             push_elapsed_code(out, record.time.t_abs_us, *code);
         }
-        Event::Signal { signo } => {
+        Trace2Event::Signal { signo } => {
             out.extend_from_slice(b"signal");
             push_elapsed_code(out, record.time.t_abs_us, *signo);
         }
         // Filtered out by `is_written`; listed so that a new variant forces a decision.
-        Event::TooManyFiles
-        | Event::RegionEnter { .. }
-        | Event::RegionLeave { .. }
-        | Event::Data { .. }
-        | Event::DataJson { .. }
-        | Event::ThreadStart
-        | Event::ThreadExit { .. } => {}
+        Trace2Event::TooManyFiles
+        | Trace2Event::RegionEnter { .. }
+        | Trace2Event::RegionLeave { .. }
+        | Trace2Event::Data { .. }
+        | Trace2Event::DataJson { .. }
+        | Trace2Event::ThreadStart
+        | Trace2Event::ThreadExit { .. } => {}
     }
 }
 
@@ -392,26 +392,26 @@ mod tests {
             }
         }
 
-        fn event<'a>(&'a self, list: &'a [&'a str]) -> Event<'a> {
+        fn event<'a>(&'a self, list: &'a [&'a str]) -> Trace2Event<'a> {
             match self {
-                Owned::Version(exe) => Event::Version { exe },
-                Owned::Start(_) => Event::Start { argv: list },
-                Owned::CmdAncestry(_) => Event::CmdAncestry { ancestry: list },
-                Owned::CmdPath(path) => Event::CmdPath { path },
-                Owned::CmdName(name, hierarchy) => Event::CmdName { name, hierarchy },
-                Owned::CmdMode(name) => Event::CmdMode { name },
-                Owned::Alias(alias, _) => Event::Alias { alias, argv: list },
-                Owned::DefParam(scope, param, value) => Event::DefParam {
+                Owned::Version(exe) => Trace2Event::Version { exe },
+                Owned::Start(_) => Trace2Event::Start { argv: list },
+                Owned::CmdAncestry(_) => Trace2Event::CmdAncestry { ancestry: list },
+                Owned::CmdPath(path) => Trace2Event::CmdPath { path },
+                Owned::CmdName(name, hierarchy) => Trace2Event::CmdName { name, hierarchy },
+                Owned::CmdMode(name) => Trace2Event::CmdMode { name },
+                Owned::Alias(alias, _) => Trace2Event::Alias { alias, argv: list },
+                Owned::DefParam(scope, param, value) => Trace2Event::DefParam {
                     scope,
                     param,
                     value: value.as_deref(),
                 },
-                Owned::DefRepo(worktree) => Event::DefRepo { repo: 1, worktree },
-                Owned::Error(msg) => Event::Error {
+                Owned::DefRepo(worktree) => Trace2Event::DefRepo { repo: 1, worktree },
+                Owned::Error(msg) => Trace2Event::Error {
                     msg: msg.as_deref(),
                     fmt: msg.as_deref(),
                 },
-                Owned::ChildStart { id, cd, is_git, .. } => Event::ChildStart(ChildInfo {
+                Owned::ChildStart { id, cd, is_git, .. } => Trace2Event::ChildStart(ChildInfo {
                     child_id: *id,
                     class: "?",
                     hook_name: None,
@@ -425,7 +425,7 @@ mod tests {
                     pid,
                     code,
                     elapsed_us,
-                } => Event::ChildExit {
+                } => Trace2Event::ChildExit {
                     child_id: *id,
                     pid: *pid,
                     code: *code,
@@ -436,23 +436,23 @@ mod tests {
                     pid,
                     ready,
                     elapsed_us,
-                } => Event::ChildReady {
+                } => Trace2Event::ChildReady {
                     child_id: *id,
                     pid: *pid,
                     ready,
                     elapsed_us: *elapsed_us,
                 },
-                Owned::Exec { id, exe, .. } => Event::Exec {
+                Owned::Exec { id, exe, .. } => Trace2Event::Exec {
                     exec_id: *id,
                     exe: exe.as_deref(),
                     argv: list,
                 },
-                Owned::ExecResult { id, code, err } => Event::ExecResult {
+                Owned::ExecResult { id, code, err } => Trace2Event::ExecResult {
                     exec_id: *id,
                     code: *code,
                     err: err.as_deref(),
                 },
-                Owned::Printf(msg) => Event::Printf {
+                Owned::Printf(msg) => Trace2Event::Printf {
                     msg: msg.as_deref(),
                 },
                 Owned::Timer {
@@ -463,7 +463,7 @@ mod tests {
                     total_ns,
                     min_ns,
                     max_ns,
-                } => Event::Timer {
+                } => Trace2Event::Timer {
                     per_thread: *per_thread,
                     timer: TimerInfo {
                         category,
@@ -479,15 +479,15 @@ mod tests {
                     category,
                     name,
                     value,
-                } => Event::Counter {
+                } => Trace2Event::Counter {
                     per_thread: *per_thread,
                     category,
                     name,
                     value: *value,
                 },
-                Owned::Exit(code) => Event::Exit { code: *code },
-                Owned::Atexit(code) => Event::Atexit { code: *code },
-                Owned::Signal(signo) => Event::Signal { signo: *signo },
+                Owned::Exit(code) => Trace2Event::Exit { code: *code },
+                Owned::Atexit(code) => Trace2Event::Atexit { code: *code },
+                Owned::Signal(signo) => Trace2Event::Signal { signo: *signo },
             }
         }
     }
@@ -781,7 +781,7 @@ mod tests {
     }
 
     fn record<'a>(
-        event: Event<'a>,
+        event: Trace2Event<'a>,
         wall_us: i64,
         t_abs_us: u64,
         callsite: Callsite<'a>,
@@ -997,7 +997,7 @@ mod tests {
 
     fn format_line(
         format: &NormalFormat,
-        event: Event<'_>,
+        event: Trace2Event<'_>,
         line: &Line<'_>,
         t_abs: u64,
     ) -> Vec<u8> {
@@ -1012,7 +1012,7 @@ mod tests {
         // wall clock one hour earlier in UTC+1, and of one 2.5 hours later (the next
         // day in UTC) in UTC-2:30.
         let (expected, line) = version_line();
-        let event = Event::Version { exe: "2.47.3" };
+        let event = Trace2Event::Version { exe: "2.47.3" };
         let east = NormalFormat::new().with_utc_offset(3600);
         let shifted = Line {
             wall_us: line.wall_us - 3_600_000_000,
@@ -1053,14 +1053,14 @@ mod tests {
             msg: Some("depth=1"),
         };
         let silent = [
-            Event::TooManyFiles,
-            Event::RegionEnter { region, nesting: 1 },
-            Event::RegionLeave {
+            Trace2Event::TooManyFiles,
+            Trace2Event::RegionEnter { region, nesting: 1 },
+            Trace2Event::RegionLeave {
                 region,
                 nesting: 1,
                 t_rel_us: 5,
             },
-            Event::Data {
+            Trace2Event::Data {
                 repo: None,
                 category: "spec",
                 key: "depth",
@@ -1068,7 +1068,7 @@ mod tests {
                 nesting: 2,
                 t_rel_us: 5,
             },
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo: Some(1),
                 category: "spec",
                 key: "json",
@@ -1076,8 +1076,8 @@ mod tests {
                 nesting: 1,
                 t_rel_us: 5,
             },
-            Event::ThreadStart,
-            Event::ThreadExit { elapsed_us: 7 },
+            Trace2Event::ThreadStart,
+            Trace2Event::ThreadExit { elapsed_us: 7 },
         ];
         for brief in [false, true] {
             let format = NormalFormat::new().with_brief(brief);
@@ -1096,14 +1096,19 @@ mod tests {
         for msg in [None, Some("")] {
             let mut out = b"no LF yet".to_vec();
             brief.format(
-                &record(Event::Printf { msg }, 0, 0, Callsite::default()),
+                &record(Trace2Event::Printf { msg }, 0, 0, Callsite::default()),
                 &mut out,
             );
             assert_eq!(out, b"no LF yet");
         }
         // In full mode the prefix remains: git's line up to the payload, then LF.
         let (expected, line) = version_line();
-        let got = format_line(&NormalFormat::new(), Event::Printf { msg: None }, &line, 0);
+        let got = format_line(
+            &NormalFormat::new(),
+            Trace2Event::Printf { msg: None },
+            &line,
+            0,
+        );
         assert_eq!(got, format!("{}\n", &expected[..PAYLOAD_COLUMN]).as_bytes());
     }
 
@@ -1122,7 +1127,7 @@ mod tests {
         };
         let got = format_line(
             &NormalFormat::new(),
-            Event::Printf {
+            Trace2Event::Printf {
                 msg: Some("null file"),
             },
             &empty,
@@ -1138,7 +1143,7 @@ mod tests {
         assert!(text.ends_with("error second\nline\n"), "{text:?}");
         let line = parse_line(text, false);
         for format in [NormalFormat::new(), NormalFormat::new().with_brief(true)] {
-            let event = Event::Error {
+            let event = Trace2Event::Error {
                 msg: Some("second\nline\n"),
                 fmt: Some("%s"),
             };
@@ -1154,7 +1159,7 @@ mod tests {
 
     #[test]
     fn error_without_message() {
-        let event = Event::Error {
+        let event = Trace2Event::Error {
             msg: None,
             fmt: None,
         };
@@ -1178,7 +1183,7 @@ mod tests {
             "show",
             "a941c2e33656b2444712059e9c8c4dbbf3acd958",
         ];
-        let event = Event::Exec {
+        let event = Trace2Event::Exec {
             exec_id: 0,
             exe: None,
             argv: &argv,
@@ -1190,7 +1195,7 @@ mod tests {
     #[test]
     fn exec_result_error_text_only_for_positive_codes() {
         for code in [0, -1] {
-            let event = Event::ExecResult {
+            let event = Trace2Event::ExecResult {
                 exec_id: 0,
                 code,
                 err: Some("No such file or directory"),
@@ -1209,7 +1214,7 @@ mod tests {
         let text = split_records(&capture, false)[4];
         assert!(text.ends_with(" color.ui=never\n"));
         let line = parse_line(text, false);
-        let event = Event::DefParam {
+        let event = Trace2Event::DefParam {
             scope: "system",
             param: "color.ui",
             value: None,
@@ -1220,7 +1225,7 @@ mod tests {
         let capture = String::from_utf8(read_sample("version-brief.normal")).unwrap();
         let text = split_records(&capture, true)[3];
         assert_eq!(text, "cmd_name version (version)\n");
-        let event = Event::CmdName {
+        let event = Trace2Event::CmdName {
             name: "version",
             hierarchy: "",
         };

@@ -10,11 +10,11 @@
 //! nothing beyond growing the output buffer.
 //!
 //! ```
-//! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Trace2Event, Format, Record, Timestamp};
 //! use tracing_trace2_normal::NormalFormat;
 //!
 //! let record = Record {
-//!     event: Event::CmdName { name: "version", hierarchy: "version" },
+//!     event: Trace2Event::CmdName { name: "version", hierarchy: "version" },
 //!     // 2026-11-21T23:21:37.817135Z, process running for 0.5 ms.
 //!     time: Timestamp { wall_us: 1_795_303_297_817_135, t_abs_us: 500 },
 //!     sid: "20261121T232137.816920Z-H1c4a9a2f-P00002b68",

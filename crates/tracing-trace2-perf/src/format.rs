@@ -18,7 +18,7 @@ use tracing_trace2_record::text::{
     copy_short, digits6, pair, push_i64, push_quoted, push_quoted_list, push_timer_seconds,
     push_u64,
 };
-use tracing_trace2_record::{ChildInfo, Event, Format, Record, RegionInfo};
+use tracing_trace2_record::{ChildInfo, Format, Record, RegionInfo, Trace2Event};
 
 /// Width of the `file:line` column.
 const FILE_LINE_WIDTH: usize = 28;
@@ -691,11 +691,13 @@ impl Format for PerfFormat {
     fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
         // Regions and data, nearly every line of a trace, first try the fixed layout.
         let hot = match record.event {
-            Event::RegionEnter { region, .. } => Some(region_line(&region, None, b"region_enter")),
-            Event::RegionLeave {
+            Trace2Event::RegionEnter { region, .. } => {
+                Some(region_line(&region, None, b"region_enter"))
+            }
+            Trace2Event::RegionLeave {
                 region, t_rel_us, ..
             } => Some(region_line(&region, Some(t_rel_us), b"region_leave")),
-            Event::Data {
+            Trace2Event::Data {
                 repo,
                 category,
                 t_rel_us,
@@ -710,7 +712,7 @@ impl Format for PerfFormat {
                 value,
                 b"data        ",
             )),
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo,
                 category,
                 t_rel_us,
@@ -741,18 +743,18 @@ impl PerfFormat {
     #[inline(never)]
     fn format_any(&self, record: &Record<'_>, out: &mut Vec<u8>) {
         let (cols, plain) = match record.event {
-            Event::TooManyFiles => return,
-            Event::RegionEnter { region, .. } => {
+            Trace2Event::TooManyFiles => return,
+            Trace2Event::RegionEnter { region, .. } => {
                 let (cols, plain) = region_line(&region, None, b"region_enter");
                 (cols, Some(plain))
             }
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region, t_rel_us, ..
             } => {
                 let (cols, plain) = region_line(&region, Some(t_rel_us), b"region_leave");
                 (cols, Some(plain))
             }
-            Event::Data {
+            Trace2Event::Data {
                 repo,
                 category,
                 t_rel_us,
@@ -764,7 +766,7 @@ impl PerfFormat {
                     data_line(repo, category, t_rel_us, key, value, b"data        ");
                 (cols, Some(plain))
             }
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo,
                 category,
                 t_rel_us,
@@ -793,40 +795,40 @@ impl PerfFormat {
 
 /// The optional columns of every event but regions and data (theirs come with their
 /// [`Plain`] layout).
-fn other_columns<'a>(event: &Event<'a>) -> Columns<'a> {
+fn other_columns<'a>(event: &Trace2Event<'a>) -> Columns<'a> {
     let t_abs = Columns {
         t_abs: true,
         ..Columns::default()
     };
     match *event {
-        Event::DefParam { scope, .. } => Columns {
+        Trace2Event::DefParam { scope, .. } => Columns {
             category: Category::Scope(scope),
             ..Columns::default()
         },
-        Event::DefRepo { repo, .. } => Columns {
+        Trace2Event::DefRepo { repo, .. } => Columns {
             repo: Some(repo),
             ..Columns::default()
         },
-        Event::Start { .. }
-        | Event::Printf { .. }
-        | Event::ChildStart(_)
-        | Event::Exec { .. }
-        | Event::ExecResult { .. }
-        | Event::ThreadStart
-        | Event::Exit { .. }
-        | Event::Atexit { .. }
-        | Event::Signal { .. } => t_abs,
-        Event::ChildExit { elapsed_us, .. }
-        | Event::ChildReady { elapsed_us, .. }
-        | Event::ThreadExit { elapsed_us } => Columns {
+        Trace2Event::Start { .. }
+        | Trace2Event::Printf { .. }
+        | Trace2Event::ChildStart(_)
+        | Trace2Event::Exec { .. }
+        | Trace2Event::ExecResult { .. }
+        | Trace2Event::ThreadStart
+        | Trace2Event::Exit { .. }
+        | Trace2Event::Atexit { .. }
+        | Trace2Event::Signal { .. } => t_abs,
+        Trace2Event::ChildExit { elapsed_us, .. }
+        | Trace2Event::ChildReady { elapsed_us, .. }
+        | Trace2Event::ThreadExit { elapsed_us } => Columns {
             t_rel_us: Some(elapsed_us),
             ..t_abs
         },
-        Event::Timer { timer, .. } => Columns {
+        Trace2Event::Timer { timer, .. } => Columns {
             category: Category::Text(timer.category),
             ..Columns::default()
         },
-        Event::Counter { category, .. } => Columns {
+        Trace2Event::Counter { category, .. } => Columns {
             category: Category::Text(category),
             ..Columns::default()
         },
@@ -839,16 +841,16 @@ fn other_columns<'a>(event: &Event<'a>) -> Columns<'a> {
 /// The payload of every event but regions and data (theirs comes from [`Plain`]).
 fn push_other_payload(out: &mut Vec<u8>, record: &Record<'_>) {
     match record.event {
-        Event::Version { exe } => out.extend_from_slice(exe.as_bytes()),
-        Event::TooManyFiles | Event::ThreadStart | Event::ThreadExit { .. } => {}
-        Event::Start { argv } => push_quoted_list(out, argv),
-        Event::CmdAncestry { ancestry } => {
+        Trace2Event::Version { exe } => out.extend_from_slice(exe.as_bytes()),
+        Trace2Event::TooManyFiles | Trace2Event::ThreadStart | Trace2Event::ThreadExit { .. } => {}
+        Trace2Event::Start { argv } => push_quoted_list(out, argv),
+        Trace2Event::CmdAncestry { ancestry } => {
             out.extend_from_slice(b"ancestry:[");
             push_quoted_list(out, ancestry);
             out.push(b']');
         }
-        Event::CmdPath { path } => out.extend_from_slice(path.as_bytes()),
-        Event::CmdName { name, hierarchy } => {
+        Trace2Event::CmdPath { path } => out.extend_from_slice(path.as_bytes()),
+        Trace2Event::CmdName { name, hierarchy } => {
             out.extend_from_slice(name.as_bytes());
             if !hierarchy.is_empty() {
                 out.extend_from_slice(b" (");
@@ -856,37 +858,37 @@ fn push_other_payload(out: &mut Vec<u8>, record: &Record<'_>) {
                 out.push(b')');
             }
         }
-        Event::CmdMode { name } => out.extend_from_slice(name.as_bytes()),
-        Event::Alias { alias, argv } => {
+        Trace2Event::CmdMode { name } => out.extend_from_slice(name.as_bytes()),
+        Trace2Event::Alias { alias, argv } => {
             out.extend_from_slice(b"alias:");
             out.extend_from_slice(alias.as_bytes());
             out.extend_from_slice(b" argv:[");
             push_quoted_list(out, argv);
             out.push(b']');
         }
-        Event::DefParam { param, value, .. } => {
+        Trace2Event::DefParam { param, value, .. } => {
             out.extend_from_slice(param.as_bytes());
             if let Some(value) = value {
                 out.push(b':');
                 out.extend_from_slice(value.as_bytes());
             }
         }
-        Event::DefRepo { worktree, .. } => {
+        Trace2Event::DefRepo { worktree, .. } => {
             out.extend_from_slice(b"worktree:");
             push_quoted(out, worktree);
         }
         // Written above, from their `Plain` payload.
-        Event::RegionEnter { .. }
-        | Event::RegionLeave { .. }
-        | Event::Data { .. }
-        | Event::DataJson { .. } => {}
-        Event::Printf { msg } | Event::Error { msg, .. } => {
+        Trace2Event::RegionEnter { .. }
+        | Trace2Event::RegionLeave { .. }
+        | Trace2Event::Data { .. }
+        | Trace2Event::DataJson { .. } => {}
+        Trace2Event::Printf { msg } | Trace2Event::Error { msg, .. } => {
             if let Some(msg) = msg {
                 out.extend_from_slice(msg.as_bytes());
             }
         }
-        Event::ChildStart(child) => push_child_start_payload(out, &child),
-        Event::ChildExit {
+        Trace2Event::ChildStart(child) => push_child_start_payload(out, &child),
+        Trace2Event::ChildExit {
             child_id,
             pid,
             code,
@@ -896,7 +898,7 @@ fn push_other_payload(out: &mut Vec<u8>, record: &Record<'_>) {
             out.extend_from_slice(b" code:");
             push_i64(out, code);
         }
-        Event::ChildReady {
+        Trace2Event::ChildReady {
             child_id,
             pid,
             ready,
@@ -906,7 +908,7 @@ fn push_other_payload(out: &mut Vec<u8>, record: &Record<'_>) {
             out.extend_from_slice(b" ready:");
             out.extend_from_slice(ready.as_bytes());
         }
-        Event::Exec { exec_id, exe, argv } => {
+        Trace2Event::Exec { exec_id, exe, argv } => {
             out.extend_from_slice(b"id:");
             push_u64(out, exec_id);
             out.extend_from_slice(b" argv:[");
@@ -919,7 +921,7 @@ fn push_other_payload(out: &mut Vec<u8>, record: &Record<'_>) {
             push_quoted_list(out, argv);
             out.push(b']');
         }
-        Event::ExecResult { exec_id, code, err } => {
+        Trace2Event::ExecResult { exec_id, code, err } => {
             out.extend_from_slice(b"id:");
             push_u64(out, exec_id);
             out.extend_from_slice(b" code:");
@@ -929,7 +931,7 @@ fn push_other_payload(out: &mut Vec<u8>, record: &Record<'_>) {
                 out.extend_from_slice(err.as_bytes());
             }
         }
-        Event::Timer { timer, .. } => {
+        Trace2Event::Timer { timer, .. } => {
             out.extend_from_slice(b"name:");
             out.extend_from_slice(timer.name.as_bytes());
             out.extend_from_slice(b" intervals:");
@@ -941,17 +943,17 @@ fn push_other_payload(out: &mut Vec<u8>, record: &Record<'_>) {
             out.extend_from_slice(b" max:");
             push_timer_seconds(out, timer.max_ns);
         }
-        Event::Counter { name, value, .. } => {
+        Trace2Event::Counter { name, value, .. } => {
             out.extend_from_slice(b"name:");
             out.extend_from_slice(name.as_bytes());
             out.extend_from_slice(b" value:");
             push_u64(out, value);
         }
-        Event::Exit { code } | Event::Atexit { code } => {
+        Trace2Event::Exit { code } | Trace2Event::Atexit { code } => {
             out.extend_from_slice(b"code:");
             push_i64(out, i64::from(code));
         }
-        Event::Signal { signo } => {
+        Trace2Event::Signal { signo } => {
             out.extend_from_slice(b"signo:");
             push_i64(out, i64::from(signo));
         }

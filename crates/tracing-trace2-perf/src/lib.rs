@@ -11,11 +11,11 @@
 //! once when the formatter is built.
 //!
 //! ```
-//! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Trace2Event, Format, Record, Timestamp};
 //! use tracing_trace2_perf::PerfFormat;
 //!
 //! let record = Record {
-//!     event: Event::Start { argv: &["git", "version"] },
+//!     event: Trace2Event::Start { argv: &["git", "version"] },
 //!     time: Timestamp { wall_us: 0, t_abs_us: 363 },
 //!     sid: "20261121T232137.816920Z-H0a7c9cdf-P00002a1e",
 //!     depth: 0,

@@ -2,17 +2,17 @@
 //! readers share.
 //!
 //! One row of [`CATALOGUE`] per kind gives its Trace2 name, its fields in the order the
-//! [`Event`] variant declares them (with each field's Event JSON key and type) and the
+//! [`Trace2Event`] variant declares them (with each field's Event JSON key and type) and the
 //! argument signature of the binary target (see `docs/binary-format.md`). The kind's
 //! number ([`Kind`]) is the kind byte of the binary target and the tag of the record
 //! [`codec`](crate::codec).
 //!
-//! What reads or writes events generically goes through this module: [`Event::kind`]
-//! gives a record's row, [`Event::field_values`] (and [`Event::visit_fields`]) hand its
-//! fields over in catalogue order as [`FieldValue`]s, and [`Event::from_fields`] builds
+//! What reads or writes events generically goes through this module: [`Trace2Event::kind`]
+//! gives a record's row, [`Trace2Event::field_values`] (and [`Trace2Event::visit_fields`]) hand its
+//! fields over in catalogue order as [`FieldValue`]s, and [`Trace2Event::from_fields`] builds
 //! an event of a kind from such values (the record codec, the binary writer and decoder,
 //! the Event JSON reader and the random record generator use them). Those functions and
-//! [`Event::kind`] are the only places that spell out every variant's fields; a test
+//! [`Trace2Event::kind`] are the only places that spell out every variant's fields; a test
 //! checks them against the table. [`regular_event!`](crate::regular_event) and
 //! [`regular_kind!`](crate::regular_kind) name the kinds that the encoders and the
 //! binary decoder handle by their row alone (all but regions and data, which they write
@@ -22,7 +22,7 @@
 
 use std::fmt;
 
-use crate::record::{ChildInfo, Event, RegionInfo, TimerInfo};
+use crate::record::{ChildInfo, RegionInfo, TimerInfo, Trace2Event};
 
 /// The kinds of Trace2 events. The number of each is its kind byte in the binary target
 /// (format 1.0) and its tag in the record codec.
@@ -105,7 +105,7 @@ impl fmt::Display for Kind {
     }
 }
 
-/// The type of a field: what Rust type it has in [`Event`], and how the record codec
+/// The type of a field: what Rust type it has in [`Trace2Event`], and how the record codec
 /// and Event JSON write it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldType {
@@ -142,7 +142,7 @@ pub enum FieldType {
 /// One field of a kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {
-    /// The field's name in [`Event`] (in [`ChildInfo`], [`RegionInfo`] or
+    /// The field's name in [`Trace2Event`] (in [`ChildInfo`], [`RegionInfo`] or
     /// [`TimerInfo`] for the kinds that group their fields).
     pub name: &'static str,
     /// The field's key in an Event JSON line; `None` when Event JSON does not write it
@@ -167,7 +167,7 @@ pub struct KindSpec {
     pub kind: Kind,
     /// The Trace2 event name (`"region_enter"`).
     pub name: &'static str,
-    /// The fields, in the order the [`Event`] variant declares them (the record codec's
+    /// The fields, in the order the [`Trace2Event`] variant declares them (the record codec's
     /// wire order).
     pub fields: &'static [Field],
     /// The binary target's argument signature (one type code per argument, in wire
@@ -454,14 +454,14 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
     row(Kind::TooManyFiles, "too_many_files", &[], ""),
 ];
 
-/// The pattern of every [`Event`] that is written and read by its catalogue row alone:
+/// The pattern of every [`Trace2Event`] that is written and read by its catalogue row alone:
 /// all kinds but the hot ones (regions and data, a line per region or datum), which the
 /// encoders and decoders write out by hand because a walk of the row cost them
 /// measurably more (`docs/performance.md`).
 ///
 /// The record codec's encoder and the binary writer and decoder match
-/// `Event::RegionEnter { .. }`, ..., and this pattern, with no `_` arm: a new variant of
-/// [`Event`] not listed here makes each of those matches fail to compile, so that the
+/// `Trace2Event::RegionEnter { .. }`, ..., and this pattern, with no `_` arm: a new variant of
+/// [`Trace2Event`] not listed here makes each of those matches fail to compile, so that the
 /// kind is either added here (regular, nothing else to do) or given its own arm
 /// everywhere. [`regular_kind!`](crate::regular_kind) is the same list as [`Kind`]s.
 /// (The record codec's decoder reads any kind but the hot ones by its row, which is
@@ -469,30 +469,30 @@ pub const CATALOGUE: [KindSpec; KIND_COUNT] = [
 #[macro_export]
 macro_rules! regular_event {
     () => {
-        $crate::Event::Version { .. }
-            | $crate::Event::TooManyFiles
-            | $crate::Event::Start { .. }
-            | $crate::Event::CmdAncestry { .. }
-            | $crate::Event::CmdPath { .. }
-            | $crate::Event::CmdName { .. }
-            | $crate::Event::CmdMode { .. }
-            | $crate::Event::Alias { .. }
-            | $crate::Event::DefParam { .. }
-            | $crate::Event::DefRepo { .. }
-            | $crate::Event::Printf { .. }
-            | $crate::Event::Error { .. }
-            | $crate::Event::ChildStart(_)
-            | $crate::Event::ChildExit { .. }
-            | $crate::Event::ChildReady { .. }
-            | $crate::Event::Exec { .. }
-            | $crate::Event::ExecResult { .. }
-            | $crate::Event::ThreadStart
-            | $crate::Event::ThreadExit { .. }
-            | $crate::Event::Timer { .. }
-            | $crate::Event::Counter { .. }
-            | $crate::Event::Exit { .. }
-            | $crate::Event::Atexit { .. }
-            | $crate::Event::Signal { .. }
+        $crate::Trace2Event::Version { .. }
+            | $crate::Trace2Event::TooManyFiles
+            | $crate::Trace2Event::Start { .. }
+            | $crate::Trace2Event::CmdAncestry { .. }
+            | $crate::Trace2Event::CmdPath { .. }
+            | $crate::Trace2Event::CmdName { .. }
+            | $crate::Trace2Event::CmdMode { .. }
+            | $crate::Trace2Event::Alias { .. }
+            | $crate::Trace2Event::DefParam { .. }
+            | $crate::Trace2Event::DefRepo { .. }
+            | $crate::Trace2Event::Printf { .. }
+            | $crate::Trace2Event::Error { .. }
+            | $crate::Trace2Event::ChildStart(_)
+            | $crate::Trace2Event::ChildExit { .. }
+            | $crate::Trace2Event::ChildReady { .. }
+            | $crate::Trace2Event::Exec { .. }
+            | $crate::Trace2Event::ExecResult { .. }
+            | $crate::Trace2Event::ThreadStart
+            | $crate::Trace2Event::ThreadExit { .. }
+            | $crate::Trace2Event::Timer { .. }
+            | $crate::Trace2Event::Counter { .. }
+            | $crate::Trace2Event::Exit { .. }
+            | $crate::Trace2Event::Atexit { .. }
+            | $crate::Trace2Event::Signal { .. }
     };
 }
 
@@ -530,8 +530,8 @@ macro_rules! regular_kind {
     };
 }
 
-/// The value of one field, as [`Event::visit_fields`] hands it over and
-/// [`Event::from_fields`] takes it.
+/// The value of one field, as [`Trace2Event::visit_fields`] hands it over and
+/// [`Trace2Event::from_fields`] takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FieldValue<'a> {
     /// [`FieldType::Text`], [`FieldType::TextOmittedWhenEmpty`], [`FieldType::Json`].
@@ -573,7 +573,7 @@ impl FieldValue<'_> {
     }
 }
 
-/// Why [`Event::from_fields`] could not build an event.
+/// Why [`Trace2Event::from_fields`] could not build an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FieldError {
     /// The kind being built.
@@ -606,132 +606,132 @@ fn pad<'a, const N: usize>(values: [FieldValue<'a>; N]) -> ([FieldValue<'a>; MAX
 }
 
 /// `$value` with `$k` bound to the kind of `$event`: the one list of which variant is
-/// which kind, for [`Event::kind`] and [`Event::name`] (each arm's value is a constant
+/// which kind, for [`Trace2Event::kind`] and [`Trace2Event::name`] (each arm's value is a constant
 /// the compiler folds, so `name` is one table lookup).
 macro_rules! per_kind {
     ($event:expr, $k:ident => $value:expr) => {
         match $event {
-            Event::Version { .. } => {
+            Trace2Event::Version { .. } => {
                 let $k = Kind::Version;
                 $value
             }
-            Event::TooManyFiles => {
+            Trace2Event::TooManyFiles => {
                 let $k = Kind::TooManyFiles;
                 $value
             }
-            Event::Start { .. } => {
+            Trace2Event::Start { .. } => {
                 let $k = Kind::Start;
                 $value
             }
-            Event::CmdAncestry { .. } => {
+            Trace2Event::CmdAncestry { .. } => {
                 let $k = Kind::CmdAncestry;
                 $value
             }
-            Event::CmdPath { .. } => {
+            Trace2Event::CmdPath { .. } => {
                 let $k = Kind::CmdPath;
                 $value
             }
-            Event::CmdName { .. } => {
+            Trace2Event::CmdName { .. } => {
                 let $k = Kind::CmdName;
                 $value
             }
-            Event::CmdMode { .. } => {
+            Trace2Event::CmdMode { .. } => {
                 let $k = Kind::CmdMode;
                 $value
             }
-            Event::Alias { .. } => {
+            Trace2Event::Alias { .. } => {
                 let $k = Kind::Alias;
                 $value
             }
-            Event::DefParam { .. } => {
+            Trace2Event::DefParam { .. } => {
                 let $k = Kind::DefParam;
                 $value
             }
-            Event::DefRepo { .. } => {
+            Trace2Event::DefRepo { .. } => {
                 let $k = Kind::DefRepo;
                 $value
             }
-            Event::RegionEnter { .. } => {
+            Trace2Event::RegionEnter { .. } => {
                 let $k = Kind::RegionEnter;
                 $value
             }
-            Event::RegionLeave { .. } => {
+            Trace2Event::RegionLeave { .. } => {
                 let $k = Kind::RegionLeave;
                 $value
             }
-            Event::Data { .. } => {
+            Trace2Event::Data { .. } => {
                 let $k = Kind::Data;
                 $value
             }
-            Event::DataJson { .. } => {
+            Trace2Event::DataJson { .. } => {
                 let $k = Kind::DataJson;
                 $value
             }
-            Event::Printf { .. } => {
+            Trace2Event::Printf { .. } => {
                 let $k = Kind::Printf;
                 $value
             }
-            Event::Error { .. } => {
+            Trace2Event::Error { .. } => {
                 let $k = Kind::Error;
                 $value
             }
-            Event::ChildStart(_) => {
+            Trace2Event::ChildStart(_) => {
                 let $k = Kind::ChildStart;
                 $value
             }
-            Event::ChildExit { .. } => {
+            Trace2Event::ChildExit { .. } => {
                 let $k = Kind::ChildExit;
                 $value
             }
-            Event::ChildReady { .. } => {
+            Trace2Event::ChildReady { .. } => {
                 let $k = Kind::ChildReady;
                 $value
             }
-            Event::Exec { .. } => {
+            Trace2Event::Exec { .. } => {
                 let $k = Kind::Exec;
                 $value
             }
-            Event::ExecResult { .. } => {
+            Trace2Event::ExecResult { .. } => {
                 let $k = Kind::ExecResult;
                 $value
             }
-            Event::ThreadStart => {
+            Trace2Event::ThreadStart => {
                 let $k = Kind::ThreadStart;
                 $value
             }
-            Event::ThreadExit { .. } => {
+            Trace2Event::ThreadExit { .. } => {
                 let $k = Kind::ThreadExit;
                 $value
             }
-            Event::Timer {
+            Trace2Event::Timer {
                 per_thread: true, ..
             } => {
                 let $k = Kind::ThTimer;
                 $value
             }
-            Event::Timer { .. } => {
+            Trace2Event::Timer { .. } => {
                 let $k = Kind::Timer;
                 $value
             }
-            Event::Counter {
+            Trace2Event::Counter {
                 per_thread: true, ..
             } => {
                 let $k = Kind::ThCounter;
                 $value
             }
-            Event::Counter { .. } => {
+            Trace2Event::Counter { .. } => {
                 let $k = Kind::Counter;
                 $value
             }
-            Event::Exit { .. } => {
+            Trace2Event::Exit { .. } => {
                 let $k = Kind::Exit;
                 $value
             }
-            Event::Atexit { .. } => {
+            Trace2Event::Atexit { .. } => {
                 let $k = Kind::Atexit;
                 $value
             }
-            Event::Signal { .. } => {
+            Trace2Event::Signal { .. } => {
                 let $k = Kind::Signal;
                 $value
             }
@@ -739,7 +739,7 @@ macro_rules! per_kind {
     };
 }
 
-impl<'a> Event<'a> {
+impl<'a> Trace2Event<'a> {
     /// The event's kind: its row of the [`CATALOGUE`].
     #[inline]
     pub fn kind(&self) -> Kind {
@@ -767,28 +767,28 @@ impl<'a> Event<'a> {
     pub fn field_values(&self) -> ([FieldValue<'a>; MAX_FIELDS], usize) {
         use FieldValue as V;
         match *self {
-            Event::Version { exe } => pad([V::Text(exe)]),
-            Event::TooManyFiles | Event::ThreadStart => pad([]),
-            Event::Start { argv } => pad([V::TextList(argv)]),
-            Event::CmdAncestry { ancestry } => pad([V::TextList(ancestry)]),
-            Event::CmdPath { path } => pad([V::Text(path)]),
-            Event::CmdName { name, hierarchy } => pad([V::Text(name), V::Text(hierarchy)]),
-            Event::CmdMode { name } => pad([V::Text(name)]),
-            Event::Alias { alias, argv } => pad([V::Text(alias), V::TextList(argv)]),
-            Event::DefParam {
+            Trace2Event::Version { exe } => pad([V::Text(exe)]),
+            Trace2Event::TooManyFiles | Trace2Event::ThreadStart => pad([]),
+            Trace2Event::Start { argv } => pad([V::TextList(argv)]),
+            Trace2Event::CmdAncestry { ancestry } => pad([V::TextList(ancestry)]),
+            Trace2Event::CmdPath { path } => pad([V::Text(path)]),
+            Trace2Event::CmdName { name, hierarchy } => pad([V::Text(name), V::Text(hierarchy)]),
+            Trace2Event::CmdMode { name } => pad([V::Text(name)]),
+            Trace2Event::Alias { alias, argv } => pad([V::Text(alias), V::TextList(argv)]),
+            Trace2Event::DefParam {
                 scope,
                 param,
                 value,
             } => pad([V::Text(scope), V::Text(param), V::OptText(value)]),
-            Event::DefRepo { repo, worktree } => pad([V::Int(repo), V::Text(worktree)]),
-            Event::RegionEnter { region, nesting } => pad([
+            Trace2Event::DefRepo { repo, worktree } => pad([V::Int(repo), V::Text(worktree)]),
+            Trace2Event::RegionEnter { region, nesting } => pad([
                 V::OptInt(region.repo),
                 V::OptText(region.category),
                 V::OptText(region.label),
                 V::OptText(region.msg),
                 V::Nesting(nesting),
             ]),
-            Event::RegionLeave {
+            Trace2Event::RegionLeave {
                 region,
                 nesting,
                 t_rel_us,
@@ -800,7 +800,7 @@ impl<'a> Event<'a> {
                 V::Nesting(nesting),
                 V::Uint(t_rel_us),
             ]),
-            Event::Data {
+            Trace2Event::Data {
                 repo,
                 category,
                 key,
@@ -808,7 +808,7 @@ impl<'a> Event<'a> {
                 nesting,
                 t_rel_us,
             }
-            | Event::DataJson {
+            | Trace2Event::DataJson {
                 repo,
                 category,
                 key,
@@ -823,9 +823,9 @@ impl<'a> Event<'a> {
                 V::Nesting(nesting),
                 V::Uint(t_rel_us),
             ]),
-            Event::Printf { msg } => pad([V::OptText(msg)]),
-            Event::Error { msg, fmt } => pad([V::OptText(msg), V::OptText(fmt)]),
-            Event::ChildStart(c) => pad([
+            Trace2Event::Printf { msg } => pad([V::OptText(msg)]),
+            Trace2Event::Error { msg, fmt } => pad([V::OptText(msg), V::OptText(fmt)]),
+            Trace2Event::ChildStart(c) => pad([
                 V::Uint(c.child_id),
                 V::Text(c.class),
                 V::OptText(c.hook_name),
@@ -834,7 +834,7 @@ impl<'a> Event<'a> {
                 V::Flag(c.is_git),
                 V::TextList(c.argv),
             ]),
-            Event::ChildExit {
+            Trace2Event::ChildExit {
                 child_id,
                 pid,
                 code,
@@ -845,7 +845,7 @@ impl<'a> Event<'a> {
                 V::Int(code),
                 V::Uint(elapsed_us),
             ]),
-            Event::ChildReady {
+            Trace2Event::ChildReady {
                 child_id,
                 pid,
                 ready,
@@ -856,14 +856,14 @@ impl<'a> Event<'a> {
                 V::Text(ready),
                 V::Uint(elapsed_us),
             ]),
-            Event::Exec { exec_id, exe, argv } => {
+            Trace2Event::Exec { exec_id, exe, argv } => {
                 pad([V::Uint(exec_id), V::OptText(exe), V::TextList(argv)])
             }
-            Event::ExecResult { exec_id, code, err } => {
+            Trace2Event::ExecResult { exec_id, code, err } => {
                 pad([V::Uint(exec_id), V::Int(code), V::OptText(err)])
             }
-            Event::ThreadExit { elapsed_us } => pad([V::Uint(elapsed_us)]),
-            Event::Timer { timer: t, .. } => pad([
+            Trace2Event::ThreadExit { elapsed_us } => pad([V::Uint(elapsed_us)]),
+            Trace2Event::Timer { timer: t, .. } => pad([
                 V::Text(t.category),
                 V::Text(t.name),
                 V::Uint(t.intervals),
@@ -871,14 +871,14 @@ impl<'a> Event<'a> {
                 V::Uint(t.min_ns),
                 V::Uint(t.max_ns),
             ]),
-            Event::Counter {
+            Trace2Event::Counter {
                 category,
                 name,
                 value,
                 ..
             } => pad([V::Text(category), V::Text(name), V::Uint(value)]),
-            Event::Exit { code } | Event::Atexit { code } => pad([V::Code(code)]),
-            Event::Signal { signo } => pad([V::Code(signo)]),
+            Trace2Event::Exit { code } | Trace2Event::Atexit { code } => pad([V::Code(code)]),
+            Trace2Event::Signal { signo } => pad([V::Code(signo)]),
         }
     }
 
@@ -887,7 +887,7 @@ impl<'a> Event<'a> {
     pub fn from_fields<E: From<FieldError>>(
         kind: Kind,
         mut value: impl FnMut(&'static Field) -> Result<FieldValue<'a>, E>,
-    ) -> Result<Event<'a>, E> {
+    ) -> Result<Trace2Event<'a>, E> {
         let mut fields = kind.spec().fields.iter();
         let mut next = || -> Result<FieldValue<'a>, E> {
             let field = fields
@@ -938,7 +938,7 @@ impl<'a> Event<'a> {
                 FieldValue::Uint(v) => v,
                 _ => unreachable!("checked by FieldValue::fits"),
             };
-            Ok::<_, E>(Event::Timer {
+            Ok::<_, E>(Trace2Event::Timer {
                 per_thread,
                 timer: TimerInfo {
                     category: text(next()?),
@@ -951,43 +951,43 @@ impl<'a> Event<'a> {
             })
         };
         Ok(match kind {
-            Kind::Version => Event::Version { exe: take!(Text) },
-            Kind::TooManyFiles => Event::TooManyFiles,
-            Kind::Start => Event::Start {
+            Kind::Version => Trace2Event::Version { exe: take!(Text) },
+            Kind::TooManyFiles => Trace2Event::TooManyFiles,
+            Kind::Start => Trace2Event::Start {
                 argv: take!(TextList),
             },
-            Kind::CmdAncestry => Event::CmdAncestry {
+            Kind::CmdAncestry => Trace2Event::CmdAncestry {
                 ancestry: take!(TextList),
             },
-            Kind::CmdPath => Event::CmdPath { path: take!(Text) },
-            Kind::CmdName => Event::CmdName {
+            Kind::CmdPath => Trace2Event::CmdPath { path: take!(Text) },
+            Kind::CmdName => Trace2Event::CmdName {
                 name: take!(Text),
                 hierarchy: take!(Text),
             },
-            Kind::CmdMode => Event::CmdMode { name: take!(Text) },
-            Kind::Alias => Event::Alias {
+            Kind::CmdMode => Trace2Event::CmdMode { name: take!(Text) },
+            Kind::Alias => Trace2Event::Alias {
                 alias: take!(Text),
                 argv: take!(TextList),
             },
-            Kind::DefParam => Event::DefParam {
+            Kind::DefParam => Trace2Event::DefParam {
                 scope: take!(Text),
                 param: take!(Text),
                 value: take!(OptText),
             },
-            Kind::DefRepo => Event::DefRepo {
+            Kind::DefRepo => Trace2Event::DefRepo {
                 repo: take!(Int),
                 worktree: take!(Text),
             },
-            Kind::RegionEnter => Event::RegionEnter {
+            Kind::RegionEnter => Trace2Event::RegionEnter {
                 region: region(&mut next)?,
                 nesting: take!(Nesting),
             },
-            Kind::RegionLeave => Event::RegionLeave {
+            Kind::RegionLeave => Trace2Event::RegionLeave {
                 region: region(&mut next)?,
                 nesting: take!(Nesting),
                 t_rel_us: take!(Uint),
             },
-            Kind::Data => Event::Data {
+            Kind::Data => Trace2Event::Data {
                 repo: take!(OptInt),
                 category: take!(Text),
                 key: take!(Text),
@@ -995,7 +995,7 @@ impl<'a> Event<'a> {
                 nesting: take!(Nesting),
                 t_rel_us: take!(Uint),
             },
-            Kind::DataJson => Event::DataJson {
+            Kind::DataJson => Trace2Event::DataJson {
                 repo: take!(OptInt),
                 category: take!(Text),
                 key: take!(Text),
@@ -1003,14 +1003,14 @@ impl<'a> Event<'a> {
                 nesting: take!(Nesting),
                 t_rel_us: take!(Uint),
             },
-            Kind::Printf => Event::Printf {
+            Kind::Printf => Trace2Event::Printf {
                 msg: take!(OptText),
             },
-            Kind::Error => Event::Error {
+            Kind::Error => Trace2Event::Error {
                 msg: take!(OptText),
                 fmt: take!(OptText),
             },
-            Kind::ChildStart => Event::ChildStart(ChildInfo {
+            Kind::ChildStart => Trace2Event::ChildStart(ChildInfo {
                 child_id: take!(Uint),
                 class: take!(Text),
                 hook_name: take!(OptText),
@@ -1019,43 +1019,43 @@ impl<'a> Event<'a> {
                 is_git: take!(Flag),
                 argv: take!(TextList),
             }),
-            Kind::ChildExit => Event::ChildExit {
+            Kind::ChildExit => Trace2Event::ChildExit {
                 child_id: take!(Uint),
                 pid: take!(Int),
                 code: take!(Int),
                 elapsed_us: take!(Uint),
             },
-            Kind::ChildReady => Event::ChildReady {
+            Kind::ChildReady => Trace2Event::ChildReady {
                 child_id: take!(Uint),
                 pid: take!(Int),
                 ready: take!(Text),
                 elapsed_us: take!(Uint),
             },
-            Kind::Exec => Event::Exec {
+            Kind::Exec => Trace2Event::Exec {
                 exec_id: take!(Uint),
                 exe: take!(OptText),
                 argv: take!(TextList),
             },
-            Kind::ExecResult => Event::ExecResult {
+            Kind::ExecResult => Trace2Event::ExecResult {
                 exec_id: take!(Uint),
                 code: take!(Int),
                 err: take!(OptText),
             },
-            Kind::ThreadStart => Event::ThreadStart,
-            Kind::ThreadExit => Event::ThreadExit {
+            Kind::ThreadStart => Trace2Event::ThreadStart,
+            Kind::ThreadExit => Trace2Event::ThreadExit {
                 elapsed_us: take!(Uint),
             },
             Kind::Timer => timer(false, &mut next)?,
             Kind::ThTimer => timer(true, &mut next)?,
-            Kind::Counter | Kind::ThCounter => Event::Counter {
+            Kind::Counter | Kind::ThCounter => Trace2Event::Counter {
                 per_thread: kind == Kind::ThCounter,
                 category: take!(Text),
                 name: take!(Text),
                 value: take!(Uint),
             },
-            Kind::Exit => Event::Exit { code: take!(Code) },
-            Kind::Atexit => Event::Atexit { code: take!(Code) },
-            Kind::Signal => Event::Signal { signo: take!(Code) },
+            Kind::Exit => Trace2Event::Exit { code: take!(Code) },
+            Kind::Atexit => Trace2Event::Atexit { code: take!(Code) },
+            Kind::Signal => Trace2Event::Signal { signo: take!(Code) },
         })
     }
 }
@@ -1078,8 +1078,8 @@ mod tests {
     }
 
     /// A sample event of every kind, built from the catalogue alone.
-    fn sample(kind: Kind) -> Event<'static> {
-        Event::from_fields(kind, |field| {
+    fn sample(kind: Kind) -> Trace2Event<'static> {
+        Trace2Event::from_fields(kind, |field| {
             Ok::<_, FieldError>(match field.ty {
                 Text | TextOmittedWhenEmpty | Json => FieldValue::Text(field.name),
                 OptText => FieldValue::OptText(Some(field.name)),
@@ -1112,9 +1112,10 @@ mod tests {
             let names: Vec<_> = spec.fields.iter().map(|f| f.name).collect();
             assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), names);
             let mut values = seen.iter().map(|s| s.1);
-            let again =
-                Event::from_fields(spec.kind, |_| Ok::<_, FieldError>(values.next().unwrap()))
-                    .unwrap();
+            let again = Trace2Event::from_fields(spec.kind, |_| {
+                Ok::<_, FieldError>(values.next().unwrap())
+            })
+            .unwrap();
             assert_eq!(format!("{again:?}"), format!("{event:?}"));
         }
     }
@@ -1140,7 +1141,7 @@ mod tests {
 
     #[test]
     fn a_value_of_the_wrong_type_is_an_error() {
-        let err = Event::from_fields(Kind::Exit, |_| Ok::<_, FieldError>(FieldValue::Int(1)))
+        let err = Trace2Event::from_fields(Kind::Exit, |_| Ok::<_, FieldError>(FieldValue::Int(1)))
             .unwrap_err();
         assert_eq!(
             err,

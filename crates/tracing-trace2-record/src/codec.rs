@@ -4,7 +4,7 @@
 //! [`encode`] appends one record to a byte buffer; [`decode`] reads it back as a
 //! [`Record`] that borrows its strings from the buffer (nothing is copied, nothing is
 //! allocated beyond the list of `&str` that argument lists need, which the caller
-//! passes in). [`Decoder`] keeps that list between records, so that replaying a stream
+//! passes in). [`Replayer`] keeps that list between records, so that replaying a stream
 //! allocates nothing per record once the list has grown. The deferred background writer
 //! (`Trace2Layer::builder().with_deferred(..)`) uses it to move formatting off the
 //! traced thread.
@@ -43,7 +43,7 @@
 //!
 //! Regions and data, a line per region or datum, are encoded and decoded by hand (they
 //! run on the traced thread for every such line, where a generic walk cost more); every
-//! other kind is written from [`Event::visit_fields`] and read by [`Event::from_fields`],
+//! other kind is written from [`Trace2Event::visit_fields`] and read by [`Trace2Event::from_fields`],
 //! its catalogue row, so a new kind needs nothing here (the encoder's match names the hot
 //! kinds and [`regular_event!`](crate::regular_event), with no `_` arm; the decoder reads
 //! every kind but the hot ones by its row). Tests walk every kind's encoding by the
@@ -61,7 +61,7 @@
 use std::fmt;
 
 use crate::catalogue::{FieldError, FieldType, FieldValue, Kind};
-use crate::record::{Callsite, Event, Record, RegionInfo, Timestamp};
+use crate::record::{Callsite, Record, RegionInfo, Timestamp, Trace2Event};
 use crate::text::Appender;
 
 /// The version byte that starts every record of this layout.
@@ -86,13 +86,13 @@ const NONE_LEN: u32 = u32::MAX;
 pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
     // The region arms name their kind, so that its tag is a constant.
     match record.event {
-        Event::RegionEnter { region, nesting } => {
+        Trace2Event::RegionEnter { region, nesting } => {
             encode_frame(record, Kind::RegionEnter, out, |w| {
                 w.region(&region);
                 w.u32(nesting);
             });
         }
-        Event::RegionLeave {
+        Trace2Event::RegionLeave {
             region,
             nesting,
             t_rel_us,
@@ -101,7 +101,7 @@ pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
             w.u32(nesting);
             w.u64(t_rel_us);
         }),
-        Event::Data {
+        Trace2Event::Data {
             repo,
             category,
             key,
@@ -109,7 +109,7 @@ pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
             nesting,
             t_rel_us,
         }
-        | Event::DataJson {
+        | Trace2Event::DataJson {
             repo,
             category,
             key,
@@ -273,7 +273,7 @@ impl FrameWriter<'_> {
 
     /// The event's fields in catalogue order, each as its type says (the table in the
     /// module documentation).
-    fn by_catalogue(&mut self, event: &Event<'_>) {
+    fn by_catalogue(&mut self, event: &Trace2Event<'_>) {
         event.visit_fields(|_, value| match value {
             FieldValue::Text(text) => self.str(text),
             FieldValue::OptText(text) => self.opt_str(text),
@@ -334,7 +334,7 @@ impl std::error::Error for DecodeError {}
 ///
 /// The record borrows its strings from `buf`; the argument list of the events that have
 /// one (`start`, `cmd_ancestry`, `alias`, `child_start`, `exec`) is collected in `list`,
-/// which is cleared first. See [`Decoder`] to reuse one list across buffers.
+/// which is cleared first. See [`Replayer`] to reuse one list across buffers.
 pub fn decode<'b, 'l>(
     buf: &'b [u8],
     list: &'l mut Vec<&'b str>,
@@ -453,7 +453,7 @@ impl<'b> FrameReader<'b> {
         self.buf = rest;
         if self.utf8 == Utf8::Encoded {
             #[allow(unsafe_code)]
-            // SAFETY: `Utf8::Encoded` comes only from `Decoder::replay_encoded`, whose
+            // SAFETY: `Utf8::Encoded` comes only from `Replayer::replay_encoded`, whose
             // caller promises that the buffer holds whole records as `encode` wrote them,
             // back to back: the framing read so far matches the encoder's, so `text` is
             // the bytes of one `&str` that `encode` copied.
@@ -508,21 +508,21 @@ impl<'b> FrameReader<'b> {
         &mut self,
         tag: u8,
         list: &'l mut Vec<&'b str>,
-    ) -> Result<Event<'l>, DecodeError> {
+    ) -> Result<Trace2Event<'l>, DecodeError> {
         let Some(kind) = Kind::from_id(tag) else {
             return Err(DecodeError::Tag(tag));
         };
         Ok(match kind {
-            Kind::RegionEnter => Event::RegionEnter {
+            Kind::RegionEnter => Trace2Event::RegionEnter {
                 region: self.region()?,
                 nesting: self.u32()?,
             },
-            Kind::RegionLeave => Event::RegionLeave {
+            Kind::RegionLeave => Trace2Event::RegionLeave {
                 region: self.region()?,
                 nesting: self.u32()?,
                 t_rel_us: self.u64()?,
             },
-            Kind::Data => Event::Data {
+            Kind::Data => Trace2Event::Data {
                 repo: self.opt_i64()?,
                 category: self.str()?,
                 key: self.str()?,
@@ -530,7 +530,7 @@ impl<'b> FrameReader<'b> {
                 nesting: self.u32()?,
                 t_rel_us: self.u64()?,
             },
-            Kind::DataJson => Event::DataJson {
+            Kind::DataJson => Trace2Event::DataJson {
                 repo: self.opt_i64()?,
                 category: self.str()?,
                 key: self.str()?,
@@ -553,10 +553,10 @@ impl<'b> FrameReader<'b> {
         &mut self,
         kind: Kind,
         list: &'l mut Vec<&'b str>,
-    ) -> Result<Event<'l>, DecodeError> {
+    ) -> Result<Trace2Event<'l>, DecodeError> {
         // A kind has at most one list.
         let mut list = Some(list);
-        Event::from_fields(kind, |field| {
+        Trace2Event::from_fields(kind, |field| {
             Ok(match field.ty {
                 FieldType::Text | FieldType::TextOmittedWhenEmpty | FieldType::Json => {
                     FieldValue::Text(self.str()?)
@@ -582,12 +582,12 @@ impl<'b> FrameReader<'b> {
 /// Decodes buffers of records one after the other, keeping the room that argument
 /// lists need between buffers (so that, once grown, it allocates nothing).
 #[derive(Debug, Default)]
-pub struct Decoder {
+pub struct Replayer {
     /// Always empty between calls; only its capacity is kept.
     spare: Vec<&'static str>,
 }
 
-impl Decoder {
+impl Replayer {
     /// A decoder with no room yet.
     pub fn new() -> Self {
         Self::default()
@@ -655,7 +655,7 @@ mod tests {
     use super::*;
     use crate::record::ChildInfo;
 
-    fn record(event: Event<'_>) -> Record<'_> {
+    fn record(event: Trace2Event<'_>) -> Record<'_> {
         Record {
             event,
             time: Timestamp {
@@ -692,17 +692,17 @@ mod tests {
             msg: Some("m"),
         };
         for event in [
-            Event::Start { argv: &argv },
-            Event::Start { argv: &[] },
-            Event::RegionEnter { region, nesting: 0 },
-            Event::RegionLeave {
+            Trace2Event::Start { argv: &argv },
+            Trace2Event::Start { argv: &[] },
+            Trace2Event::RegionEnter { region, nesting: 0 },
+            Trace2Event::RegionLeave {
                 region: RegionInfo::default(),
                 nesting: u32::MAX,
                 t_rel_us: 1,
             },
-            Event::Printf { msg: None },
-            Event::Printf { msg: Some("") },
-            Event::ChildStart(ChildInfo {
+            Trace2Event::Printf { msg: None },
+            Trace2Event::Printf { msg: Some("") },
+            Trace2Event::ChildStart(ChildInfo {
                 child_id: 9,
                 class: "hook",
                 hook_name: Some("pre-commit"),
@@ -711,11 +711,11 @@ mod tests {
                 is_git: false,
                 argv: &argv,
             }),
-            Event::Signal { signo: -3 },
+            Trace2Event::Signal { signo: -3 },
         ] {
             round_trip(&record(event));
         }
-        let mut r = record(Event::ThreadStart);
+        let mut r = record(Trace2Event::ThreadStart);
         r.callsite = Callsite::default();
         round_trip(&r);
     }
@@ -729,7 +729,7 @@ mod tests {
         let list = ["x", "yz"];
         for spec in &CATALOGUE {
             let mut n = 0u64;
-            let event = Event::from_fields(spec.kind, |field| {
+            let event = Trace2Event::from_fields(spec.kind, |field| {
                 n += 1;
                 Ok::<_, FieldError>(match field.ty {
                     T::Text | T::TextOmittedWhenEmpty | T::Json => V::Text(field.name),
@@ -800,7 +800,7 @@ mod tests {
         let list = ["x", "yz"];
         for spec in &CATALOGUE {
             let mut n = 0u64;
-            let event = Event::from_fields(spec.kind, |field| {
+            let event = Trace2Event::from_fields(spec.kind, |field| {
                 n += 1;
                 Ok::<_, FieldError>(match field.ty {
                     T::Text | T::TextOmittedWhenEmpty | T::Json => V::Text(field.name),
@@ -836,11 +836,11 @@ mod tests {
     #[test]
     fn records_follow_each_other() {
         let mut buf = Vec::new();
-        encode(&record(Event::Exit { code: 3 }), &mut buf);
-        encode(&record(Event::Atexit { code: 3 }), &mut buf);
+        encode(&record(Trace2Event::Exit { code: 3 }), &mut buf);
+        encode(&record(Trace2Event::Atexit { code: 3 }), &mut buf);
         let mut names = Vec::new();
-        let mut decoder = Decoder::new();
-        let n = decoder
+        let mut replayer = Replayer::new();
+        let n = replayer
             .replay(&buf, |r| names.push(r.event.name()))
             .unwrap();
         assert_eq!(n, 2);
@@ -854,22 +854,22 @@ mod tests {
     fn encoded_replay_matches_checked_replay() {
         let argv = ["git", "status", "ünïcödé", ""];
         let mut buf = Vec::new();
-        encode(&record(Event::Start { argv: &argv }), &mut buf);
+        encode(&record(Trace2Event::Start { argv: &argv }), &mut buf);
         encode(
-            &record(Event::Printf {
+            &record(Trace2Event::Printf {
                 msg: Some("ünï 🎉"),
             }),
             &mut buf,
         );
-        encode(&record(Event::Atexit { code: 0 }), &mut buf);
+        encode(&record(Trace2Event::Atexit { code: 0 }), &mut buf);
         let mut checked = Vec::new();
-        Decoder::new()
+        Replayer::new()
             .replay(&buf, |r| checked.push(format!("{r:?}")))
             .unwrap();
         let mut unchecked = Vec::new();
         // SAFETY: `buf` is what `encode` wrote, unchanged.
         let n =
-            unsafe { Decoder::new().replay_encoded(&buf, |r| unchecked.push(format!("{r:?}"))) }
+            unsafe { Replayer::new().replay_encoded(&buf, |r| unchecked.push(format!("{r:?}"))) }
                 .unwrap();
         assert_eq!(n, 3);
         assert_eq!(unchecked, checked);
@@ -879,20 +879,20 @@ mod tests {
     fn decoder_keeps_its_list_room() {
         let argv = ["a"; 40];
         let mut buf = Vec::new();
-        encode(&record(Event::Start { argv: &argv }), &mut buf);
-        let mut decoder = Decoder::new();
-        decoder.replay(&buf, |_| {}).unwrap();
-        let room = decoder.spare.capacity();
+        encode(&record(Trace2Event::Start { argv: &argv }), &mut buf);
+        let mut replayer = Replayer::new();
+        replayer.replay(&buf, |_| {}).unwrap();
+        let room = replayer.spare.capacity();
         assert!(room >= 40);
-        decoder.replay(&buf, |_| {}).unwrap();
-        assert_eq!(decoder.spare.capacity(), room);
-        assert!(decoder.spare.is_empty());
+        replayer.replay(&buf, |_| {}).unwrap();
+        assert_eq!(replayer.spare.capacity(), room);
+        assert!(replayer.spare.is_empty());
     }
 
     #[test]
     fn bad_input_is_an_error() {
         let mut buf = Vec::new();
-        encode(&record(Event::CmdPath { path: "/bin/x" }), &mut buf);
+        encode(&record(Trace2Event::CmdPath { path: "/bin/x" }), &mut buf);
         let mut list = Vec::new();
         assert_eq!(decode(&[], &mut list).unwrap_err(), DecodeError::Truncated);
         for cut in 1..buf.len() {
@@ -934,7 +934,7 @@ mod tests {
         // A presence byte that is neither 0 nor 1.
         let mut data = Vec::new();
         encode(
-            &record(Event::Data {
+            &record(Trace2Event::Data {
                 repo: None,
                 category: "",
                 key: "",
@@ -948,9 +948,9 @@ mod tests {
         let flag = data.len() - (1 + 3 * 4 + 4 + 8);
         data[flag] = 7;
         assert_eq!(decode(&data, &mut list).unwrap_err(), DecodeError::Flag(7));
-        let mut decoder = Decoder::new();
+        let mut replayer = Replayer::new();
         assert_eq!(
-            decoder.replay(&data, |_| {}).unwrap_err(),
+            replayer.replay(&data, |_| {}).unwrap_err(),
             DecodeError::Flag(7)
         );
         assert!(DecodeError::Flag(7).to_string().contains("flag byte 7"));

@@ -1,7 +1,7 @@
 //! The Trace2 record: what one Trace2 call is, before it becomes bytes.
 //!
 //! This is the lowest floor of `tracing-trace2`. It knows nothing of `tracing` and does no
-//! I/O: a [`Record`] holds one [`Event`] of the Trace2 [`catalogue`] (every kind declared
+//! I/O: a [`Record`] holds one [`Trace2Event`] of the Trace2 [`catalogue`] (every kind declared
 //! once, with its fields, Event JSON keys and wire types) with its clock reading,
 //! session, thread and callsite; a [`Format`] turns a record into the bytes of one line
 //! (the Normal, Perf and Event crates implement it); [`codec`] encodes records compactly
@@ -9,10 +9,10 @@
 //! across threads and files to the very same formatters; [`text`] holds the primitives
 //! those formatters share (numbers, times, quoting, JSON, and the append cursor, the main
 //! `unsafe` code of the crate; the other is the codec's replay of records it encoded
-//! itself without the UTF-8 check, `codec::Decoder::replay_encoded`).
+//! itself without the UTF-8 check, `codec::Replayer::replay_encoded`).
 //!
 //! ```
-//! use tracing_trace2_record::{Callsite, Event, Format, Record, Timestamp};
+//! use tracing_trace2_record::{Callsite, Trace2Event, Format, Record, Timestamp};
 //!
 //! /// A toy format: the event name and `t_abs`.
 //! struct Names;
@@ -26,7 +26,7 @@
 //! }
 //!
 //! let record = Record {
-//!     event: Event::Exit { code: 0 },
+//!     event: Trace2Event::Exit { code: 0 },
 //!     time: Timestamp { wall_us: 1_795_303_297_817_165, t_abs_us: 563 },
 //!     sid: "20261121T232137.816920Z-H0a7c9cdf-P00002a1e",
 //!     depth: 0,
@@ -41,9 +41,9 @@
 //! // The same record, encoded and replayed.
 //! let mut encoded = Vec::new();
 //! tracing_trace2_record::codec::encode(&record, &mut encoded);
-//! let mut decoder = tracing_trace2_record::codec::Decoder::default();
+//! let mut replayer = tracing_trace2_record::codec::Replayer::default();
 //! let mut again = Vec::new();
-//! decoder.replay(&encoded, |r| Names.format(r, &mut again)).unwrap();
+//! replayer.replay(&encoded, |r| Names.format(r, &mut again)).unwrap();
 //! assert_eq!(again, line);
 //! ```
 
@@ -55,7 +55,9 @@ mod record;
 pub mod text;
 
 pub use catalogue::{CATALOGUE, Field, FieldType, FieldValue, Kind, KindSpec};
-pub use record::{Callsite, ChildInfo, Event, Format, Record, RegionInfo, TimerInfo, Timestamp};
+pub use record::{
+    Callsite, ChildInfo, Format, Record, RegionInfo, TimerInfo, Timestamp, Trace2Event,
+};
 
 /// The README's examples, run as doctests so that they stay true.
 #[cfg(doctest)]

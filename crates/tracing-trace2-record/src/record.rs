@@ -27,7 +27,7 @@ pub struct Callsite<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Record<'a> {
     /// What happened.
-    pub event: Event<'a>,
+    pub event: Trace2Event<'a>,
     /// The clock reading of this call.
     pub time: Timestamp,
     /// The full session id (`parent/.../own`).
@@ -99,7 +99,7 @@ pub struct TimerInfo<'a> {
 /// Elapsed values that belong to the event (region or child durations) are carried in
 /// the variant; `t_abs` comes from [`Record::time`].
 #[derive(Clone, Copy, Debug)]
-pub enum Event<'a> {
+pub enum Trace2Event<'a> {
     /// First line of a process: the program version.
     Version {
         /// The version string written as `exe`.
@@ -299,15 +299,15 @@ pub enum Event<'a> {
     },
 }
 
-impl Event<'_> {
+impl Trace2Event<'_> {
     /// The region nesting of the events the Event target filters by nesting
     /// (`region_enter`, `region_leave`, `data`, `data_json`); `None` for the others.
     pub fn nesting(&self) -> Option<u32> {
         match self {
-            Event::RegionEnter { nesting, .. }
-            | Event::RegionLeave { nesting, .. }
-            | Event::Data { nesting, .. }
-            | Event::DataJson { nesting, .. } => Some(*nesting),
+            Trace2Event::RegionEnter { nesting, .. }
+            | Trace2Event::RegionLeave { nesting, .. }
+            | Trace2Event::Data { nesting, .. }
+            | Trace2Event::DataJson { nesting, .. } => Some(*nesting),
             _ => None,
         }
     }

@@ -6,7 +6,7 @@
 use tracing_trace2_record::catalogue::{
     CATALOGUE, FieldError, FieldType, FieldValue, KIND_COUNT, Kind,
 };
-use tracing_trace2_record::{Callsite, Event, Record, Timestamp};
+use tracing_trace2_record::{Callsite, Record, Timestamp, Trace2Event};
 
 /// A small deterministic generator (xorshift64*), so a failure can be replayed.
 pub struct Rng(pub u64);
@@ -135,13 +135,13 @@ impl Owned {
     /// The event, built from the catalogue's row: each field takes the next unused
     /// value of its type from the pools (`nesting` is kept small, as the formats draw
     /// it; a `repo` is present when `b[0]` says so).
-    pub fn event<'a>(&'a self, list: &'a [&'a str]) -> Event<'a> {
+    pub fn event<'a>(&'a self, list: &'a [&'a str]) -> Trace2Event<'a> {
         let (mut text, mut opt, mut uint, mut int, mut flag) = (0, 0, 0, 1, 1);
         let next = |i: &mut usize| {
             *i += 1;
             *i - 1
         };
-        Event::from_fields(self.catalogue_kind(), |field| {
+        Trace2Event::from_fields(self.catalogue_kind(), |field| {
             Ok::<_, FieldError>(match field.ty {
                 FieldType::Text | FieldType::TextOmittedWhenEmpty | FieldType::Json => {
                     FieldValue::Text(&self.s[next(&mut text)])

@@ -195,7 +195,7 @@ impl Trace2 {
     /// `TRACING_TRACE2_FLIGHT` (or `trace2.flightTarget`), with the cap, the minimum
     /// age and the opt-in triggers from [`FlightSettings`](crate::config::FlightSettings).
     pub fn with_flight_recorder(mut self, dir: impl Into<String>) -> Trace2 {
-        self.settings.flight.target = Some(dir.into());
+        self.settings.flight.directory = Some(dir.into());
         self
     }
 
@@ -238,7 +238,7 @@ impl Trace2 {
     /// Opens the enabled targets and returns the layer writing to them, or `None` when
     /// no target is enabled (then nothing is installed and tracing costs nothing extra).
     ///
-    /// Warnings about target values and destinations go to stderr as git prints them.
+    /// Warnings about destination values and destinations go to stderr as git prints them.
     /// Config problems that would stop git (an unreadable file, a valueless `trace2.*`
     /// key) and a `GIT_TRACE2_REDACT` value that is not a boolean are reported as
     /// warnings instead, and redaction then stays on.
@@ -288,11 +288,11 @@ impl Trace2 {
     /// to open).
     pub(crate) fn names_a_target(&self) -> bool {
         let s = &self.settings;
-        s.normal_target.is_some()
-            || s.perf_target.is_some()
-            || s.event_target.is_some()
+        s.normal_destination.is_some()
+            || s.perf_destination.is_some()
+            || s.event_destination.is_some()
             || self.binary.as_deref().is_some_and(|v| !v.is_empty())
-            || s.flight.target.is_some()
+            || s.flight.directory.is_some()
     }
 
     fn build(&self, guard: &mut BackgroundGuard) -> Option<Trace2Layer> {
@@ -342,21 +342,21 @@ impl Trace2 {
             .with_thread_announcement(self.announce_threads)
             .with_max_task_lanes(self.max_task_lanes);
         let mut any = false;
-        if let Some((sink, _)) = open(targets::NORMAL_ENV, &s.normal_target) {
+        if let Some((sink, _)) = open(targets::NORMAL_ENV, &s.normal_destination) {
             let format = NormalFormat::new()
                 .with_brief(s.normal_brief)
                 .with_utc_offset(offset);
             builder = builder.with_target(self.target(targets::normal(format, sink)));
             any = true;
         }
-        if let Some((sink, _)) = open(targets::PERF_ENV, &s.perf_target) {
+        if let Some((sink, _)) = open(targets::PERF_ENV, &s.perf_destination) {
             let format = PerfFormat::new()
                 .with_brief(s.perf_brief)
                 .with_utc_offset(offset);
             builder = builder.with_target(self.target(targets::perf(format, sink)));
             any = true;
         }
-        if let Some((sink, sentinel)) = open(targets::EVENT_ENV, &s.event_target) {
+        if let Some((sink, sentinel)) = open(targets::EVENT_ENV, &s.event_destination) {
             let format = EventFormat::new()
                 .with_brief(s.event_brief)
                 .with_max_nesting(s.event_nesting);
@@ -432,12 +432,12 @@ impl Trace2 {
     fn flight_recorder(&self) -> Option<FlightRecorder> {
         let s = &self.settings;
         let flight = &s.flight;
-        let dir = flight.target.as_deref()?;
+        let dir = flight.directory.as_deref()?;
         if parse_git_bool(dir) == Some(false) {
             return None;
         }
         if !std::path::Path::new(dir).is_absolute() {
-            // As git says of a target value it does not understand.
+            // As git says of a destination value it does not understand.
             dst::warning(&format!(
                 "trace2: unknown value for '{}': '{dir}'",
                 tracing_trace2_binary::flight::ENV_NAME

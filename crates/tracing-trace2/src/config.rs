@@ -95,15 +95,15 @@ pub struct ConfigEntry {
 #[non_exhaustive]
 pub struct Settings {
     /// Normal target (`GIT_TRACE2` / `trace2.normalTarget`), raw; `None` when unset or empty.
-    pub normal_target: Option<String>,
+    pub normal_destination: Option<String>,
     /// `GIT_TRACE2_BRIEF` / `trace2.normalBrief`.
     pub normal_brief: bool,
     /// Perf target (`GIT_TRACE2_PERF` / `trace2.perfTarget`), raw; `None` when unset or empty.
-    pub perf_target: Option<String>,
+    pub perf_destination: Option<String>,
     /// `GIT_TRACE2_PERF_BRIEF` / `trace2.perfBrief`.
     pub perf_brief: bool,
     /// Event target (`GIT_TRACE2_EVENT` / `trace2.eventTarget`), raw; `None` when unset or empty.
-    pub event_target: Option<String>,
+    pub event_destination: Option<String>,
     /// `GIT_TRACE2_EVENT_BRIEF` / `trace2.eventBrief`.
     pub event_brief: bool,
     /// `GIT_TRACE2_EVENT_NESTING` / `trace2.eventNesting`; 2 unless a value above 0 is given.
@@ -145,11 +145,11 @@ impl Default for Settings {
     /// Everything off, as with no config and an empty environment.
     fn default() -> Self {
         Settings {
-            normal_target: None,
+            normal_destination: None,
             normal_brief: false,
-            perf_target: None,
+            perf_destination: None,
             perf_brief: false,
-            event_target: None,
+            event_destination: None,
             event_brief: false,
             event_nesting: 2,
             config_params: Vec::new(),
@@ -231,15 +231,15 @@ impl Settings {
     ///     (ConfigScope::Command, "core.sparseCheckout", None),
     /// ];
     /// let mut settings = Settings::from_entries_with_env(entries, &|_| None);
-    /// assert_eq!(settings.event_target.as_deref(), Some("/tmp/trace2.event"));
-    /// assert_eq!(settings.normal_target, None);
+    /// assert_eq!(settings.event_destination.as_deref(), Some("/tmp/trace2.event"));
+    /// assert_eq!(settings.normal_destination, None);
     ///
     /// // A program then builds its layer from them. Here: a brief Normal stream into a
     /// // file instead of the Event target, to see the `def_param` listing that follows
     /// // the first `cmd_name`.
     /// let path = std::env::temp_dir().join(format!("from-entries-{}.normal", std::process::id()));
-    /// settings.event_target = None;
-    /// settings.normal_target = Some(path.display().to_string());
+    /// settings.event_destination = None;
+    /// settings.normal_destination = Some(path.display().to_string());
     /// settings.normal_brief = true;
     /// let layer = tracing_trace2::Trace2::with_settings(settings).layer();
     /// # use tracing_subscriber::prelude::*;
@@ -397,11 +397,11 @@ fn resolve(
     };
 
     Settings {
-        normal_target: normal.filter(|v| !v.is_empty()),
+        normal_destination: normal.filter(|v| !v.is_empty()),
         normal_brief: brief(normal_brief.as_deref()),
-        perf_target: perf.filter(|v| !v.is_empty()),
+        perf_destination: perf.filter(|v| !v.is_empty()),
         perf_brief: brief(perf_brief.as_deref()),
-        event_target: event.filter(|v| !v.is_empty()),
+        event_destination: event.filter(|v| !v.is_empty()),
         event_brief: brief(event_brief.as_deref()),
         event_nesting: nesting
             .as_deref()
@@ -557,7 +557,7 @@ fn split_list(raw: Option<&str>) -> Vec<String> {
 pub struct FlightSettings {
     /// `TRACING_TRACE2_FLIGHT` / `trace2.flightTarget`: the absolute directory the
     /// snapshots go to; `None` (or `0`/`false`) when unset or empty: no recorder.
-    pub target: Option<String>,
+    pub directory: Option<String>,
     /// `TRACING_TRACE2_FLIGHT_MAX_BYTES` / `trace2.flightMaxBytes`: the ring's cap in
     /// bytes (git's integer syntax, `k`/`m`/`g` allowed); `None`: the default.
     pub max_bytes: Option<u64>,
@@ -597,9 +597,9 @@ fn resolve_flight(env: EnvFn<'_>, settings_entries: &[ConfigEntry]) -> FlightSet
                 .find_map(|e| e.value.clone())
         })
     });
-    let [target, max_bytes, min_age, on_error, slow_region_ms] = raw;
+    let [directory, max_bytes, min_age, on_error, slow_region_ms] = raw;
     FlightSettings {
-        target: target.filter(|v| !v.is_empty()),
+        directory: directory.filter(|v| !v.is_empty()),
         max_bytes: non_negative(max_bytes.as_deref()),
         min_age_secs: non_negative(min_age.as_deref()),
         on_error: brief(on_error.as_deref()),

@@ -19,7 +19,7 @@
 //! // the settings are explicit: the Event stream, into a file.
 //! let path = std::env::temp_dir().join(format!("trace2-doc-{}.event", std::process::id()));
 //! let mut settings = Settings::default();
-//! settings.event_target = Some(path.display().to_string());
+//! settings.event_destination = Some(path.display().to_string());
 //! let trace2 = Trace2::with_settings(settings).with_exe_version("1.0.0");
 //!
 //! let subscriber = tracing_subscriber::registry().with(trace2.layer());

@@ -265,7 +265,7 @@ impl Lifecycle {
         let mut first = false;
         SHARED.get_or_init(|| {
             first = true;
-            Shared {
+            LifecycleState {
                 layer,
                 dispatch: tracing::dispatcher::get_default(tracing::Dispatch::clone),
                 started_at,
@@ -472,7 +472,7 @@ pub(crate) fn flush() {
 }
 
 /// The process-wide lifecycle state, shared with the exit, panic and signal hooks.
-struct Shared {
+struct LifecycleState {
     layer: Trace2Layer,
     /// The subscriber that was current where the lifecycle started: the exit handler's
     /// helper thread writes through it (it has no scoped default of its own).
@@ -488,9 +488,9 @@ struct Shared {
     pid: u32,
 }
 
-static SHARED: OnceLock<Shared> = OnceLock::new();
+static SHARED: OnceLock<LifecycleState> = OnceLock::new();
 
-impl Shared {
+impl LifecycleState {
     /// Whether the subscriber current at start holds the Trace2 layer, so that the exit
     /// handler's helper thread can write through it.
     fn writes_to_trace2(&self) -> bool {
@@ -510,7 +510,7 @@ impl Shared {
 
 /// The shared state, if the lifecycle runs and its last lines are not written yet;
 /// claims the right to write them.
-fn claim_end() -> Option<&'static Shared> {
+fn claim_end() -> Option<&'static LifecycleState> {
     let shared = SHARED.get()?;
     if shared.pid != std::process::id() {
         return None;
@@ -533,7 +533,7 @@ fn finish_process_at(code: i32, at: Option<&'static Location<'static>>) {
     write_atexit(shared, at);
 }
 
-fn write_atexit(shared: &Shared, at: &'static Location<'static>) {
+fn write_atexit(shared: &LifecycleState, at: &'static Location<'static>) {
     // Threads still running (the workers of `#[tokio::main]`'s runtime, shut down after
     // `main` returns) end first, their values joining the totals below.
     api::end_threads_at(at);
@@ -585,7 +585,7 @@ mod hooks {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     use std::ffi::c_void;
 
-    use super::{Shared, Sigpipe, claim_end, write_atexit};
+    use super::{LifecycleState, Sigpipe, claim_end, write_atexit};
     use tracing_trace2_core::api;
 
     use libc::{SIG_DFL, SIG_ERR, SIG_IGN, SIGPIPE, raise, signal};
@@ -640,7 +640,7 @@ mod hooks {
         }
     }
 
-    fn write_exit_lines(shared: &'static Shared, status: c_int) {
+    fn write_exit_lines(shared: &'static LifecycleState, status: c_int) {
         // A program that wrote `exit` itself before calling `std::process::exit` gets one.
         if !api::exit_written() {
             api::exit_at(shared.started_at, status);

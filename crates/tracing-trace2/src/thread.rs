@@ -257,14 +257,14 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use tracing_subscriber::prelude::*;
     use tracing_trace2_core::timers::{Counter, PerThread};
-    use tracing_trace2_core::{Event, Format, MemorySink, Record, Target, Trace2Layer};
+    use tracing_trace2_core::{Format, MemorySink, Record, Target, Trace2Event, Trace2Layer};
 
     /// Renders records as `<thread> <event>[ <counter value>]`.
     struct Names;
     impl Format for Names {
         fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
             let value = match &record.event {
-                Event::Counter { value, .. } => format!(" {value}"),
+                Trace2Event::Counter { value, .. } => format!(" {value}"),
                 _ => String::new(),
             };
             let line = format!("{} {}{value}\n", record.thread, record.event.name());

@@ -1,7 +1,7 @@
 //! The process model behind every export format: which process and thread an event belongs to
 //! (a pid per process, a tid per Trace2 thread), its slices kept strictly nested per track
 //! (module `track`), its children and launches, and at the end the flows from parents to
-//! children. What it finds goes to a [`Sink`], which only encodes.
+//! children. What it finds goes to an [`ExportSink`], which only encodes.
 //!
 //! Memory: per process its metadata, the open slices of each live thread and its launches (for
 //! the flows, which are made at the end); nothing grows with the number of lines.
@@ -11,13 +11,15 @@ use std::io;
 
 use serde_json::{Map, Value, json};
 
-use super::sink::{Arg, Child, Flow, Instant, ProcessEnd, RegionArgs, Scope, Sink, Slice, TrackId};
+use super::sink::{
+    Arg, Child, ExportSink, Flow, Instant, ProcessEnd, RegionArgs, Scope, Slice, TrackId,
+};
 use super::track::{Closed, Track};
-use crate::event::{Kind, Region, TraceEvent};
 use crate::process::{
     Clock, Launch, argv_of, argv_tail_hash, command_line, hash_str, match_launch, parent_sid,
     pid_from_sid, qualified_name,
 };
+use crate::trace_event::{Kind, Region, TraceEvent};
 
 /// Launches kept per process for flow links; later ones get no flow arrow.
 const MAX_LAUNCHES: usize = 10_000;
@@ -45,7 +47,7 @@ pub struct ExportStats {
 
 /// Streams events into a format: `Exporter<ChromeSink<W>>` is the Chrome export,
 /// `Exporter<PerfettoSink<W>>` the Perfetto one.
-pub struct Exporter<S: Sink> {
+pub struct Exporter<S: ExportSink> {
     sink: S,
     processes: HashMap<String, ProcessState>,
     pids: HashSet<u32>,
@@ -69,7 +71,7 @@ struct ProcessState {
     alias: Option<String>,
     exit_code: Option<i64>,
     signal: Option<i64>,
-    threads: HashMap<String, ThreadState>,
+    threads: HashMap<String, ThreadTrack>,
     open_children: HashMap<i64, OpenChild>,
     launches: Vec<(Launch, u32)>,
     timers: BTreeMap<String, Value>,
@@ -85,7 +87,7 @@ struct OpenChild {
     launch: Option<usize>,
 }
 
-struct ThreadState {
+struct ThreadTrack {
     tid: u32,
     track: Track<Slice>,
     overflow: Vec<(u32, i64)>,
@@ -133,7 +135,7 @@ impl Slice {
 }
 
 /// Hands each slice the track closes to the sink, keeping the first error.
-fn forward<'s, S: Sink>(
+fn forward<'s, S: ExportSink>(
     sink: &'s mut S,
     track: TrackId,
     result: &'s mut io::Result<()>,
@@ -145,7 +147,7 @@ fn forward<'s, S: Sink>(
     }
 }
 
-impl<S: Sink> Exporter<S> {
+impl<S: ExportSink> Exporter<S> {
     /// An exporter writing to `sink`.
     pub fn with_sink(sink: S) -> Self {
         Exporter {
@@ -198,7 +200,7 @@ impl<S: Sink> Exporter<S> {
             self.next_tid += 1;
             self.next_tid
         };
-        let mut thread = ThreadState {
+        let mut thread = ThreadTrack {
             tid,
             track: Track::default(),
             overflow: Vec::new(),
@@ -355,9 +357,9 @@ impl<S: Sink> Exporter<S> {
 /// A leave without its enter: its slice is known from the leave alone. It goes on the thread's
 /// track when it fits after everything closed there, else on an extra track where it does not
 /// overlap.
-fn unmatched_leave<S: Sink>(
+fn unmatched_leave<S: ExportSink>(
     sink: &mut S,
-    thread: &mut ThreadState,
+    thread: &mut ThreadTrack,
     (track, thread_name, at, duration): (TrackId, &str, i64, i64),
     slice: Slice,
     (next_tid, moved_slices): (&mut u32, &mut u64),
@@ -407,10 +409,10 @@ fn whole(start: i64, end: i64, payload: Slice) -> Closed<Slice> {
 
 /// `timer`, `th_timer`, `counter`, `th_counter`: a counter series, and the value in the process
 /// slice's (or the thread slice's) args.
-fn values<S: Sink>(
+fn values<S: ExportSink>(
     sink: &mut S,
     (timers, counters): (&mut BTreeMap<String, Value>, &mut BTreeMap<String, Value>),
-    thread: &mut ThreadState,
+    thread: &mut ThreadTrack,
     track: TrackId,
     at: i64,
     event: &TraceEvent<'_>,
@@ -461,7 +463,7 @@ fn values<S: Sink>(
 }
 
 /// Events that change what the process is (its metadata) or show as an instant.
-fn process_event<S: Sink>(
+fn process_event<S: ExportSink>(
     sink: &mut S,
     process: &mut ProcessState,
     track: TrackId,
@@ -576,7 +578,7 @@ fn process_event<S: Sink>(
     Ok(())
 }
 
-fn process_instant<S: Sink>(
+fn process_instant<S: ExportSink>(
     sink: &mut S,
     track: TrackId,
     at: i64,
@@ -593,7 +595,7 @@ fn process_instant<S: Sink>(
 }
 
 /// `data` and `data_json`: an instant, and (at nesting 1) a key of the process slice's `data`.
-fn data<S: Sink>(
+fn data<S: ExportSink>(
     sink: &mut S,
     process: &mut ProcessState,
     track: TrackId,
@@ -633,7 +635,7 @@ fn data<S: Sink>(
     sink.instant(track, at, &instant)
 }
 
-fn child_start<S: Sink>(
+fn child_start<S: ExportSink>(
     sink: &mut S,
     process: &mut ProcessState,
     track: TrackId,
@@ -683,7 +685,7 @@ fn child_start<S: Sink>(
     Ok(())
 }
 
-fn child_end<S: Sink>(
+fn child_end<S: ExportSink>(
     sink: &mut S,
     process: &mut ProcessState,
     track: TrackId,
@@ -730,7 +732,7 @@ fn child_end<S: Sink>(
 
 /// Closes a process's tracks (its regions as incomplete) and children at the end of input;
 /// gives back its slice's bounds and args.
-fn close_process<S: Sink>(
+fn close_process<S: ExportSink>(
     sink: &mut S,
     sid: &str,
     process: &mut ProcessState,
@@ -747,7 +749,7 @@ fn close_process<S: Sink>(
         incomplete: !ended,
         args: process_slice_args(sid, process),
     };
-    let mut threads: Vec<(&String, &mut ThreadState)> = process.threads.iter_mut().collect();
+    let mut threads: Vec<(&String, &mut ThreadTrack)> = process.threads.iter_mut().collect();
     threads.sort_by_key(|(name, thread)| (thread_index(name), thread.tid));
     for (thread_name, thread) in threads {
         let track = TrackId {

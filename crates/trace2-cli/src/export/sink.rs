@@ -1,6 +1,6 @@
 //! What the process model hands an output format: tracks, slices, instants, counters, children,
 //! flows and the end of each process, already placed in time and nested. A format (Chrome JSON,
-//! Perfetto protobuf) implements [`Sink`] and only encodes; it decides nothing about the trace.
+//! Perfetto protobuf) implements [`ExportSink`] and only encodes; it decides nothing about the trace.
 
 use std::borrow::Cow;
 use std::io;
@@ -143,8 +143,8 @@ pub struct Flow {
 
 /// An output format. Calls come in trace order per track, except at the end, where the
 /// process slices and flows come once every track is closed.
-pub trait Sink {
-    /// What [`Sink::finish`] gives back (the writer).
+pub trait ExportSink {
+    /// What [`ExportSink::finish`] gives back (the writer).
     type Output;
 
     /// A process was seen for the first time.
@@ -165,10 +165,10 @@ pub trait Sink {
     }
 
     /// A slice opened at `at` (a region entered, a thread started). Its bounds are final only
-    /// when it closes: a format that writes whole slices waits for [`Sink::close_slice`].
+    /// when it closes: a format that writes whole slices waits for [`ExportSink::close_slice`].
     fn open_slice(&mut self, track: TrackId, at: i64, slice: &Slice) -> io::Result<()>;
 
-    /// A slice that [`Sink::open_slice`] opened has closed.
+    /// A slice that [`ExportSink::open_slice`] opened has closed.
     fn close_slice(&mut self, track: TrackId, closed: Closed<Slice>) -> io::Result<()>;
 
     /// A slice that was never opened (a leave without its enter), whole.
@@ -203,7 +203,7 @@ pub trait Sink {
     fn process_end(&mut self, process: ProcessEnd<'_>) -> io::Result<()>;
 
     /// Where a flow from a parent to a child process starts (before every
-    /// [`Sink::process_end`], which ends it).
+    /// [`ExportSink::process_end`], which ends it).
     fn flow(&mut self, flow: &Flow) -> io::Result<()>;
 
     /// Events (or packets) written so far.

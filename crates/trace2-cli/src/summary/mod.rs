@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::event::{Kind, Region, TraceEvent};
 use crate::process::{
     Clock, Launch, argv_of, argv_tail_hash, match_launch, parent_sid, pid_from_sid, qualified_name,
 };
+use crate::trace_event::{Kind, Region, TraceEvent};
 
 pub use text::render_text;
 

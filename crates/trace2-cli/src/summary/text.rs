@@ -141,7 +141,7 @@ fn plural(n: usize, suffix: &str) -> &str {
 
 /// One line per process, indented by depth, with how it ended and its time.
 fn tree(out: &mut String, processes: &[ProcessSummary]) {
-    let mut table = Table::new(&["", "", "", ""], &[false, false, false, true]);
+    let mut table = ColumnTable::new(&["", "", "", ""], &[false, false, false, true]);
     for (i, process) in processes.iter().enumerate() {
         let mut prefix = String::new();
         for depth in 1..=process.depth {
@@ -280,7 +280,7 @@ fn regions(out: &mut String, process: &ProcessSummary, top: usize) {
     } else {
         format!("regions (top {top} by total and by self time)")
     };
-    let mut table = Table::new(
+    let mut table = ColumnTable::new(
         &[&title, "count", "total", "self", "max"],
         &[false, true, true, true, true],
     );
@@ -304,7 +304,7 @@ fn children(out: &mut String, process: &ProcessSummary, names: &HashMap<&str, &P
     if process.children.is_empty() {
         return;
     }
-    let mut table = Table::new(
+    let mut table = ColumnTable::new(
         &["children", "class", "exit", "time", "traced process"],
         &[false, false, true, true, false],
     );
@@ -348,7 +348,7 @@ fn children(out: &mut String, process: &ProcessSummary, names: &HashMap<&str, &P
 
 fn timers(out: &mut String, process: &ProcessSummary) {
     if !process.timers.is_empty() {
-        let mut table = Table::new(
+        let mut table = ColumnTable::new(
             &["timers", "intervals", "total", "min", "max"],
             &[false, true, true, true, true],
         );
@@ -369,7 +369,7 @@ fn timers(out: &mut String, process: &ProcessSummary) {
         table.write(out, "  ");
     }
     if !process.counters.is_empty() {
-        let mut table = Table::new(&["counters", "value"], &[false, true]);
+        let mut table = ColumnTable::new(&["counters", "value"], &[false, true]);
         for counter in &process.counters {
             table.row(vec![
                 format!(
@@ -397,15 +397,15 @@ fn threads_note(per_thread: bool, threads: u64) -> String {
 }
 
 /// Columns padded to their widest cell; `right` aligns numbers.
-struct Table {
+struct ColumnTable {
     headers: Vec<String>,
     right: Vec<bool>,
     rows: Vec<Vec<String>>,
 }
 
-impl Table {
-    fn new(headers: &[&str], right: &[bool]) -> Table {
-        Table {
+impl ColumnTable {
+    fn new(headers: &[&str], right: &[bool]) -> ColumnTable {
+        ColumnTable {
             headers: headers.iter().map(|h| (*h).to_owned()).collect(),
             right: right.to_vec(),
             rows: Vec::new(),

@@ -17,8 +17,8 @@ pub fn run_trace2(args: &[&str]) -> Output {
 }
 
 /// A `git` in `dir` that reads no system or user configuration and writes its Event trace (and
-/// its children's) to `event_target`, or traces nothing when `None`.
-pub fn git(dir: &Path, home: &Path, event_target: Option<&Path>) -> Command {
+/// its children's) to `event_destination`, or traces nothing when `None`.
+pub fn git(dir: &Path, home: &Path, event_destination: Option<&Path>) -> Command {
     let mut git = Command::new("git");
     git.current_dir(dir)
         .env("HOME", home)
@@ -45,15 +45,15 @@ pub fn git(dir: &Path, home: &Path, event_target: Option<&Path>) -> Command {
     ] {
         git.env_remove(var);
     }
-    if let Some(target) = event_target {
+    if let Some(target) = event_destination {
         git.env("GIT_TRACE2_EVENT", target);
     }
     git
 }
 
 /// Runs a git command and insists that it succeeds.
-pub fn run_git(dir: &Path, home: &Path, event_target: Option<&Path>, args: &[&str]) {
-    let out = git(dir, home, event_target)
+pub fn run_git(dir: &Path, home: &Path, event_destination: Option<&Path>, args: &[&str]) {
+    let out = git(dir, home, event_destination)
         .args(args)
         .output()
         .expect("git runs");

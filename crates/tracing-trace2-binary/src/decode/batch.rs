@@ -11,9 +11,11 @@ use std::sync::{Arc, OnceLock};
 
 use crate::header::{BatchHeader, DeclaredKind};
 use crate::record::catalogue::FieldError;
-use crate::record::{Callsite, Event, FieldType, FieldValue, Kind, Record, RegionInfo, Timestamp};
+use crate::record::{
+    Callsite, FieldType, FieldValue, Kind, Record, RegionInfo, Timestamp, Trace2Event,
+};
 use crate::spec::{self, ArgType, MAX_ARGS, Origins, Place, control, kind};
-use crate::varint::Reader;
+use crate::varint::ByteCursor;
 
 /// How to parse each kind of one stream: the baseline table plus what the stream
 /// declared.
@@ -126,11 +128,11 @@ enum Val {
     U(u64),
     I(i64),
     Str(Option<Span>),
-    /// A list: the index of its first item in `Cursor::items` and the item count.
+    /// A list: the index of its first item in `BatchReader::items` and the item count.
     List(usize, usize),
-    /// A packed number's text, in `Cursor::number`.
+    /// A packed number's text, in `BatchReader::number`.
     Number,
-    /// A `d` text, in `Cursor::delta`.
+    /// A `d` text, in `BatchReader::delta`.
     Delta,
     /// A `t_rel` in its wire form, resolved once the whole event is read.
     RelWire(u64),
@@ -158,7 +160,7 @@ struct Parsed {
 }
 
 /// Reads one batch, one event at a time.
-pub(crate) struct Cursor {
+pub(crate) struct BatchReader {
     payload: Vec<u8>,
     pub header: BatchHeader,
     pos: usize,
@@ -188,10 +190,10 @@ pub(crate) struct Cursor {
     pub position: u64,
 }
 
-impl Cursor {
+impl BatchReader {
     /// A cursor before the first event of a batch (whose header is already parsed).
-    pub fn new(payload: Vec<u8>, header: BatchHeader, kinds: &KindTable) -> Cursor {
-        let mut cursor = Cursor {
+    pub fn new(payload: Vec<u8>, header: BatchHeader, kinds: &KindTable) -> BatchReader {
+        let mut cursor = BatchReader {
             pos: header.records,
             strings: Vec::new(),
             callsites: Vec::new(),
@@ -278,7 +280,7 @@ impl Cursor {
         payload: &[u8],
         kinds: &KindTable,
     ) -> Result<Option<Parsed>, BatchError> {
-        let mut r = Reader::new(payload);
+        let mut r = ByteCursor::new(payload);
         r.bytes(self.pos).ok_or(BatchError::Truncated)?;
         let head = r.u8().ok_or(BatchError::Truncated)?;
         let k = head & spec::KIND_MASK;
@@ -362,7 +364,7 @@ impl Cursor {
         Ok(Some(parsed))
     }
 
-    fn control(&mut self, k: u8, r: &mut Reader<'_>) -> Result<(), BatchError> {
+    fn control(&mut self, k: u8, r: &mut ByteCursor<'_>) -> Result<(), BatchError> {
         let t = BatchError::Truncated;
         match k {
             control::STR_DEF => {
@@ -411,7 +413,7 @@ impl Cursor {
             .ok_or(BatchError::BadReference)
     }
 
-    fn arg(&mut self, ty: ArgType, r: &mut Reader<'_>) -> Result<Val, BatchError> {
+    fn arg(&mut self, ty: ArgType, r: &mut ByteCursor<'_>) -> Result<Val, BatchError> {
         let t = BatchError::Truncated;
         Ok(match ty {
             ArgType::Uint | ArgType::Flags => Val::U(r.uvarint().ok_or(t)?),
@@ -550,7 +552,7 @@ fn build_event<'a>(
     p: &Parsed,
     texts: Texts<'a>,
     items: &'a [&'a str],
-) -> Result<Event<'a>, BatchError> {
+) -> Result<Trace2Event<'a>, BatchError> {
     let utf8 = |bytes: &'a [u8]| std::str::from_utf8(bytes).map_err(|_| BatchError::NotUtf8);
     let opt = |i: usize| -> Result<Option<&'a str>, BatchError> {
         match p.args[i] {
@@ -584,7 +586,7 @@ fn build_event<'a>(
         return Err(BatchError::BadValue("repo on an event without one"));
     }
     let event = match kind {
-        Kind::RegionEnter => Event::RegionEnter {
+        Kind::RegionEnter => Trace2Event::RegionEnter {
             region: RegionInfo {
                 repo: p.repo,
                 category: opt(1)?,
@@ -593,7 +595,7 @@ fn build_event<'a>(
             },
             nesting: u32_at(0, "nesting")?,
         },
-        Kind::RegionLeave => Event::RegionLeave {
+        Kind::RegionLeave => Trace2Event::RegionLeave {
             region: RegionInfo {
                 repo: p.repo,
                 category: opt(2)?,
@@ -603,7 +605,7 @@ fn build_event<'a>(
             nesting: u32_at(0, "nesting")?,
             t_rel_us: u(1)?,
         },
-        Kind::Data => Event::Data {
+        Kind::Data => Trace2Event::Data {
             repo: p.repo,
             nesting: u32_at(0, "nesting")?,
             t_rel_us: u(1)?,
@@ -611,7 +613,7 @@ fn build_event<'a>(
             key: req(3, "key")?,
             value: req(4, "value")?,
         },
-        Kind::DataJson => Event::DataJson {
+        Kind::DataJson => Trace2Event::DataJson {
             repo: p.repo,
             nesting: u32_at(0, "nesting")?,
             t_rel_us: u(1)?,
@@ -624,7 +626,7 @@ fn build_event<'a>(
         tracing_trace2_record::regular_kind!() => {
             // Every field from where the kind's layout puts it, in catalogue order.
             let mut places = layout.places.iter();
-            Event::from_fields(kind, |field| {
+            Trace2Event::from_fields(kind, |field| {
                 let place = places.next().copied().unwrap_or(Place::Head);
                 Ok(match place {
                     Place::Head => match field.ty {

@@ -42,7 +42,7 @@ pub use batch::BatchError;
 pub use report::{DecodeReport, StreamReport, ThreadReport};
 pub use scan::{FrameScanner, RawFrame, ScanStats};
 
-use batch::{Cursor, KindTable};
+use batch::{BatchReader, KindTable};
 
 /// How the decoder works.
 #[derive(Clone, Debug)]
@@ -149,7 +149,7 @@ pub type OnRecord<'f> = dyn FnMut(&StreamInfo, &Record<'_>) + 'f;
 /// A decoder fed from one or more inputs (files of the same run, say), then finished.
 pub struct Decoder {
     options: DecodeOptions,
-    streams: Vec<StreamState>,
+    streams: Vec<InputStream>,
     stream_by_id: HashMap<u64, usize>,
     threads: Vec<ThreadQueue>,
     thread_by_key: HashMap<(u64, u64), usize>,
@@ -180,7 +180,7 @@ struct Key {
     queue: usize,
 }
 
-struct StreamState {
+struct InputStream {
     id: u64,
     info: Option<StreamInfo>,
     kinds: Option<std::sync::Arc<KindTable>>,
@@ -200,7 +200,7 @@ struct ThreadQueue {
     received: HashSet<u64>,
     /// The batch to read next.
     next_seq: u64,
-    cursor: Option<Cursor>,
+    cursor: Option<BatchReader>,
     /// Ticks of the last event of the batch read before, for the ordering check.
     last_ticks: Option<u64>,
     name: String,
@@ -320,7 +320,7 @@ impl Decoder {
             return s;
         }
         let s = self.streams.len();
-        self.streams.push(StreamState {
+        self.streams.push(InputStream {
             id,
             info: None,
             kinds: None,
@@ -477,7 +477,7 @@ impl Decoder {
                 stream.id, header.thread_index, header.batch_seq
             ));
         }
-        let cursor = Cursor::new(payload, header, kinds);
+        let cursor = BatchReader::new(payload, header, kinds);
         let key = key_of(info, &cursor, q);
         queue.cursor = Some(cursor);
         match key {
@@ -610,7 +610,7 @@ impl Decoder {
 }
 
 /// The merge key of `cursor`'s next event.
-fn key_of(info: &StreamInfo, cursor: &Cursor, queue: usize) -> Option<Key> {
+fn key_of(info: &StreamInfo, cursor: &BatchReader, queue: usize) -> Option<Key> {
     let ticks = cursor.next_ticks()?;
     Some(Key {
         wall: info

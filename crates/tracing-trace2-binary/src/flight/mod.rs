@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use crate::record::{Event, Format, Record};
+use crate::record::{Format, Record, Trace2Event};
 use crate::writer::{BinaryWriter, BinaryWriterBuilder};
 use ring::{Ring, RingSink};
 
@@ -194,7 +194,7 @@ impl FlightRecorderBuilder {
             .with_exit_handler(false)
             .with_dst_debug(false)
             .build(RingSink(Arc::clone(&ring)));
-        let inner = Arc::new(Inner {
+        let inner = Arc::new(RecorderState {
             writer,
             ring,
             dir: self.dir,
@@ -224,7 +224,7 @@ impl FlightRecorderBuilder {
 }
 
 /// Every recorder of the process that is still alive.
-static RECORDERS: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+static RECORDERS: Mutex<Vec<Weak<RecorderState>>> = Mutex::new(Vec::new());
 
 fn live_recorders() -> Vec<FlightRecorder> {
     RECORDERS
@@ -272,7 +272,7 @@ fn check_dir(dir: &Path) -> io::Result<()> {
 /// recorders in one process each have their own ring and directory.
 #[derive(Clone, Debug)]
 pub struct FlightRecorder {
-    inner: Arc<Inner>,
+    inner: Arc<RecorderState>,
 }
 
 /// What a recorder did so far.
@@ -302,7 +302,7 @@ struct Counters {
     rate_limited: AtomicU64,
 }
 
-struct Inner {
+struct RecorderState {
     writer: BinaryWriter,
     ring: Arc<Ring>,
     dir: PathBuf,
@@ -325,7 +325,7 @@ struct Inner {
     stats: Counters,
 }
 
-impl std::fmt::Debug for Inner {
+impl std::fmt::Debug for RecorderState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FlightRecorder")
             .field("dir", &self.dir)
@@ -354,11 +354,11 @@ impl FlightRecorder {
     pub fn record(&self, record: &Record<'_>) {
         self.inner.writer.record(record);
         match record.event {
-            Event::Start { .. }
-            | Event::Atexit { .. }
-            | Event::Signal { .. }
-            | Event::Error { .. }
-            | Event::RegionLeave { .. } => self.after_lifecycle(record),
+            Trace2Event::Start { .. }
+            | Trace2Event::Atexit { .. }
+            | Trace2Event::Signal { .. }
+            | Trace2Event::Error { .. }
+            | Trace2Event::RegionLeave { .. } => self.after_lifecycle(record),
             _ => {}
         }
     }
@@ -367,15 +367,15 @@ impl FlightRecorder {
     fn after_lifecycle(&self, record: &Record<'_>) {
         let trigger = match record.event {
             // `version` and `start` go out as one batch, which the ring keeps aside.
-            Event::Start { .. } => {
+            Trace2Event::Start { .. } => {
                 self.inner.writer.flush_all();
                 return;
             }
-            Event::Atexit { code, .. } if code != 0 => Trigger::Exit(code),
-            Event::Signal { .. } => Trigger::FatalSignal,
-            Event::Error { .. } if std::thread::panicking() => Trigger::Panic,
-            Event::Error { .. } if self.inner.error_trigger => Trigger::Error,
-            Event::RegionLeave { t_rel_us, .. }
+            Trace2Event::Atexit { code, .. } if code != 0 => Trigger::Exit(code),
+            Trace2Event::Signal { .. } => Trigger::FatalSignal,
+            Trace2Event::Error { .. } if std::thread::panicking() => Trigger::Panic,
+            Trace2Event::Error { .. } if self.inner.error_trigger => Trigger::Error,
+            Trace2Event::RegionLeave { t_rel_us, .. }
                 if self
                     .inner
                     .slow_region_us
@@ -455,7 +455,7 @@ impl FlightRecorder {
     }
 }
 
-impl Inner {
+impl RecorderState {
     /// Whether a rate-limited trigger may write now (and if so, notes the time).
     fn rate_allows(&self) -> bool {
         let now = tracing_trace2_dst::clock::t_abs_us();

@@ -21,8 +21,8 @@ use crate::encode::BatchEncoder;
 use crate::flight::ring::{RingCopy, RingFrame, StreamAside};
 use crate::frame;
 use crate::header::{End, StreamHeader};
-use crate::record::{Callsite, Event, Record, Timestamp};
-use crate::varint::{self, Reader};
+use crate::record::{Callsite, Record, Timestamp, Trace2Event};
+use crate::varint::{self, ByteCursor};
 
 /// The category of a snapshot's marker `data` event.
 pub const MARKER_CATEGORY: &str = "flight";
@@ -120,7 +120,7 @@ fn renumber<'a>(bytes: &'a [u8], seq: u64, head: &mut Vec<u8>) -> Option<(&'a [u
         return None;
     };
     let payload = &bytes[frame::HEADER_LEN..][..len];
-    let mut r = Reader::new(payload);
+    let mut r = ByteCursor::new(payload);
     r.u64_le()?;
     r.uvarint()?;
     let thread_end = r.pos();
@@ -159,7 +159,7 @@ fn marker_batch(
         .wall_us()
         .saturating_add(i64::try_from(now_us).unwrap_or(i64::MAX));
     let record = Record {
-        event: Event::Data {
+        event: Trace2Event::Data {
             repo: None,
             category: MARKER_CATEGORY,
             key: MARKER_KEY,

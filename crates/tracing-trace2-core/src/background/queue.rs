@@ -165,7 +165,7 @@ pub(crate) fn on_worker() -> bool {
 
 /// The messages waiting for the worker, and what senders and worker tell each other.
 #[derive(Default)]
-struct Pending {
+struct Mailbox {
     /// `len:u32` + bytes, per message.
     buf: Vec<u8>,
     messages: usize,
@@ -187,11 +187,11 @@ struct Flushed {
 }
 
 /// State shared by the senders and the worker.
-struct Shared {
+struct QueueCore {
     drain: Arc<dyn Drain>,
     lossy: bool,
     capacity: usize,
-    pending: Mutex<Pending>,
+    pending: Mutex<Mailbox>,
     /// Signalled when the worker takes a batch (room for waiting senders).
     room: Condvar,
     flushed: Mutex<Flushed>,
@@ -201,15 +201,15 @@ struct Shared {
     reported: AtomicU64,
 }
 
-impl Shared {
-    fn pending(&self) -> MutexGuard<'_, Pending> {
+impl QueueCore {
+    fn pending(&self) -> MutexGuard<'_, Mailbox> {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// One queue and its worker.
 pub(crate) struct Queue {
-    shared: Arc<Shared>,
+    shared: Arc<QueueCore>,
     worker: Mutex<Option<JoinHandle<()>>>,
     thread: Option<Thread>,
     /// Held by shutdown until the worker is joined, so a message handled on the
@@ -225,11 +225,11 @@ impl Queue {
     /// be started, every message is handled on its sender's thread.
     pub fn start(drain: Arc<dyn Drain>, options: &BackgroundOptions) -> Arc<Queue> {
         watch_forks();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(QueueCore {
             drain,
             lossy: options.is_lossy(),
             capacity: options.capacity(),
-            pending: Mutex::new(Pending::default()),
+            pending: Mutex::new(Mailbox::default()),
             room: Condvar::new(),
             flushed: Mutex::new(Flushed { done: 0 }),
             answered: Condvar::new(),
@@ -391,7 +391,7 @@ impl Drop for Queue {
 
 /// Closes the queue when the worker ends, even by a panic of a sink or a formatter:
 /// senders then handle their messages themselves and no flush waits forever.
-struct WorkerGone<'a>(&'a Shared);
+struct WorkerGone<'a>(&'a QueueCore);
 
 impl Drop for WorkerGone<'_> {
     fn drop(&mut self) {
@@ -408,7 +408,7 @@ impl Drop for WorkerGone<'_> {
     }
 }
 
-fn run_worker(shared: &Shared) {
+fn run_worker(shared: &QueueCore) {
     let _ = ON_WORKER.try_with(|w| w.set(true));
     let _gone = WorkerGone(shared);
     let mut batch = Vec::new();
@@ -481,7 +481,7 @@ fn run_worker(shared: &Shared) {
     }
 }
 
-fn handle_batch(shared: &Shared, batch: &[u8]) {
+fn handle_batch(shared: &QueueCore, batch: &[u8]) {
     for_each_message(batch, |msg| shared.drain.handle(msg));
 }
 

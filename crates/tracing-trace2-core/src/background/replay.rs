@@ -15,7 +15,7 @@ use crate::background::queue::Drain;
 use crate::background::{DROP_REPORT_FMT, drop_report_message};
 use crate::busy::Busy;
 use crate::targets::{Batches, Lines, Targets};
-use tracing_trace2_record::codec::Decoder;
+use tracing_trace2_record::codec::Replayer;
 
 /// Replays batches of encoded records into the targets.
 pub(crate) struct Replay {
@@ -28,7 +28,7 @@ pub(crate) struct Replay {
 #[derive(Default)]
 struct Scratch {
     lines: Lines,
-    decoder: Decoder,
+    replayer: Replayer,
     /// Lines for files, waiting to be written together.
     batches: Batches,
 }
@@ -47,7 +47,7 @@ impl Replay {
     fn replay(&self, batch: &[u8], scratch: &mut Scratch) {
         let Scratch {
             lines,
-            decoder,
+            replayer,
             batches,
         } = scratch;
         // The bytes were encoded by this process's layer: an error would be a bug in the
@@ -56,7 +56,7 @@ impl Replay {
         // the records `codec::encode` wrote, unchanged, and framed by the queue's own
         // length prefix, so it is whole encoded records back to back.
         let _ = unsafe {
-            decoder.replay_encoded(batch, |record| {
+            replayer.replay_encoded(batch, |record| {
                 lines.clear();
                 self.targets.format(record, lines);
                 self.targets.write_batched(lines, record, batches);
@@ -132,7 +132,7 @@ mod tests {
     use crate::background::queue::Drain;
     use crate::layer::{Target, Trace2Layer};
     use tracing_trace2_dst::{MemorySink, Sink};
-    use tracing_trace2_record::{Event, Format, Record};
+    use tracing_trace2_record::{Format, Record, Trace2Event};
 
     /// What a record says besides the clock and elapsed times (which differ from run to
     /// run): equal for a direct and a deferred run.
@@ -142,11 +142,14 @@ mod tests {
         fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
             // Test threads are not `main`: each announces itself first and says
             // `thread_exit` when it ends, which these tests do not count.
-            if matches!(r.event, Event::ThreadStart | Event::ThreadExit { .. }) {
+            if matches!(
+                r.event,
+                Trace2Event::ThreadStart | Trace2Event::ThreadExit { .. }
+            ) {
                 return;
             }
             let msg = match r.event {
-                Event::Printf { msg } | Event::Error { msg, .. } => msg,
+                Trace2Event::Printf { msg } | Trace2Event::Error { msg, .. } => msg,
                 _ => None,
             };
             let line = format!(
@@ -312,7 +315,7 @@ mod tests {
 
     impl Format for Messages {
         fn format(&self, r: &Record<'_>, out: &mut Vec<u8>) {
-            if let Event::Error { msg: Some(msg), .. } = r.event {
+            if let Trace2Event::Error { msg: Some(msg), .. } = r.event {
                 out.extend_from_slice(msg.as_bytes());
                 out.push(b'\n');
             }

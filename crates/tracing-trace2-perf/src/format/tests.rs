@@ -16,7 +16,7 @@ mod reference {
     use tracing_trace2_record::text::{
         pad_to, push_cut_padded, push_i64, push_padded, push_seconds_9, push_time_of_day, push_u64,
     };
-    use tracing_trace2_record::{Event, Format, Record, RegionInfo};
+    use tracing_trace2_record::{Format, Record, RegionInfo, Trace2Event};
 
     // The widths (checked against git's captures by the other tests) are shared.
     use super::super::{CATEGORY_WIDTH, EVENT_WIDTH, FILE_LINE_WIDTH, REPO_WIDTH, THREAD_WIDTH};
@@ -122,18 +122,18 @@ mod reference {
     impl Format for Reference {
         fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
             let cols = match record.event {
-                Event::TooManyFiles => return,
-                Event::RegionEnter { region, .. } => region_columns(&region, None),
-                Event::RegionLeave {
+                Trace2Event::TooManyFiles => return,
+                Trace2Event::RegionEnter { region, .. } => region_columns(&region, None),
+                Trace2Event::RegionLeave {
                     region, t_rel_us, ..
                 } => region_columns(&region, Some(t_rel_us)),
-                Event::Data {
+                Trace2Event::Data {
                     repo,
                     category,
                     t_rel_us,
                     ..
                 }
-                | Event::DataJson {
+                | Trace2Event::DataJson {
                     repo,
                     category,
                     t_rel_us,
@@ -150,15 +150,14 @@ mod reference {
             self.push_columns(record, &cols, out);
 
             match record.event {
-                Event::RegionEnter { region, .. } | Event::RegionLeave { region, .. } => {
-                    push_region_payload(out, &region)
-                }
-                Event::Data { key, value, .. } => {
+                Trace2Event::RegionEnter { region, .. }
+                | Trace2Event::RegionLeave { region, .. } => push_region_payload(out, &region),
+                Trace2Event::Data { key, value, .. } => {
                     out.extend_from_slice(key.as_bytes());
                     out.push(b':');
                     out.extend_from_slice(value.as_bytes());
                 }
-                Event::DataJson { key, json, .. } => {
+                Trace2Event::DataJson { key, json, .. } => {
                     out.extend_from_slice(key.as_bytes());
                     out.push(b':');
                     out.extend_from_slice(json.as_bytes());
@@ -257,13 +256,13 @@ fn same_bytes_as_the_reference_formatter() {
         };
         let t_rel_us = rng.pick(&seconds);
         let event = match i % 16 {
-            0..=3 => Event::RegionEnter { region, nesting: 1 },
-            4..=7 => Event::RegionLeave {
+            0..=3 => Trace2Event::RegionEnter { region, nesting: 1 },
+            4..=7 => Trace2Event::RegionLeave {
                 region,
                 nesting: 1,
                 t_rel_us,
             },
-            8..=10 => Event::Data {
+            8..=10 => Trace2Event::Data {
                 repo: rng.pick(&repos),
                 category: text(&mut rng),
                 key: text(&mut rng),
@@ -271,7 +270,7 @@ fn same_bytes_as_the_reference_formatter() {
                 nesting: 2,
                 t_rel_us,
             },
-            11 => Event::DataJson {
+            11 => Trace2Event::DataJson {
                 repo: rng.pick(&repos),
                 category: text(&mut rng),
                 key: text(&mut rng),
@@ -279,15 +278,15 @@ fn same_bytes_as_the_reference_formatter() {
                 nesting: 2,
                 t_rel_us,
             },
-            12 => Event::DefParam {
+            12 => Trace2Event::DefParam {
                 scope: text(&mut rng),
                 param: text(&mut rng),
                 value: maybe(&mut rng),
             },
-            13 => Event::Printf {
+            13 => Trace2Event::Printf {
                 msg: maybe(&mut rng),
             },
-            14 => Event::ChildStart(ChildInfo {
+            14 => Trace2Event::ChildStart(ChildInfo {
                 child_id: rng.next_u64() % 12,
                 class: text(&mut rng),
                 hook_name: maybe(&mut rng),
@@ -296,7 +295,7 @@ fn same_bytes_as_the_reference_formatter() {
                 is_git: rng.next_u64().is_multiple_of(2),
                 argv,
             }),
-            _ => Event::Counter {
+            _ => Trace2Event::Counter {
                 per_thread: rng.next_u64().is_multiple_of(2),
                 category: text(&mut rng),
                 name: text(&mut rng),
@@ -557,21 +556,21 @@ fn sample(name: &str) -> Vec<Line> {
 }
 
 /// Gives the event the elapsed value git printed in the `t_rel` column.
-fn with_t_rel(event: Event<'_>, t_rel: Option<u64>) -> Event<'_> {
+fn with_t_rel(event: Trace2Event<'_>, t_rel: Option<u64>) -> Trace2Event<'_> {
     let mut event = event;
     match &mut event {
-        Event::RegionLeave { t_rel_us, .. }
-        | Event::Data { t_rel_us, .. }
-        | Event::DataJson { t_rel_us, .. } => *t_rel_us = t_rel.unwrap(),
-        Event::ChildExit { elapsed_us, .. }
-        | Event::ChildReady { elapsed_us, .. }
-        | Event::ThreadExit { elapsed_us } => *elapsed_us = t_rel.unwrap(),
+        Trace2Event::RegionLeave { t_rel_us, .. }
+        | Trace2Event::Data { t_rel_us, .. }
+        | Trace2Event::DataJson { t_rel_us, .. } => *t_rel_us = t_rel.unwrap(),
+        Trace2Event::ChildExit { elapsed_us, .. }
+        | Trace2Event::ChildReady { elapsed_us, .. }
+        | Trace2Event::ThreadExit { elapsed_us } => *elapsed_us = t_rel.unwrap(),
         _ => {}
     }
     event
 }
 
-fn record<'a>(line: &'a Line, event: Event<'a>) -> Record<'a> {
+fn record<'a>(line: &'a Line, event: Trace2Event<'a>) -> Record<'a> {
     Record {
         event: with_t_rel(event, line.t_rel_us),
         time: Timestamp {
@@ -596,29 +595,29 @@ fn render(format: &PerfFormat, record: &Record<'_>) -> String {
 }
 
 /// Formats the record behind `line` and compares it with the captured bytes.
-fn check(line: &Line, event: Event<'_>) {
+fn check(line: &Line, event: Trace2Event<'_>) {
     let format = PerfFormat::new().with_brief(line.brief);
     assert_eq!(render(&format, &record(line, event)), line.raw);
 }
 
 /// Checks a whole capture: one event per record, in order.
-fn check_all(lines: &[Line], events: &[Event<'_>]) {
+fn check_all(lines: &[Line], events: &[Trace2Event<'_>]) {
     assert_eq!(lines.len(), events.len(), "record count");
     for (line, event) in lines.iter().zip(events) {
         check(line, *event);
     }
 }
 
-const VERSION: Event<'static> = Event::Version { exe: "2.47.3" };
-const EXIT0: Event<'static> = Event::Exit { code: 0 };
-const ATEXIT0: Event<'static> = Event::Atexit { code: 0 };
+const VERSION: Trace2Event<'static> = Trace2Event::Version { exe: "2.47.3" };
+const EXIT0: Trace2Event<'static> = Trace2Event::Exit { code: 0 };
+const ATEXIT0: Trace2Event<'static> = Trace2Event::Atexit { code: 0 };
 
-fn ancestry(names: &'static [&'static str]) -> Event<'static> {
-    Event::CmdAncestry { ancestry: names }
+fn ancestry(names: &'static [&'static str]) -> Trace2Event<'static> {
+    Trace2Event::CmdAncestry { ancestry: names }
 }
 
-fn cmd_name(name: &'static str, hierarchy: &'static str) -> Event<'static> {
-    Event::CmdName { name, hierarchy }
+fn cmd_name(name: &'static str, hierarchy: &'static str) -> Trace2Event<'static> {
+    Trace2Event::CmdName { name, hierarchy }
 }
 
 fn region(
@@ -641,12 +640,12 @@ fn r1(region: RegionInfo<'static>) -> RegionInfo<'static> {
     }
 }
 
-fn enter(region: RegionInfo<'static>) -> Event<'static> {
-    Event::RegionEnter { region, nesting: 1 }
+fn enter(region: RegionInfo<'static>) -> Trace2Event<'static> {
+    Trace2Event::RegionEnter { region, nesting: 1 }
 }
 
-fn leave(region: RegionInfo<'static>) -> Event<'static> {
-    Event::RegionLeave {
+fn leave(region: RegionInfo<'static>) -> Trace2Event<'static> {
+    Trace2Event::RegionLeave {
         region,
         nesting: 1,
         t_rel_us: 0,
@@ -658,8 +657,8 @@ fn data(
     category: &'static str,
     key: &'static str,
     value: &'static str,
-) -> Event<'static> {
-    Event::Data {
+) -> Trace2Event<'static> {
+    Trace2Event::Data {
         repo,
         category,
         key,
@@ -669,12 +668,12 @@ fn data(
     }
 }
 
-fn printf(msg: &'static str) -> Event<'static> {
-    Event::Printf { msg: Some(msg) }
+fn printf(msg: &'static str) -> Trace2Event<'static> {
+    Trace2Event::Printf { msg: Some(msg) }
 }
 
-fn error(msg: &'static str) -> Event<'static> {
-    Event::Error {
+fn error(msg: &'static str) -> Trace2Event<'static> {
+    Trace2Event::Error {
         msg: Some(msg),
         fmt: Some(msg),
     }
@@ -697,8 +696,8 @@ fn child(
     }
 }
 
-fn child_exit(child_id: u64, pid: i64, code: i64) -> Event<'static> {
-    Event::ChildExit {
+fn child_exit(child_id: u64, pid: i64, code: i64) -> Trace2Event<'static> {
+    Trace2Event::ChildExit {
         child_id,
         pid,
         code,
@@ -706,12 +705,16 @@ fn child_exit(child_id: u64, pid: i64, code: i64) -> Event<'static> {
     }
 }
 
-fn def_repo(worktree: &'static str) -> Event<'static> {
-    Event::DefRepo { repo: 1, worktree }
+fn def_repo(worktree: &'static str) -> Trace2Event<'static> {
+    Trace2Event::DefRepo { repo: 1, worktree }
 }
 
-fn def_param(scope: &'static str, param: &'static str, value: &'static str) -> Event<'static> {
-    Event::DefParam {
+fn def_param(
+    scope: &'static str,
+    param: &'static str,
+    value: &'static str,
+) -> Trace2Event<'static> {
+    Trace2Event::DefParam {
         scope,
         param,
         value: Some(value),
@@ -719,10 +722,10 @@ fn def_param(scope: &'static str, param: &'static str, value: &'static str) -> E
 }
 
 /// The events of `git version`, behind `version.perf` and `version-brief.perf`.
-fn git_version_events() -> [Event<'static>; 6] {
+fn git_version_events() -> [Trace2Event<'static>; 6] {
     [
         VERSION,
-        Event::Start {
+        Trace2Event::Start {
             argv: &["git", "version"],
         },
         ancestry(ANCESTRY),
@@ -752,7 +755,7 @@ fn parent_sid_sample_has_depth_two() {
         &lines,
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["git", "version"],
             },
             ancestry(ANCESTRY),
@@ -769,7 +772,7 @@ fn ancestry_quoting_sample() {
         &sample("ancestry-quoting.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["git", "version"],
             },
             ancestry(&[
@@ -795,7 +798,7 @@ fn dst_badfd_sample_error_before_version() {
         &[
             error("unable to write trace to 'GIT_TRACE2': Bad file descriptor"),
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["git", "version"],
             },
             ancestry(&["bash", "bash", "bash", "memfd:sealed-91", "process_api"]),
@@ -813,7 +816,7 @@ fn tt_errors_sample_keeps_raw_newlines() {
         &lines,
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &[
                     "/tmp/gitsrc/t/helper/test-tool",
                     "trace2",
@@ -846,7 +849,7 @@ fn def_param_sample() {
         &sample("def-param.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &[
                     "git",
                     "-c",
@@ -886,20 +889,20 @@ fn alias_shell_sample() {
         &sample("alias-shell.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["git", "-c", "alias.x=!echo hi", "x", "arg1", "arg two"],
             },
             ancestry(ANCESTRY),
             cmd_name("_run_dashed_", "_run_dashed_"),
-            Event::ChildStart(child(0, "dashed", false, &["git-x", "arg1", "arg two"])),
+            Trace2Event::ChildStart(child(0, "dashed", false, &["git-x", "arg1", "arg two"])),
             child_exit(0, -1, -1),
             def_repo("/tmp/t2/repo"),
-            Event::Alias {
+            Trace2Event::Alias {
                 alias: "x",
                 argv: &["echo hi", "arg1", "arg two"],
             },
             cmd_name("_run_shell_alias_", "_run_dashed_/_run_shell_alias_"),
-            Event::ChildStart(ChildInfo {
+            Trace2Event::ChildStart(ChildInfo {
                 use_shell: true,
                 ..child(1, "shell_alias", false, &["echo hi", "arg1", "arg two"])
             }),
@@ -916,31 +919,31 @@ fn exec_fail_sample() {
         &sample("exec-fail.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["/usr/local/bin/git", "notes", "show", "HEAD"],
             },
             ancestry(ANCESTRY),
             def_repo("/tmp/t2/repo"),
             cmd_name("notes", "notes"),
-            Event::Exec {
+            Trace2Event::Exec {
                 exec_id: 0,
                 exe: Some("git"),
                 argv: &["git", "show", "a941c2e33656b2444712059e9c8c4dbbf3acd958"],
             },
-            Event::ExecResult {
+            Trace2Event::ExecResult {
                 exec_id: 0,
                 code: 2,
                 err: Some("No such file or directory"),
             },
-            Event::Exit { code: 1 },
-            Event::Atexit { code: 1 },
+            Trace2Event::Exit { code: 1 },
+            Trace2Event::Atexit { code: 1 },
         ],
     );
 }
 
 #[test]
 fn tt_thread_timer_sample() {
-    let th_timer = |total_ns, min_ns, max_ns| Event::Timer {
+    let th_timer = |total_ns, min_ns, max_ns| Trace2Event::Timer {
         per_thread: true,
         timer: TimerInfo {
             category: "test",
@@ -955,7 +958,7 @@ fn tt_thread_timer_sample() {
         &sample("tt-thread-timer.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &[
                     "/tmp/gitsrc/t/helper/test-tool",
                     "trace2",
@@ -967,18 +970,18 @@ fn tt_thread_timer_sample() {
             },
             ancestry(ANCESTRY),
             cmd_name("trace2", "trace2"),
-            Event::ThreadStart,
-            Event::ThreadStart,
-            Event::ThreadStart,
+            Trace2Event::ThreadStart,
+            Trace2Event::ThreadStart,
+            Trace2Event::ThreadStart,
             // Nanosecond values chosen to exercise the rounding to microseconds.
             th_timer(20_249_501, 10_108_700, 10_142_499),
-            Event::ThreadExit { elapsed_us: 0 },
+            Trace2Event::ThreadExit { elapsed_us: 0 },
             th_timer(20_473_000, 10_130_000, 10_343_000),
-            Event::ThreadExit { elapsed_us: 0 },
+            Trace2Event::ThreadExit { elapsed_us: 0 },
             th_timer(20_204_000, 10_090_000, 10_114_000),
-            Event::ThreadExit { elapsed_us: 0 },
+            Trace2Event::ThreadExit { elapsed_us: 0 },
             EXIT0,
-            Event::Timer {
+            Trace2Event::Timer {
                 per_thread: false,
                 timer: TimerInfo {
                     category: "test",
@@ -1000,7 +1003,7 @@ fn tt_counter_sample() {
         &sample("tt-counter.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &[
                     "/tmp/gitsrc/t/helper/test-tool",
                     "trace2",
@@ -1013,7 +1016,7 @@ fn tt_counter_sample() {
             ancestry(ANCESTRY),
             cmd_name("trace2", "trace2"),
             EXIT0,
-            Event::Counter {
+            Trace2Event::Counter {
                 per_thread: false,
                 category: "test",
                 name: "test1",
@@ -1059,12 +1062,12 @@ fn tt_spec_sample() {
         &lines,
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["/tmp/gitsrc/t/helper/test-tool", "trace2", "900spec"],
             },
             ancestry(ANCESTRY),
             cmd_name("trace2", "trace2"),
-            Event::CmdMode { name: "spec-mode" },
+            Trace2Event::CmdMode { name: "spec-mode" },
             printf("hello printf 42"),
             printf("long file:line"),
             printf("28 char file:line"),
@@ -1091,7 +1094,7 @@ fn tt_spec_sample() {
             leave(only_msg),
             enter(long_category),
             leave(long_category),
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo: Some(0),
                 category: "spec",
                 key: "json",
@@ -1099,28 +1102,28 @@ fn tt_spec_sample() {
                 nesting: 1,
                 t_rel_us: 0,
             },
-            Event::ThreadStart,
+            Trace2Event::ThreadStart,
             enter(in_thread),
             thread_data,
             leave(in_thread),
-            Event::ThreadExit { elapsed_us: 0 },
-            Event::ThreadStart,
+            Trace2Event::ThreadExit { elapsed_us: 0 },
+            Trace2Event::ThreadStart,
             enter(in_thread),
             thread_data,
             leave(in_thread),
-            Event::ThreadExit { elapsed_us: 0 },
+            Trace2Event::ThreadExit { elapsed_us: 0 },
             data(None, "spec", "no-thread-start", "x"),
             enter(misuse_enter),
             leave(misuse_leave),
-            Event::ChildStart(ChildInfo {
+            Trace2Event::ChildStart(ChildInfo {
                 cd: Some("/tmp"),
                 use_shell: true,
                 ..child(0, "spec-class", false, &["echo child with 'quote'; exit 3"])
             }),
             child_exit(0, 15835, 3),
-            Event::ChildStart(child(1, "?", true, &["version"])),
+            Trace2Event::ChildStart(child(1, "?", true, &["version"])),
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["/usr/local/bin/git", "version"],
             },
             ancestry(&[
@@ -1136,8 +1139,8 @@ fn tt_spec_sample() {
             EXIT0,
             ATEXIT0,
             child_exit(1, 15836, 0),
-            Event::ChildStart(child(2, "bg", false, &["sleep", "1"])),
-            Event::ChildReady {
+            Trace2Event::ChildStart(child(2, "bg", false, &["sleep", "1"])),
+            Trace2Event::ChildReady {
                 child_id: 2,
                 pid: 15837,
                 ready: "ready",
@@ -1179,7 +1182,7 @@ fn commit_sample() {
         &sample("commit.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["git", "commit", "-q", "-m", "commit with hook"],
             },
             ancestry(ANCESTRY),
@@ -1204,12 +1207,12 @@ fn commit_sample() {
             data(Some(1), "index", "write/cache_nr", "21"),
             leave(do_write),
             enter(hook_enter),
-            Event::ChildStart(ChildInfo {
+            Trace2Event::ChildStart(ChildInfo {
                 hook_name: Some("pre-commit"),
                 ..child(0, "hook", false, &[".git/hooks/pre-commit"])
             }),
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["git", "rev-parse", "--short", "HEAD"],
             },
             ancestry(&[
@@ -1244,9 +1247,9 @@ fn commit_sample() {
             leave(do_read),
             enter(update),
             leave(update),
-            Event::ChildStart(child(1, "?", true, maintenance)),
+            Trace2Event::ChildStart(child(1, "?", true, maintenance)),
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &[
                     "/usr/local/libexec/git-core/git",
                     "maintenance",
@@ -1275,7 +1278,7 @@ fn commit_sample() {
             ATEXIT0,
             child_exit(1, 11488, 0),
             EXIT0,
-            Event::DataJson {
+            Trace2Event::DataJson {
                 repo: Some(1),
                 category: "traverse_trees",
                 key: "statistics",
@@ -1305,7 +1308,7 @@ fn redact_url_sample() {
         &sample("redact-url.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &[
                     "git",
                     "ls-remote",
@@ -1317,9 +1320,9 @@ fn redact_url_sample() {
             ancestry(ANCESTRY),
             def_repo("/tmp/t2/repo"),
             cmd_name("ls-remote", "ls-remote"),
-            Event::ChildStart(child(0, "remote-https", true, &["remote-https", URL, URL])),
+            Trace2Event::ChildStart(child(0, "remote-https", true, &["remote-https", URL, URL])),
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["/usr/local/libexec/git-core/git", "remote-https", URL, URL],
             },
             ancestry(&[
@@ -1332,9 +1335,9 @@ fn redact_url_sample() {
                 "process_api",
             ]),
             cmd_name("_run_dashed_", "ls-remote/_run_dashed_"),
-            Event::ChildStart(child(0, "dashed", false, &["git-remote-https", URL, URL])),
+            Trace2Event::ChildStart(child(0, "dashed", false, &["git-remote-https", URL, URL])),
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["/usr/local/libexec/git-core/git-remote-https", URL, URL],
             },
             ancestry(d2_ancestry),
@@ -1343,13 +1346,13 @@ fn redact_url_sample() {
             error(
                 "unable to access 'https://127.0.0.1:1/repo.git/': Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server",
             ),
-            Event::Exit { code: 128 },
-            Event::Atexit { code: 128 },
+            Trace2Event::Exit { code: 128 },
+            Trace2Event::Atexit { code: 128 },
             child_exit(0, 13199, 128),
-            Event::Exit { code: 128 },
-            Event::Atexit { code: 128 },
-            Event::Exit { code: 128 },
-            Event::Atexit { code: 128 },
+            Trace2Event::Exit { code: 128 },
+            Trace2Event::Atexit { code: 128 },
+            Trace2Event::Exit { code: 128 },
+            Trace2Event::Atexit { code: 128 },
         ],
     );
 }
@@ -1360,7 +1363,7 @@ fn signal_sigpipe_sample() {
         &sample("signal-sigpipe.perf"),
         &[
             VERSION,
-            Event::Start {
+            Trace2Event::Start {
                 argv: &["git", "cat-file", "-p", "HEAD:big.txt"],
             },
             ancestry(&[
@@ -1374,7 +1377,7 @@ fn signal_sigpipe_sample() {
             ]),
             def_repo("/tmp/t2/repo"),
             cmd_name("cat-file", "cat-file"),
-            Event::Signal { signo: 13 },
+            Trace2Event::Signal { signo: 13 },
         ],
     );
 }
@@ -1389,7 +1392,7 @@ fn ipc_daemon_long_file_names_keep_their_tail() {
         .clone();
     assert_eq!(accept.file.as_deref(), Some("...ipc/ipc-unix-socket.c"));
     accept.file = Some("compat/simple-ipc/ipc-unix-socket.c".to_string());
-    check(&accept, Event::ThreadStart);
+    check(&accept, Trace2Event::ThreadStart);
     let mut ready = lines
         .iter()
         .find(|l| l.raw.contains("child_ready"))
@@ -1398,7 +1401,7 @@ fn ipc_daemon_long_file_names_keep_their_tail() {
     ready.file = Some("run-command.c".to_string());
     check(
         &ready,
-        Event::ChildReady {
+        Trace2Event::ChildReady {
             child_id: 0,
             pid: 16663,
             ready: "ready",
@@ -1437,10 +1440,10 @@ fn brief_drops_time_and_file_line() {
     {
         let event = match line.raw.split(" | ").nth(3).unwrap().trim_end() {
             "version" => VERSION,
-            "start" if line.depth == 0 && line.raw.contains("notes") => Event::Start {
+            "start" if line.depth == 0 && line.raw.contains("notes") => Trace2Event::Start {
                 argv: &["/usr/local/bin/git", "notes", "show", "HEAD"],
             },
-            "start" => Event::Start {
+            "start" => Trace2Event::Start {
                 argv: &["git", "version"],
             },
             "cmd_ancestry" => ancestry(ANCESTRY),
@@ -1488,7 +1491,7 @@ fn exactly_28_bytes_is_not_cut_but_29_is() {
 fn too_many_files_writes_nothing() {
     let lines = sample("version.perf");
     let mut out = b"kept".to_vec();
-    PerfFormat::new().format(&record(&lines[0], Event::TooManyFiles), &mut out);
+    PerfFormat::new().format(&record(&lines[0], Trace2Event::TooManyFiles), &mut out);
     assert_eq!(out, b"kept");
 }
 
@@ -1520,8 +1523,8 @@ fn missing_messages_leave_an_empty_payload() {
     let thread_start = &lines[32];
     assert!(thread_start.raw.ends_with("|              | \n"));
     let line = |event| render(&PerfFormat::new(), &record(thread_start, event));
-    let printf_none = line(Event::Printf { msg: None });
-    let error_none = line(Event::Error {
+    let printf_none = line(Trace2Event::Printf { msg: None });
+    let error_none = line(Trace2Event::Error {
         msg: None,
         fmt: None,
     });
@@ -1539,7 +1542,7 @@ fn exec_result_err_only_for_positive_codes() {
     let line = &lines[6];
     check(
         line,
-        Event::ExecResult {
+        Trace2Event::ExecResult {
             exec_id: 0,
             code: 2,
             err: Some("No such file or directory"),
@@ -1550,7 +1553,7 @@ fn exec_result_err_only_for_positive_codes() {
             &PerfFormat::new(),
             &record(
                 line,
-                Event::ExecResult {
+                Trace2Event::ExecResult {
                     exec_id: 0,
                     code,
                     err,
@@ -1579,7 +1582,7 @@ fn exec_without_exe_or_arguments() {
             &PerfFormat::new(),
             &record(
                 line,
-                Event::Exec {
+                Trace2Event::Exec {
                     exec_id: 0,
                     exe,
                     argv,
@@ -1600,10 +1603,13 @@ fn exec_without_exe_or_arguments() {
 fn git_child_without_arguments_shows_just_git() {
     let lines = sample("tt-spec.perf");
     let line = &lines[47];
-    check(line, Event::ChildStart(child(1, "?", true, &["version"])));
+    check(
+        line,
+        Trace2Event::ChildStart(child(1, "?", true, &["version"])),
+    );
     let out = render(
         &PerfFormat::new(),
-        &record(line, Event::ChildStart(child(1, "?", true, &[]))),
+        &record(line, Trace2Event::ChildStart(child(1, "?", true, &[]))),
     );
     assert_eq!(out, line.raw.replace("[git version]", "[git]"));
 }
@@ -1613,7 +1619,7 @@ fn def_param_without_value_shows_the_name_only() {
     // git 2.47.3 crashes on this case; newer git drops `:<value>` (spec 13.1).
     let lines = sample("def-param.perf");
     let line = &lines[4];
-    let event = Event::DefParam {
+    let event = Trace2Event::DefParam {
         scope: "system",
         param: "color.ui",
         value: None,
@@ -1635,7 +1641,7 @@ fn wide_repo_ids_and_depths_shift_the_columns() {
         &PerfFormat::new(),
         &record(
             &deep,
-            Event::DefRepo {
+            Trace2Event::DefRepo {
                 repo: 10,
                 worktree: "/tmp/t2/repo",
             },
@@ -1657,7 +1663,7 @@ fn indentation_is_capped() {
     line.dots = u32::MAX;
     let out = render(
         &PerfFormat::new(),
-        &record(&line, Event::Printf { msg: Some("x") }),
+        &record(&line, Trace2Event::Printf { msg: Some("x") }),
     );
     let dots = out.bytes().filter(|&b| b == b'.').count();
     assert!(

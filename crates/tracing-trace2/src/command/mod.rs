@@ -412,10 +412,12 @@ mod tests {
     #[cfg(unix)]
     impl tracing_trace2_core::Format for ChildLines {
         fn format(&self, record: &tracing_trace2_core::Record<'_>, out: &mut Vec<u8>) {
-            use tracing_trace2_core::Event;
+            use tracing_trace2_core::Trace2Event;
             let what = match &record.event {
-                Event::ChildStart(child) => format!("child_start {} -", child.child_id),
-                Event::ChildExit { child_id, code, .. } => format!("child_exit {child_id} {code}"),
+                Trace2Event::ChildStart(child) => format!("child_start {} -", child.child_id),
+                Trace2Event::ChildExit { child_id, code, .. } => {
+                    format!("child_exit {child_id} {code}")
+                }
                 _ => return,
             };
             out.extend_from_slice(format!("{what} {}\n", record.callsite.line).as_bytes());

@@ -279,7 +279,7 @@ mod tests {
 
     use tracing::Instrument;
     use tracing_subscriber::prelude::*;
-    use tracing_trace2_core::{Event, Format, MemorySink, Record, Target, Trace2Layer};
+    use tracing_trace2_core::{Format, MemorySink, Record, Target, Trace2Event, Trace2Layer};
 
     use super::*;
     use crate::command::exit_code;
@@ -290,17 +290,17 @@ mod tests {
     impl Format for Children {
         fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
             let what = match &record.event {
-                Event::ChildStart(child) => format!("child_start {}", child.child_id),
-                Event::ChildExit {
+                Trace2Event::ChildStart(child) => format!("child_start {}", child.child_id),
+                Trace2Event::ChildExit {
                     child_id,
                     pid,
                     code,
                     ..
                 } => format!("child_exit {child_id} {} {code}", *pid > 0),
-                Event::ChildReady {
+                Trace2Event::ChildReady {
                     child_id, ready, ..
                 } => format!("child_ready {child_id} {ready}"),
-                Event::RegionEnter { region, .. } => {
+                Trace2Event::RegionEnter { region, .. } => {
                     out.extend_from_slice(
                         format!("{} enter {}\n", record.thread, region.label.unwrap_or("-"))
                             .as_bytes(),

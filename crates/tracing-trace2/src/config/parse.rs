@@ -34,14 +34,14 @@ fn is_space(c: u8) -> bool {
 
 /// A byte reader that folds CRLF into LF and reports end of input as a final LF,
 /// like git's reader does, so every construct ends at a `\n`.
-struct Reader<'a> {
+struct ConfigReader<'a> {
     bytes: &'a [u8],
     pos: usize,
     line: usize,
     eof: bool,
 }
 
-impl Reader<'_> {
+impl ConfigReader<'_> {
     fn next(&mut self) -> u8 {
         let Some(&c) = self.bytes.get(self.pos) else {
             self.eof = true;
@@ -72,7 +72,7 @@ impl Reader<'_> {
 /// Parses a whole config text into its entries, in order.
 pub(crate) fn parse_config(text: &[u8]) -> Result<Vec<RawEntry>, ParseError> {
     let text = text.strip_prefix(b"\xef\xbb\xbf").unwrap_or(text);
-    let mut r = Reader {
+    let mut r = ConfigReader {
         bytes: text,
         pos: 0,
         line: 1,
@@ -120,7 +120,7 @@ pub(crate) fn parse_config(text: &[u8]) -> Result<Vec<RawEntry>, ParseError> {
 
 /// Reads a section header after its `[`; returns the section name ("sec" or
 /// "sec.Sub") or the line of the error.
-fn parse_section_header(r: &mut Reader<'_>) -> Result<Vec<u8>, usize> {
+fn parse_section_header(r: &mut ConfigReader<'_>) -> Result<Vec<u8>, usize> {
     let mut name = Vec::new();
     loop {
         let c = r.next();
@@ -148,7 +148,7 @@ fn parse_section_header(r: &mut Reader<'_>) -> Result<Vec<u8>, usize> {
 }
 
 /// Reads ` "subsection"]` after a section name and a blank.
-fn parse_subsection(r: &mut Reader<'_>, mut name: Vec<u8>) -> Result<Vec<u8>, usize> {
+fn parse_subsection(r: &mut ConfigReader<'_>, mut name: Vec<u8>) -> Result<Vec<u8>, usize> {
     let mut c = r.next();
     while c != b'\n' && is_space(c) {
         c = r.next();
@@ -182,7 +182,10 @@ fn parse_subsection(r: &mut Reader<'_>, mut name: Vec<u8>) -> Result<Vec<u8>, us
 }
 
 /// Reads the rest of a variable name and its optional `= value`.
-fn parse_entry_rest(r: &mut Reader<'_>, key: &mut Vec<u8>) -> Result<Option<String>, ParseError> {
+fn parse_entry_rest(
+    r: &mut ConfigReader<'_>,
+    key: &mut Vec<u8>,
+) -> Result<Option<String>, ParseError> {
     let mut c;
     loop {
         c = r.next();
@@ -206,7 +209,7 @@ fn parse_entry_rest(r: &mut Reader<'_>, key: &mut Vec<u8>) -> Result<Option<Stri
 }
 
 /// Reads a value after `=` up to the end of its (possibly continued) line.
-fn parse_value(r: &mut Reader<'_>) -> Result<String, ParseError> {
+fn parse_value(r: &mut ConfigReader<'_>) -> Result<String, ParseError> {
     let mut value: Vec<u8> = Vec::new();
     let mut quoted = false;
     let mut in_comment = false;

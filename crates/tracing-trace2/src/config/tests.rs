@@ -98,8 +98,8 @@ fn environment_only_values() {
         ("GIT_TRACE2_PARENT_SID", "sid/x"),
         ("GIT_TRACE2_PARENT_NAME", ""),
     ]));
-    assert_eq!(s.normal_target.as_deref(), Some("1"));
-    assert_eq!(s.event_target.as_deref(), Some("/tmp/x"));
+    assert_eq!(s.normal_destination.as_deref(), Some("1"));
+    assert_eq!(s.event_destination.as_deref(), Some("/tmp/x"));
     assert_eq!(s.event_nesting, 3);
     assert_eq!(s.max_files, 0);
     assert!(s.dst_debug);
@@ -139,7 +139,7 @@ fn flight_settings_come_from_config_and_the_environment_overrides_them() {
         ],
         &env,
     );
-    assert_eq!(s.flight.target.as_deref(), Some("/var/flight"));
+    assert_eq!(s.flight.directory.as_deref(), Some("/var/flight"));
     assert_eq!(s.flight.max_bytes, Some(4 << 20));
     assert_eq!(s.flight.min_age_secs, Some(30));
     assert!(s.flight.on_error);
@@ -150,7 +150,7 @@ fn flight_settings_come_from_config_and_the_environment_overrides_them() {
         ("TRACING_TRACE2_FLIGHT", "/tmp/f"),
         ("TRACING_TRACE2_FLIGHT_SLOW_REGION_MS", "250"),
     ]));
-    assert_eq!(s.flight.target.as_deref(), Some("/tmp/f"));
+    assert_eq!(s.flight.directory.as_deref(), Some("/tmp/f"));
     assert_eq!(s.flight.slow_region_ms, Some(250));
     assert_eq!(s.flight.max_bytes, None);
     assert!(!s.flight.on_error);
@@ -170,7 +170,7 @@ fn later_files_override_and_env_overrides_raw_string() {
         ("GIT_TRACE2_EVENT_NESTING", "abc"),
     ]);
     let got = Settings::load(&lookup(&env));
-    assert_eq!(got.normal_target.as_deref(), Some("c"));
+    assert_eq!(got.normal_destination.as_deref(), Some("c"));
     assert!(got.normal_brief);
     // A non-empty env value replaces the config value even when it does not parse.
     assert_eq!(got.event_nesting, 2);
@@ -181,7 +181,7 @@ fn later_files_override_and_env_overrides_raw_string() {
     ]);
     let got = Settings::load(&lookup(&env));
     assert!(!got.normal_brief);
-    assert_eq!(got.normal_target.as_deref(), Some("c"));
+    assert_eq!(got.normal_destination.as_deref(), Some("c"));
     assert_eq!(got.event_nesting, 5);
     assert!(got.warnings.is_empty(), "{:?}", got.warnings);
 }
@@ -193,8 +193,8 @@ fn broken_files_are_skipped_with_a_warning() {
     let global = s.write("g", "[trace2]\n\tperfTarget = p\n\tnormalBrief\n\tfoo\n");
     let env = s.env(&[("GIT_CONFIG_SYSTEM", &sys), ("GIT_CONFIG_GLOBAL", &global)]);
     let got = Settings::load(&lookup(&env));
-    assert_eq!(got.normal_target, None);
-    assert_eq!(got.perf_target.as_deref(), Some("p"));
+    assert_eq!(got.normal_destination, None);
+    assert_eq!(got.perf_destination.as_deref(), Some("p"));
     assert_eq!(
         got.warnings,
         vec![
@@ -225,10 +225,10 @@ fn includes_are_followed_relative_and_with_tilde() {
         ("GIT_CONFIG_GLOBAL", "/dev/null"),
     ]);
     let got = Settings::load(&lookup(&env));
-    assert_eq!(got.normal_target.as_deref(), Some("one"));
+    assert_eq!(got.normal_destination.as_deref(), Some("one"));
     assert!(got.normal_brief);
-    assert_eq!(got.event_target.as_deref(), Some("three"));
-    assert_eq!(got.perf_target.as_deref(), Some("sys"));
+    assert_eq!(got.event_destination.as_deref(), Some("three"));
+    assert_eq!(got.perf_destination.as_deref(), Some("sys"));
     assert!(got.warnings.is_empty(), "{:?}", got.warnings);
 }
 
@@ -244,7 +244,7 @@ fn include_loops_stop_at_the_depth_limit() {
         ("GIT_CONFIG_GLOBAL", "/dev/null"),
     ]);
     let got = Settings::load(&lookup(&env));
-    assert_eq!(got.normal_target.as_deref(), Some("x"));
+    assert_eq!(got.normal_destination.as_deref(), Some("x"));
     assert_eq!(got.warnings.len(), 1);
     assert!(
         got.warnings[0].starts_with("exceeded maximum include depth (10)"),
@@ -280,13 +280,13 @@ fn include_errors_are_warnings() {
 
 /// Whether git wrote each target file, and if so whether in brief form.
 #[derive(Debug, PartialEq, Eq)]
-struct Targets {
+struct FilesWritten {
     normal: Option<bool>,
     perf: Option<bool>,
     event: Option<bool>,
 }
 
-fn observed(s: &Scratch, env: &std::collections::BTreeMap<String, String>) -> Targets {
+fn observed(s: &Scratch, env: &std::collections::BTreeMap<String, String>) -> FilesWritten {
     for f in ["n", "p", "e"] {
         let _ = std::fs::remove_file(s.root.join(f));
     }
@@ -296,23 +296,23 @@ fn observed(s: &Scratch, env: &std::collections::BTreeMap<String, String>) -> Ta
         "git failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Targets {
+    FilesWritten {
         normal: s.read("n").map(|t| t.starts_with("version ")),
         perf: s.read("p").map(|t| t.starts_with("d0 |")),
         event: s.read("e").map(|t| !t.contains("\"file\":")),
     }
 }
 
-fn predicted(s: &Scratch, got: &Settings) -> Targets {
+fn predicted(s: &Scratch, got: &Settings) -> FilesWritten {
     let one = |target: &Option<String>, file: &str, brief: bool| match target.as_deref() {
         None | Some("0") | Some("false") => None,
         Some(t) if t == s.path(file) => Some(brief),
         Some(other) => panic!("unexpected target {other}"),
     };
-    Targets {
-        normal: one(&got.normal_target, "n", got.normal_brief),
-        perf: one(&got.perf_target, "p", got.perf_brief),
-        event: one(&got.event_target, "e", got.event_brief),
+    FilesWritten {
+        normal: one(&got.normal_destination, "n", got.normal_brief),
+        perf: one(&got.perf_destination, "p", got.perf_brief),
+        event: one(&got.event_destination, "e", got.event_brief),
     }
 }
 
@@ -720,9 +720,9 @@ fn handed_over_entries_settings_from_system_and_global_only() {
         ],
         &env,
     );
-    assert_eq!(s.normal_target.as_deref(), Some("/global/normal"));
-    assert_eq!(s.perf_target.as_deref(), Some("/env/perf"));
-    assert_eq!(s.event_target, None);
+    assert_eq!(s.normal_destination.as_deref(), Some("/global/normal"));
+    assert_eq!(s.perf_destination.as_deref(), Some("/env/perf"));
+    assert_eq!(s.event_destination, None);
     assert_eq!(s.env_var_values, vec![("MY_VAR".into(), "v".into())]);
     assert_eq!(
         s.warnings,

@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use serde_json::json;
 
 use super::Exporter;
-use super::sink::{Arg, Child, Flow, Instant, ProcessEnd, Scope, Sink, Slice, TrackId};
+use super::sink::{Arg, Child, ExportSink, Flow, Instant, ProcessEnd, Scope, Slice, TrackId};
 use super::track::Closed;
 use json::ChromeJson;
 
@@ -99,7 +99,7 @@ impl<W: Write> ChromeSink<W> {
     }
 }
 
-impl<W: Write> Sink for ChromeSink<W> {
+impl<W: Write> ExportSink for ChromeSink<W> {
     type Output = W;
 
     fn process_track(&mut self, _pid: u32, _sid: &str) -> io::Result<()> {

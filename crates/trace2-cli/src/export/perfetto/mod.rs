@@ -30,7 +30,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use super::Exporter;
-use super::sink::{Arg, Child, Flow, Instant, ProcessEnd, Scope, Sink, Slice, TrackId};
+use super::sink::{Arg, Child, ExportSink, Flow, Instant, ProcessEnd, Scope, Slice, TrackId};
 use super::track::Closed;
 use intern::{Interner, Table};
 
@@ -401,7 +401,7 @@ impl<W: Write> PerfettoSink<W> {
     }
 }
 
-impl<W: Write> Sink for PerfettoSink<W> {
+impl<W: Write> ExportSink for PerfettoSink<W> {
     type Output = W;
 
     fn process_track(&mut self, pid: u32, sid: &str) -> io::Result<()> {

@@ -1,4 +1,4 @@
-//! Parsing of a target value (`GIT_TRACE2*` or `trace2.*Target`) into what it asks for.
+//! Parsing of a destination value (`GIT_TRACE2*` or `trace2.*Target`) into what it asks for.
 //!
 //! The parse is pure: whether an absolute path names a directory, and whether a socket
 //! path is usable, are decided later by [`open`](super::open), exactly where git decides
@@ -18,10 +18,10 @@ pub enum SocketKind {
     Auto,
 }
 
-/// What a target value asks for (spec 7.1).
+/// What a destination value asks for (spec 7.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum TargetValue {
+pub enum DestinationValue {
     /// Unset-like values: empty, `0`, `false` (any case).
     Disabled,
     /// An already open file descriptor: `1`/`true` mean 2 (stderr), a single digit 2–9
@@ -42,22 +42,22 @@ pub enum TargetValue {
     Unknown(String),
 }
 
-/// Parses a target value the way git does, in git's order of checks.
-pub fn parse_target(value: &str) -> TargetValue {
+/// Parses a destination value the way git does, in git's order of checks.
+pub fn parse_destination(value: &str) -> DestinationValue {
     if value.is_empty() || value == "0" || value.eq_ignore_ascii_case("false") {
-        return TargetValue::Disabled;
+        return DestinationValue::Disabled;
     }
     if value == "1" || value.eq_ignore_ascii_case("true") {
-        return TargetValue::Fd(2);
+        return DestinationValue::Fd(2);
     }
     if let [digit @ b'0'..=b'9'] = value.as_bytes() {
-        return TargetValue::Fd(i32::from(digit - b'0'));
+        return DestinationValue::Fd(i32::from(digit - b'0'));
     }
     if is_absolute_here(value) {
-        return TargetValue::Path(PathBuf::from(value));
+        return DestinationValue::Path(PathBuf::from(value));
     }
     // The longer prefixes must be tried first: `af_unix:` alone would swallow them.
-    let socket = |kind, path: &str| TargetValue::UnixSocket {
+    let socket = |kind, path: &str| DestinationValue::UnixSocket {
         kind,
         path: PathBuf::from(path),
     };
@@ -70,7 +70,7 @@ pub fn parse_target(value: &str) -> TargetValue {
     if let Some(path) = value.strip_prefix("af_unix:") {
         return socket(SocketKind::Auto, path);
     }
-    TargetValue::Unknown(value.to_owned())
+    DestinationValue::Unknown(value.to_owned())
 }
 
 /// Whether git on this platform takes `value` for an absolute path.
@@ -164,12 +164,15 @@ mod tests {
     #[test]
     fn windows_values() {
         for v in ["C:\\t\\ev.json", "\\\\.\\pipe\\tr2", "//./pipe/tr2"] {
-            assert_eq!(parse_target(v), TargetValue::Path(PathBuf::from(v)));
+            assert_eq!(
+                parse_destination(v),
+                DestinationValue::Path(PathBuf::from(v))
+            );
         }
     }
 
-    fn sock(kind: SocketKind, path: &str) -> TargetValue {
-        TargetValue::UnixSocket {
+    fn sock(kind: SocketKind, path: &str) -> DestinationValue {
+        DestinationValue::UnixSocket {
             kind,
             path: PathBuf::from(path),
         }
@@ -178,54 +181,60 @@ mod tests {
     #[test]
     fn disabled_forms() {
         for v in ["", "0", "false", "False", "FALSE", "fAlSe"] {
-            assert_eq!(parse_target(v), TargetValue::Disabled, "{v:?}");
+            assert_eq!(parse_destination(v), DestinationValue::Disabled, "{v:?}");
         }
     }
 
     #[test]
     fn stderr_forms() {
         for v in ["1", "true", "TRUE", "True"] {
-            assert_eq!(parse_target(v), TargetValue::Fd(2), "{v:?}");
+            assert_eq!(parse_destination(v), DestinationValue::Fd(2), "{v:?}");
         }
     }
 
     #[test]
     fn single_digit_fds() {
         for d in 2..=9 {
-            assert_eq!(parse_target(&d.to_string()), TargetValue::Fd(d));
+            assert_eq!(parse_destination(&d.to_string()), DestinationValue::Fd(d));
         }
     }
 
     #[test]
     fn absolute_paths() {
         for v in ["/tmp/x", "/tmp/dir/", "/", "/af_unix:/x"] {
-            assert_eq!(parse_target(v), TargetValue::Path(PathBuf::from(v)));
+            assert_eq!(
+                parse_destination(v),
+                DestinationValue::Path(PathBuf::from(v))
+            );
         }
     }
 
     #[test]
     fn socket_forms() {
-        assert_eq!(parse_target("af_unix:/s"), sock(SocketKind::Auto, "/s"));
         assert_eq!(
-            parse_target("af_unix:stream:/s"),
+            parse_destination("af_unix:/s"),
+            sock(SocketKind::Auto, "/s")
+        );
+        assert_eq!(
+            parse_destination("af_unix:stream:/s"),
             sock(SocketKind::Stream, "/s")
         );
         assert_eq!(
-            parse_target("af_unix:dgram:/s"),
+            parse_destination("af_unix:dgram:/s"),
             sock(SocketKind::Dgram, "/s")
         );
         // git reads an unknown type word as part of a (then relative) path.
         assert_eq!(
-            parse_target("af_unix:foo:/p"),
+            parse_destination("af_unix:foo:/p"),
             sock(SocketKind::Auto, "foo:/p")
         );
-        assert_eq!(parse_target("af_unix:"), sock(SocketKind::Auto, ""));
+        assert_eq!(parse_destination("af_unix:"), sock(SocketKind::Auto, ""));
         assert_eq!(
-            parse_target("af_unix:stream:"),
+            parse_destination("af_unix:stream:"),
             sock(SocketKind::Stream, "")
         );
         assert_eq!(
-            parse_target("af_unix:dgram:rel"),
+            parse_destination("af_unix:dgram:rel"),
             sock(SocketKind::Dgram, "rel")
         );
     }
@@ -246,7 +255,11 @@ mod tests {
             "AF_UNIX:/x",
             "af_unix",
         ] {
-            assert_eq!(parse_target(v), TargetValue::Unknown(v.to_owned()), "{v:?}");
+            assert_eq!(
+                parse_destination(v),
+                DestinationValue::Unknown(v.to_owned()),
+                "{v:?}"
+            );
         }
     }
 }
