@@ -1,7 +1,9 @@
 //! The checkable claims of docs/architecture.md, checked: no module of any crate imports
 //! a module that imports it back (through `use crate::…`, `crate::…` paths and
 //! `super::…`), and the `trace2` tool's dependency set holds no `tracing`,
-//! `tracing-subscriber`, `socket2` or `sha1_smol`.
+//! `tracing-subscriber`, `socket2` or `sha1_smol`; and no struct, enum, trait or union
+//! name is declared twice in the crates' non-test code (names that each mean one thing),
+//! but for a short list of reviewed exceptions.
 //!
 //! Modules are read from the source: a file is a module (`lib.rs`/`main.rs` the crate
 //! root, `a.rs` or `a/mod.rs` module `a`, `a/b.rs` module `a::b`); test code is left out
@@ -91,6 +93,7 @@ fn test_modules(text: &str) -> Vec<String> {
             && let Some(rest) = line
                 .strip_prefix("mod ")
                 .or_else(|| line.strip_prefix("pub mod "))
+                .or_else(|| line.strip_prefix("pub(crate) mod "))
             && let Some(name) = rest.strip_suffix(';')
         {
             names.push(name.to_owned());
@@ -405,4 +408,181 @@ fn the_trace2_tool_compiles_no_layer() {
             "trace2-cli compiles {unwanted}"
         );
     }
+}
+
+/// Type names that two declarations share on purpose, each with the reason. Every
+/// other struct, enum, trait or union of the crates' non-test code has a name of its
+/// own (docs/architecture.md's glossary): a name that means two things misleads every
+/// reader who finds one of them.
+const SHARED_TYPE_NAMES: &[(&str, &str)] = &[
+    (
+        "Kind",
+        "the record catalogue's kinds, and the `trace2` tool's own reading of Event \
+         lines, which goes when the tool reads by the catalogue (issue 23)",
+    ),
+    (
+        "KindSpec",
+        "the catalogue's row, and the binary format's table row until the binary \
+         encoder is driven by the catalogue (issue 23)",
+    ),
+    (
+        "TracedChild",
+        "one thing for two runtimes: `command::TracedChild` (std) and \
+         `command::tokio::TracedChild`",
+    ),
+];
+
+/// The name a line declares, if it declares a struct, enum, trait or union.
+fn declared_type(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    if let Some(after) = rest.strip_prefix("pub") {
+        rest = match after.strip_prefix('(') {
+            Some(scope) => &scope[scope.find(')')? + 1..],
+            None => after,
+        };
+        if !rest.starts_with(char::is_whitespace) {
+            return None;
+        }
+        rest = rest.trim_start();
+    }
+    let rest = ["unsafe trait ", "struct ", "enum ", "trait ", "union "]
+        .iter()
+        .find_map(|keyword| rest.strip_prefix(keyword))?;
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// Every struct, enum, trait and union declared in the non-test code of the crates
+/// under `crates` (each `crates/<name>/src`), by name, with the files declaring it.
+/// Test code is left out as the module graph leaves it out, and so is an item under
+/// `#[cfg(test)]` or `#[cfg(doctest)]`.
+fn type_declarations(crates: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for entry in std::fs::read_dir(crates).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let texts: BTreeMap<String, (PathBuf, String)> = files
+            .into_iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(&f).unwrap();
+                (module_of(&src, &f), (f, text))
+            })
+            .collect();
+        let mut test_only = Vec::new();
+        for (module, (_, text)) in &texts {
+            for name in test_modules(text) {
+                test_only.push(if module.is_empty() {
+                    name
+                } else {
+                    format!("{module}::{name}")
+                });
+            }
+        }
+        for (module, (file, text)) in &texts {
+            if test_only
+                .iter()
+                .any(|t| module == t || module.starts_with(&format!("{t}::")))
+            {
+                continue;
+            }
+            let shown = file
+                .strip_prefix(crates)
+                .unwrap_or(file)
+                .display()
+                .to_string();
+            let mut under_test_cfg = false;
+            for line in code_of(text).lines() {
+                let trimmed = line.trim_start();
+                if trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(doctest)]") {
+                    under_test_cfg = true;
+                    continue;
+                }
+                if trimmed.starts_with("#[") {
+                    continue;
+                }
+                if let Some(name) = declared_type(line)
+                    && !under_test_cfg
+                {
+                    found
+                        .entry(name.to_owned())
+                        .or_default()
+                        .push(shown.clone());
+                }
+                under_test_cfg = false;
+            }
+        }
+    }
+    for files in found.values_mut() {
+        files.sort();
+    }
+    found
+}
+
+#[test]
+fn no_type_name_is_declared_twice() {
+    let declared = type_declarations(&workspace().join("crates"));
+    let twice: BTreeMap<&String, &Vec<String>> = declared
+        .iter()
+        .filter(|(name, files)| {
+            files.len() > 1 && !SHARED_TYPE_NAMES.iter().any(|(shared, _)| shared == name)
+        })
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "type names declared more than once; name each type for what it holds \
+         (docs/architecture.md, Glossary): {twice:#?}"
+    );
+    for (name, _) in SHARED_TYPE_NAMES {
+        assert!(
+            declared.get(*name).is_some_and(|files| files.len() > 1),
+            "{name} is declared once now: remove it from SHARED_TYPE_NAMES"
+        );
+    }
+}
+
+/// The checker finds a name declared in two crates, whatever the visibility, and leaves
+/// out test modules, test-only items and doc comments.
+#[test]
+fn the_type_name_checker_sees_twice_declared_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "a/src/lib.rs",
+        "//! struct Documented;\npub mod slots;\n#[cfg(test)]\nmod tests;\n\
+         #[cfg(doctest)]\n#[doc = \"\"]\nstruct ReadmeDoctests;\n",
+    );
+    write(
+        "a/src/slots.rs",
+        "pub(crate) struct Slot {\n    used: bool,\n}\n",
+    );
+    write("a/src/tests.rs", "struct Slot;\nstruct OnlyInTests;\n");
+    write(
+        "b/src/lib.rs",
+        "mod fields;\n#[cfg(doctest)]\nstruct ReadmeDoctests;\npub unsafe trait Marker {}\n",
+    );
+    write(
+        "b/src/fields.rs",
+        "#[derive(Default)]\nstruct Slot<'a>(&'a str);\nfn f() { let s = Slot(\"\"); }\n\
+         #[cfg(test)]\nmod tests {\n    struct Slot;\n}\n",
+    );
+    let declared = type_declarations(dir.path());
+    let names: Vec<&str> = declared.keys().map(String::as_str).collect();
+    assert_eq!(names, ["Marker", "Slot"]);
+    assert_eq!(
+        declared["Slot"],
+        [
+            Path::new("a/src/slots.rs").display().to_string(),
+            Path::new("b/src/fields.rs").display().to_string(),
+        ]
+    );
 }
