@@ -588,7 +588,7 @@ pub struct Replayer {
 }
 
 impl Replayer {
-    /// A decoder with no room yet.
+    /// A replayer with no room yet.
     pub fn new() -> Self {
         Self::default()
     }
