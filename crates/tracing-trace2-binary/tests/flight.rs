@@ -458,15 +458,17 @@ fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
         .build()
         .unwrap();
     let say = |msg: &str| {
+        let time = clock::now();
         recorder.record(&Record {
             event: Trace2Event::Printf { msg: Some(msg) },
-            time: clock::now(),
+            time,
             sid: "20260101T000000.000000Z-H0123abcd-P00001234",
             depth: 0,
             thread: "main",
             callsite: Callsite::default(),
             open_regions: 0,
         });
+        time.t_abs_us
     };
     // The stream's first batch is kept aside however old (it holds `version` and
     // `start` in a real process): here, one message of its own.
@@ -474,8 +476,9 @@ fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
     recorder.writer().flush_all();
     let started = clock::now().t_abs_us;
     // A message every 5 ms for 1.2 s: four times the minimum age.
+    let mut sent = Vec::new();
     while clock::now().t_abs_us - started < 1_200_000 {
-        say("tick");
+        sent.push(say("tick"));
         std::thread::sleep(Duration::from_millis(5));
     }
     let snapshot = recorder.snapshot_bytes(Trigger::Request);
@@ -496,11 +499,17 @@ fn the_window_reaches_back_the_minimum_age_and_not_much_further() {
     assert_eq!(first, 1, "the first batch is kept");
     let oldest = taken - times[0];
     let min_age_us = min_age.as_micros() as u64;
-    // Every tick of the last minimum age is kept: the oldest one kept may be up to one
-    // tick interval (5 ms, more when the machine delays the sleep) younger than that.
+    // Every tick sent in the last minimum age before the snapshot was taken is kept
+    // (judged by the ticks' own times, so a machine that delays the sleeps cannot fail it).
+    let must_keep = sent
+        .iter()
+        .copied()
+        .find(|&t| t + min_age_us >= taken)
+        .expect("ticks in the last minimum age");
     assert!(
-        oldest + 20_000 >= min_age_us,
-        "the window reaches back {oldest} µs only"
+        times[0] <= must_keep,
+        "the window reaches back {oldest} µs only (a tick sent {} µs before was lost)",
+        taken - must_keep
     );
     // Batches handed over before the minimum age are gone: the window is well short of
     // the 1.2 s recorded (a batch spans the 20 ms flush interval, but on a loaded machine
