@@ -720,30 +720,39 @@ mod tests {
         round_trip(&r);
     }
 
+    /// The list every made-up `TextList` field holds.
+    static LIST: [&str; 2] = ["x", "yz"];
+
+    /// An event of `spec`'s kind with a made-up value in every field: each field's value
+    /// differs from the others', and optional ones alternate between absent and present.
+    fn made_up_event(spec: &crate::catalogue::KindSpec) -> Trace2Event<'static> {
+        use crate::catalogue::{FieldError, FieldType as T, FieldValue as V};
+        let mut n = 0u64;
+        Trace2Event::from_fields(spec.kind, |field| {
+            n += 1;
+            Ok::<_, FieldError>(match field.ty {
+                T::Text | T::TextOmittedWhenEmpty | T::Json => V::Text(field.name),
+                T::OptText => V::OptText(n.is_multiple_of(2).then_some(field.name)),
+                T::TextList => V::TextList(&LIST),
+                T::Uint | T::Count | T::Micros | T::Nanos => V::Uint(n << 40),
+                T::Int => V::Int(-(n as i64)),
+                T::OptInt => V::OptInt(Some(n as i64)),
+                T::Nesting => V::Nesting(n as u32),
+                T::Code => V::Code(-(n as i32)),
+                T::Flag => V::Flag(!n.is_multiple_of(2)),
+            })
+        })
+        .unwrap()
+    }
+
     /// Every kind's encoding, walked by the catalogue's field types alone, holds the
     /// fields the record has, in catalogue order, and nothing else: the hand-written
     /// encoder and decoder agree with the table.
     #[test]
     fn encoding_follows_the_catalogue() {
-        use crate::catalogue::{CATALOGUE, FieldError, FieldType as T, FieldValue as V};
-        let list = ["x", "yz"];
+        use crate::catalogue::{CATALOGUE, FieldType as T, FieldValue as V};
         for spec in &CATALOGUE {
-            let mut n = 0u64;
-            let event = Trace2Event::from_fields(spec.kind, |field| {
-                n += 1;
-                Ok::<_, FieldError>(match field.ty {
-                    T::Text | T::TextOmittedWhenEmpty | T::Json => V::Text(field.name),
-                    T::OptText => V::OptText(n.is_multiple_of(2).then_some(field.name)),
-                    T::TextList => V::TextList(&list),
-                    T::Uint | T::Count | T::Micros | T::Nanos => V::Uint(n << 40),
-                    T::Int => V::Int(-(n as i64)),
-                    T::OptInt => V::OptInt(Some(n as i64)),
-                    T::Nesting => V::Nesting(n as u32),
-                    T::Code => V::Code(-(n as i32)),
-                    T::Flag => V::Flag(!n.is_multiple_of(2)),
-                })
-            })
-            .unwrap();
+            let event = made_up_event(spec);
             let r = record(event);
             let mut buf = Vec::new();
             encode(&r, &mut buf);
@@ -781,7 +790,7 @@ mod tests {
             event.visit_fields(|_, value| {
                 expected.push(match value {
                     V::TextList(l) => {
-                        assert_eq!(l, list);
+                        assert_eq!(l, LIST);
                         V::TextList(&[])
                     }
                     other => other,
@@ -796,25 +805,9 @@ mod tests {
     /// arms do: the decoder's `_` arm is right for any kind the catalogue has.
     #[test]
     fn by_catalogue_reads_every_kind() {
-        use crate::catalogue::{CATALOGUE, FieldError, FieldType as T, FieldValue as V};
-        let list = ["x", "yz"];
+        use crate::catalogue::CATALOGUE;
         for spec in &CATALOGUE {
-            let mut n = 0u64;
-            let event = Trace2Event::from_fields(spec.kind, |field| {
-                n += 1;
-                Ok::<_, FieldError>(match field.ty {
-                    T::Text | T::TextOmittedWhenEmpty | T::Json => V::Text(field.name),
-                    T::OptText => V::OptText(n.is_multiple_of(2).then_some(field.name)),
-                    T::TextList => V::TextList(&list),
-                    T::Uint | T::Count | T::Micros | T::Nanos => V::Uint(n << 40),
-                    T::Int => V::Int(-(n as i64)),
-                    T::OptInt => V::OptInt(Some(n as i64)),
-                    T::Nesting => V::Nesting(n as u32),
-                    T::Code => V::Code(-(n as i32)),
-                    T::Flag => V::Flag(!n.is_multiple_of(2)),
-                })
-            })
-            .unwrap();
+            let event = made_up_event(spec);
             let mut buf = Vec::new();
             encode(&record(event), &mut buf);
             // The fields start after the fixed fields and the three strings.
