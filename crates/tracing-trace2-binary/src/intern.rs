@@ -12,13 +12,13 @@
 //! * by content, with a fast word-wise hash, for equal text at another address.
 //!
 //! A hit on text in a read-only segment of the program (string literals, `tracing`'s
-//! metadata) needs no comparison: that text cannot change (`statics`).
+//! metadata) needs no comparison: that text cannot change (`tracing_trace2_dst::statics`).
 //!
 //! Entries carry the number of the batch they were made in, so starting a new batch
 //! empties both tables in O(1). A table stops taking entries at half its size: the
 //! strings after that are still defined, just not shared within that batch.
 
-use crate::statics;
+use tracing_trace2_dst::statics;
 
 /// Whether two byte strings are equal; short ones (nearly all names) compared with a
 /// few word loads rather than a call to `memcmp`.

@@ -89,7 +89,6 @@ pub mod header;
 mod intern;
 mod slots;
 pub mod spec;
-mod statics;
 mod target;
 mod text;
 pub mod varint;

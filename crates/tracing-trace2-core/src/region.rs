@@ -84,33 +84,59 @@ const POOL_SIZE: usize = 64;
 const POOL_MAX_BYTES: usize = 4096;
 
 /// A text field that remembers whether it was given. Cleared, never freed, so that a
-/// recycled state reuses its capacity.
+/// recycled state reuses its capacity. A value in a read-only segment of the program
+/// (a literal, as `trace2.*` values nearly always are) is kept by reference instead of
+/// copied; the binary target then finds it by address without comparing its bytes.
 #[derive(Clone, Debug, Default)]
 struct Text {
     text: String,
+    /// The value when it is a literal (then `text` is not used).
+    fixed: Option<&'static str>,
     set: bool,
 }
 
 impl Text {
     fn get(&self) -> Option<&str> {
-        self.set.then_some(self.text.as_str())
+        match self.fixed {
+            Some(fixed) => Some(fixed),
+            None => self.set.then_some(self.text.as_str()),
+        }
     }
 
     /// Marks the field given and returns its emptied buffer.
     fn start(&mut self) -> &mut String {
         self.set = true;
+        self.fixed = None;
         self.text.clear();
         &mut self.text
     }
 
+    /// Gives the field `value`: by reference when it is a literal, else copied.
+    fn set_str(&mut self, value: &str) {
+        match tracing_trace2_dst::statics::as_static(value) {
+            Some(fixed) => {
+                self.set = true;
+                self.fixed = Some(fixed);
+            }
+            None => self.start().push_str(value),
+        }
+    }
+
     fn copy_from(&mut self, other: &Text) {
         if other.set {
-            self.start().push_str(&other.text);
+            match other.fixed {
+                Some(fixed) => {
+                    self.set = true;
+                    self.fixed = Some(fixed);
+                }
+                None => self.start().push_str(&other.text),
+            }
         }
     }
 
     fn reset(&mut self) {
         self.set = false;
+        self.fixed = None;
         self.text.clear();
     }
 }
@@ -520,11 +546,11 @@ pub(crate) fn repo_id(value: &dyn fmt::Debug) -> Option<i64> {
 impl Visit for RegionFields {
     fn record_str(&mut self, field: &Field, value: &str) {
         match field_name(field) {
-            SPAN_CATEGORY_FIELD => self.category.start().push_str(value),
-            SPAN_LABEL_FIELD => self.label.start().push_str(value),
+            SPAN_CATEGORY_FIELD => self.category.set_str(value),
+            SPAN_LABEL_FIELD => self.label.set_str(value),
             SPAN_MSG_FIELD => {
                 let kept = floor_boundary(value, self.policy.limit);
-                self.msg.start().push_str(&value[..kept]);
+                self.msg.set_str(&value[..kept]);
                 self.cut |= kept < value.len();
             }
             name => self.write_other(name, format_args!("{value}")),
@@ -578,8 +604,39 @@ mod tests {
     fn text(value: &str) -> Text {
         Text {
             text: value.to_owned(),
+            fixed: None,
             set: true,
         }
+    }
+
+    #[test]
+    fn literal_values_are_kept_by_reference_and_others_copied() {
+        let literal = "index";
+        let mut fields = RegionFields::default();
+        fields.category.set_str(literal);
+        let owned = String::from("lookup");
+        fields.label.set_str(&owned);
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            fields.category.get().map(str::as_ptr),
+            Some(literal.as_ptr())
+        );
+        assert_eq!(fields.category.get(), Some("index"));
+        assert_ne!(fields.label.get().map(str::as_ptr), Some(owned.as_ptr()));
+        assert_eq!(fields.label.get(), Some("lookup"));
+        // A copied value replaces a literal one, and the other way round; clearing
+        // forgets both.
+        fields.category.set_str(&owned);
+        assert_eq!(fields.category.get(), Some("lookup"));
+        fields.label.set_str(literal);
+        assert_eq!(fields.label.get(), Some("index"));
+        let mut state = RegionState::new("name", "crate::module");
+        state.record(&fields);
+        assert_eq!(state.info().category, Some("lookup"));
+        assert_eq!(state.info().label, Some("index"));
+        fields.clear();
+        assert_eq!(fields.category.get(), None);
+        assert_eq!(fields.label.get(), None);
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! | `warn` | git's warning texts and `strerror` |
 //! | `sink` | the [`Sink`] trait, [`MemorySink`], [`NullSink`] |
 //! | `clock` | the process start, `t_abs` and the local UTC offset |
+//! | `statics` | whether text lies in the program's read-only segments (literals) |
 //!
 //! ```
 //! use tracing_trace2_dst::{OpenSettings, Opened, SocketKind, DestinationValue, open, parse_destination};
@@ -68,6 +69,7 @@ mod os;
 mod sink;
 #[cfg(all(unix, feature = "sockets"))]
 mod socket;
+pub mod statics;
 #[cfg(all(unix, feature = "sockets"))]
 mod stream;
 mod warn;

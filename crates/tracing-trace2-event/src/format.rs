@@ -522,6 +522,12 @@ struct FileLine {
     line: u32,
     text: [u8; CACHED_FILE_TEXT],
     text_len: usize,
+    /// Where the `file` the text was made for lies, and whether that is a read-only
+    /// segment of the program (`tracing`'s metadata, nearly always): the same address
+    /// there is the same text, and a hit needs no comparison (a `memcmp` call for a path
+    /// longer than 16 bytes).
+    file_addr: usize,
+    fixed: bool,
 }
 
 impl FileLine {
@@ -531,6 +537,8 @@ impl FileLine {
         line: 0,
         text: [0; CACHED_FILE_TEXT],
         text_len: 0,
+        file_addr: 0,
+        fixed: false,
     };
 
     /// The text kept, when it was made for `file` and `line`.
@@ -540,7 +548,8 @@ impl FileLine {
         if self.line != line || self.file_len != file.len() {
             return None;
         }
-        if !same_bytes(self.file.get(..file.len())?, file) {
+        let unchanged = self.fixed && self.file_addr == file.as_ptr() as usize;
+        if !unchanged && !same_bytes(self.file.get(..file.len())?, file) {
             return None;
         }
         self.text.get(..self.text_len)
@@ -555,6 +564,8 @@ impl FileLine {
         }
         self.file[..file.len()].copy_from_slice(file);
         self.file_len = file.len();
+        self.file_addr = file.as_ptr() as usize;
+        self.fixed = tracing_trace2_dst::statics::is_immutable(self.file_addr, file.len());
         self.line = line;
         self.text[..text.len()].copy_from_slice(text);
         self.text_len = text.len();
@@ -740,6 +751,43 @@ mod sid_thread_tests {
                     );
                 }
             }
+        }
+    }
+
+    /// A file found at the address the cached text was made for is taken without a
+    /// comparison only when that address is read-only: a buffer rewritten in place
+    /// (a decoded record's, on the deferred writer's worker) gets its new text.
+    #[test]
+    fn cached_file_line_confirms_text_that_can_change() {
+        let literal = "src/a_literal_path_longer_than_16.rs";
+        let mut buffer = literal.as_bytes().to_vec();
+        for round in 0..3u8 {
+            let file = std::str::from_utf8(&buffer).unwrap().to_owned();
+            for text in [literal, file.as_str()] {
+                let mut cached = Vec::new();
+                push_file_line(&mut Appender::new(&mut cached), text, 42);
+                push_file_line(&mut Appender::new(&mut cached), text, 42);
+                let mut direct = b",\"file\":".to_vec();
+                push_json_str(&mut direct, text);
+                direct.extend_from_slice(b",\"line\":42");
+                assert_eq!(cached, [direct.clone(), direct].concat(), "round {round}");
+            }
+            // The same length at a heap address, with other text.
+            buffer[4] = b'b' + round;
+            let mut in_place = String::from_utf8(buffer.clone()).unwrap();
+            let addr = in_place.as_ptr();
+            let mut first = Vec::new();
+            push_file_line(&mut Appender::new(&mut first), &in_place, 7);
+            in_place.replace_range(4..5, "Z");
+            assert_eq!(in_place.as_ptr(), addr);
+            let mut second = Vec::new();
+            push_file_line(&mut Appender::new(&mut second), &in_place, 7);
+            assert!(String::from_utf8(second).unwrap().contains("src/Z"));
+            assert!(
+                String::from_utf8(first)
+                    .unwrap()
+                    .contains(&format!("src/{}", (b'b' + round) as char))
+            );
         }
     }
 
