@@ -4,8 +4,8 @@
 //! (appended to by several processes at once), a directory (one file per process), a
 //! named pipe in both of Git for Windows' spellings (Windows only), stderr, and the
 //! warnings for values the platform's git refuses. The program ends in each way a
-//! process can end (return, an exit code, `std::process::exit`, a panic) and runs named
-//! threads.
+//! process can end (return, `Err` or an exit code returned with the guard dropped, an
+//! exit code, `std::process::exit`, a panic) and runs named threads.
 //!
 //! The binary has its own `main` (no libtest harness) because it doubles as the program.
 
@@ -19,12 +19,26 @@ const PROGRAM_ENV: &str = "TRACE2_PORTABLE_PROGRAM";
 
 type Check = fn() -> Result<(), String>;
 
-fn main() -> ExitCode {
+/// A `Result` so that the program can return `Err` as a fallible `main` does (Rust prints
+/// it and exits with 1).
+fn main() -> Result<ExitCode, String> {
     if let Some(mode) = std::env::var_os(PROGRAM_ENV) {
         return program::main(&mode.to_string_lossy());
     }
     let mut checks: Vec<(&str, Check)> = vec![
         ("return_from_main", return_from_main),
+        (
+            "return_err_with_the_guard_dropped",
+            return_err_guard_dropped,
+        ),
+        (
+            "return_err_with_the_guard_dropped_and_a_background_writer",
+            return_err_guard_dropped_in_background,
+        ),
+        (
+            "return_an_exit_code_with_the_guard_dropped",
+            return_code_guard_dropped,
+        ),
         ("finish_with_an_exit_code", finish_with_an_exit_code),
         ("std_process_exit", std_process_exit),
         ("finish_then_std_process_exit", finish_then_std_process_exit),
@@ -66,10 +80,10 @@ fn main() -> ExitCode {
     }
     if failed > 0 {
         println!("portable: {failed} failed");
-        return ExitCode::FAILURE;
+        return Ok(ExitCode::FAILURE);
     }
     println!("portable: all passed");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The traced program, one mode per way out.
@@ -79,7 +93,11 @@ mod program {
     use tracing_subscriber::prelude::*;
     use tracing_trace2::api;
 
-    pub(super) fn main(mode: &str) -> ExitCode {
+    /// `data` lines the `*-many` modes trace right before they end: more than a
+    /// background writer's worker takes in one batch while lines keep coming.
+    pub(super) const MANY: usize = 2000;
+
+    pub(super) fn main(mode: &str) -> Result<ExitCode, String> {
         let mut trace2 = tracing_trace2::Trace2::from_env().with_exe_version("0.1.0");
         if mode.starts_with("background") {
             trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
@@ -93,7 +111,18 @@ mod program {
         tracing::info_span!("work", category = "portable").in_scope(|| {
             tracing::info!(category = "portable", key = "mode", value = mode);
         });
-        match mode {
+        if mode.ends_with("-many") {
+            for n in 0..MANY {
+                tracing::info!(category = "portable", key = "line", value = n);
+            }
+        }
+        // In the `return-*` modes the guard is only dropped as `main` returns, before Rust
+        // reports the value: only the exit hooks learn the code.
+        Ok(match mode {
+            "return-err" | "background-return-err-many" => {
+                return Err("the program fails".to_owned());
+            }
+            "return-code" => ExitCode::from(4),
             "exit-code" => trace2.finish(ExitCode::from(3)),
             "process-exit" | "background-process-exit" => std::process::exit(7),
             "finish-then-process-exit" => {
@@ -119,7 +148,7 @@ mod program {
                 ExitCode::SUCCESS
             }
             _ => ExitCode::SUCCESS,
-        }
+        })
     }
 }
 
@@ -325,6 +354,56 @@ fn return_from_main() -> Result<(), String> {
         time.len() == 27 && time.ends_with('Z') && time.as_bytes()[10] == b'T',
         || format!("time {time:?}"),
     )
+}
+
+/// The code a dropped guard's trace carries for a `main` that returns `code` (`Err`: 1):
+/// the exit hooks learn it on Linux with glibc (`on_exit`) and on Windows
+/// (`ExitProcess`'s callbacks); elsewhere the guard writes 0 when it is dropped.
+fn traced_code_of_dropped_guard(code: i64) -> i64 {
+    if cfg!(any(all(target_os = "linux", target_env = "gnu"), windows)) {
+        code
+    } else {
+        0
+    }
+}
+
+/// `fn main() -> Result<..>` returning `Err` with the guard only dropped (no `finish`):
+/// Rust prints the error and exits with 1, and the trace says 1.
+fn return_err_guard_dropped() -> Result<(), String> {
+    let lines = event_run("return-err", 1)?;
+    ends_like_git(&lines, traced_code_of_dropped_guard(1))
+}
+
+/// The same with a background writer, and many lines traced just before the return:
+/// every one of them is written, before `exit` (`ExitProcess` on Windows ends the
+/// worker, so it must have written them all by then).
+fn return_err_guard_dropped_in_background() -> Result<(), String> {
+    let lines = event_run("background-return-err-many", 1)?;
+    ends_like_git(&lines, traced_code_of_dropped_guard(1))?;
+    let exit = lines
+        .iter()
+        .position(|e| e["event"] == "exit")
+        .expect("checked above");
+    let numbers: Vec<u64> = lines[..exit]
+        .iter()
+        .filter(|e| e["event"] == "data" && e["key"] == "line")
+        .filter_map(|e| e["value"].as_str().and_then(|v| v.parse().ok()))
+        .collect();
+    let expected: Vec<u64> = (0..program::MANY as u64).collect();
+    ensure(numbers == expected, || {
+        let first_wrong = (0..).zip(&numbers).find(|(n, got)| *n != **got);
+        format!(
+            "{} of {} data lines before exit; first out of place: {first_wrong:?}",
+            numbers.len(),
+            program::MANY,
+        )
+    })
+}
+
+/// `main` returning an `ExitCode` with the guard dropped: the trace carries that code.
+fn return_code_guard_dropped() -> Result<(), String> {
+    let lines = event_run("return-code", 4)?;
+    ends_like_git(&lines, traced_code_of_dropped_guard(4))
 }
 
 fn finish_with_an_exit_code() -> Result<(), String> {
