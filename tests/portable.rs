@@ -39,6 +39,10 @@ fn main() -> Result<ExitCode, String> {
             "return_an_exit_code_with_the_guard_dropped",
             return_code_guard_dropped,
         ),
+        (
+            "return_err_with_the_guard_dropped_on_another_thread",
+            return_err_guard_dropped_on_a_thread,
+        ),
         ("finish_with_an_exit_code", finish_with_an_exit_code),
         ("std_process_exit", std_process_exit),
         ("finish_then_std_process_exit", finish_then_std_process_exit),
@@ -98,24 +102,16 @@ mod program {
     pub(super) const MANY: usize = 2000;
 
     pub(super) fn main(mode: &str) -> Result<ExitCode, String> {
-        let mut trace2 = tracing_trace2::Trace2::from_env().with_exe_version("0.1.0");
-        if mode.starts_with("background") {
-            trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
+        if mode == "thread-start-return-err" {
+            // The lifecycle starts, and its guard is dropped, on a thread that ends
+            // before `main` returns `Err` on another one.
+            let mode = mode.to_owned();
+            std::thread::spawn(move || drop(start(&mode)))
+                .join()
+                .map_err(|_| "the thread panicked".to_owned())?;
+            return Err("the program fails".to_owned());
         }
-        let lifecycle = trace2.lifecycle();
-        tracing_subscriber::registry()
-            .with(lifecycle.layer())
-            .init();
-        let trace2 = lifecycle.start();
-        api::cmd_name("portable");
-        tracing::info_span!("work", category = "portable").in_scope(|| {
-            tracing::info!(category = "portable", key = "mode", value = mode);
-        });
-        if mode.ends_with("-many") {
-            for n in 0..MANY {
-                tracing::info!(category = "portable", key = "line", value = n);
-            }
-        }
+        let trace2 = start(mode);
         // In the `return-*` modes the guard is only dropped as `main` returns, before Rust
         // reports the value: only the exit hooks learn the code.
         Ok(match mode {
@@ -149,6 +145,31 @@ mod program {
             }
             _ => ExitCode::SUCCESS,
         })
+    }
+
+    /// Installs the layer (with a background writer in the `background*` modes), starts
+    /// the lifecycle, and traces a region with a `data` line in it (and [`MANY`] `data`
+    /// lines after it in the `*-many` modes).
+    fn start(mode: &str) -> tracing_trace2::Trace2Guard {
+        let mut trace2 = tracing_trace2::Trace2::from_env().with_exe_version("0.1.0");
+        if mode.starts_with("background") {
+            trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
+        }
+        let lifecycle = trace2.lifecycle();
+        tracing_subscriber::registry()
+            .with(lifecycle.layer())
+            .init();
+        let trace2 = lifecycle.start();
+        api::cmd_name("portable");
+        tracing::info_span!("work", category = "portable").in_scope(|| {
+            tracing::info!(category = "portable", key = "mode", value = mode);
+        });
+        if mode.ends_with("-many") {
+            for n in 0..MANY {
+                tracing::info!(category = "portable", key = "line", value = n);
+            }
+        }
+        trace2
     }
 }
 
@@ -404,6 +425,31 @@ fn return_err_guard_dropped_in_background() -> Result<(), String> {
 fn return_code_guard_dropped() -> Result<(), String> {
     let lines = event_run("return-code", 4)?;
     ends_like_git(&lines, traced_code_of_dropped_guard(4))
+}
+
+/// The lifecycle started, and its guard dropped, on a thread that ends before `main`
+/// returns `Err`: on Windows the process then ends on a thread whose end
+/// `ExitProcess`'s callbacks may not see (Wine runs only the starting thread's), so the
+/// exit hook writes code 0 at once rather than risk losing the lines; glibc's `on_exit`
+/// knows the code on any thread.
+fn return_err_guard_dropped_on_a_thread() -> Result<(), String> {
+    let lines = event_run("thread-start-return-err", 1)?;
+    let expected = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        1
+    } else {
+        0
+    };
+    // The starting thread's `thread_start` comes between `version` and `start`.
+    let names = event_names(&lines);
+    ensure(
+        names.starts_with(&["version", "thread_start", "start"]),
+        || format!("does not begin with version, thread_start, start: {names:?}"),
+    )?;
+    let rest: Vec<Value> = (lines.iter().enumerate())
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, e)| e.clone())
+        .collect();
+    ends_like_git(&rest, expected)
 }
 
 fn finish_with_an_exit_code() -> Result<(), String> {
