@@ -96,6 +96,11 @@ mod program {
 
     use tracing_subscriber::prelude::*;
     use tracing_trace2::api;
+    use tracing_trace2::core::timers::{Counter, PerThread};
+
+    /// A per-thread counter the `return-err` mode adds to on the main thread: its
+    /// `th_counter` and `counter` lines come between `exit` and `atexit`.
+    static MAIN_COUNTER: Counter = Counter::new("portable", "main", PerThread::Yes);
 
     /// `data` lines the `*-many` modes trace right before they end: more than a
     /// background writer's worker takes in one batch while lines keep coming.
@@ -115,9 +120,11 @@ mod program {
         // In the `return-*` modes the guard is only dropped as `main` returns, before Rust
         // reports the value: only the exit hooks learn the code.
         Ok(match mode {
-            "return-err" | "background-return-err-many" => {
+            "return-err" => {
+                MAIN_COUNTER.add(3);
                 return Err("the program fails".to_owned());
             }
+            "background-return-err-many" => return Err("the program fails".to_owned()),
             "return-code" => ExitCode::from(4),
             "exit-code" => trace2.finish(ExitCode::from(3)),
             "process-exit" | "background-process-exit" => std::process::exit(7),
@@ -392,7 +399,27 @@ fn traced_code_of_dropped_guard(code: i64) -> i64 {
 /// Rust prints the error and exits with 1, and the trace says 1.
 fn return_err_guard_dropped() -> Result<(), String> {
     let lines = event_run("return-err", 1)?;
-    ends_like_git(&lines, traced_code_of_dropped_guard(1))
+    ends_like_git(&lines, traced_code_of_dropped_guard(1))?;
+    // The main thread's counter, once per thread and once for the process, between
+    // `exit` and `atexit` (the guard hands the thread's values over when it is dropped).
+    let names = event_names(&lines);
+    let exit = names.iter().position(|n| *n == "exit").expect("checked");
+    let totals: Vec<(&str, &str, i64)> = lines[exit + 1..]
+        .iter()
+        .filter(|e| e["category"] == "portable")
+        .map(|e| {
+            let event = e["event"].as_str().unwrap_or("?");
+            (
+                event,
+                e["thread"].as_str().unwrap_or("?"),
+                e["count"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    ensure(
+        totals == [("th_counter", "main", 3), ("counter", "main", 3)],
+        || format!("totals after exit: {totals:?}"),
+    )
 }
 
 /// The same with a background writer, and many lines traced just before the return:
