@@ -4,8 +4,8 @@
 //! (appended to by several processes at once), a directory (one file per process), a
 //! named pipe in both of Git for Windows' spellings (Windows only), stderr, and the
 //! warnings for values the platform's git refuses. The program ends in each way a
-//! process can end (return, an exit code, `std::process::exit`, a panic) and runs named
-//! threads.
+//! process can end (return, `Err` or an exit code returned with the guard dropped, an
+//! exit code, `std::process::exit`, a panic) and runs named threads.
 //!
 //! The binary has its own `main` (no libtest harness) because it doubles as the program.
 
@@ -19,12 +19,30 @@ const PROGRAM_ENV: &str = "TRACE2_PORTABLE_PROGRAM";
 
 type Check = fn() -> Result<(), String>;
 
-fn main() -> ExitCode {
+/// A `Result` so that the program can return `Err` as a fallible `main` does (Rust prints
+/// it and exits with 1).
+fn main() -> Result<ExitCode, String> {
     if let Some(mode) = std::env::var_os(PROGRAM_ENV) {
         return program::main(&mode.to_string_lossy());
     }
     let mut checks: Vec<(&str, Check)> = vec![
         ("return_from_main", return_from_main),
+        (
+            "return_err_with_the_guard_dropped",
+            return_err_guard_dropped,
+        ),
+        (
+            "return_err_with_the_guard_dropped_and_a_background_writer",
+            return_err_guard_dropped_in_background,
+        ),
+        (
+            "return_an_exit_code_with_the_guard_dropped",
+            return_code_guard_dropped,
+        ),
+        (
+            "return_err_with_the_guard_dropped_on_another_thread",
+            return_err_guard_dropped_on_a_thread,
+        ),
         ("finish_with_an_exit_code", finish_with_an_exit_code),
         ("std_process_exit", std_process_exit),
         ("finish_then_std_process_exit", finish_then_std_process_exit),
@@ -66,10 +84,10 @@ fn main() -> ExitCode {
     }
     if failed > 0 {
         println!("portable: {failed} failed");
-        return ExitCode::FAILURE;
+        return Ok(ExitCode::FAILURE);
     }
     println!("portable: all passed");
-    ExitCode::SUCCESS
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The traced program, one mode per way out.
@@ -78,22 +96,36 @@ mod program {
 
     use tracing_subscriber::prelude::*;
     use tracing_trace2::api;
+    use tracing_trace2::core::timers::{Counter, PerThread};
 
-    pub(super) fn main(mode: &str) -> ExitCode {
-        let mut trace2 = tracing_trace2::Trace2::from_env().with_exe_version("0.1.0");
-        if mode.starts_with("background") {
-            trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
+    /// A per-thread counter the `return-err` mode adds to on the main thread: its
+    /// `th_counter` and `counter` lines come between `exit` and `atexit`.
+    static MAIN_COUNTER: Counter = Counter::new("portable", "main", PerThread::Yes);
+
+    /// `data` lines the `*-many` modes trace right before they end: more than a
+    /// background writer's worker takes in one batch while lines keep coming.
+    pub(super) const MANY: usize = 2000;
+
+    pub(super) fn main(mode: &str) -> Result<ExitCode, String> {
+        if mode == "thread-start-return-err" {
+            // The lifecycle starts, and its guard is dropped, on a thread that ends
+            // before `main` returns `Err` on another one.
+            let mode = mode.to_owned();
+            std::thread::spawn(move || drop(start(&mode)))
+                .join()
+                .map_err(|_| "the thread panicked".to_owned())?;
+            return Err("the program fails".to_owned());
         }
-        let lifecycle = trace2.lifecycle();
-        tracing_subscriber::registry()
-            .with(lifecycle.layer())
-            .init();
-        let trace2 = lifecycle.start();
-        api::cmd_name("portable");
-        tracing::info_span!("work", category = "portable").in_scope(|| {
-            tracing::info!(category = "portable", key = "mode", value = mode);
-        });
-        match mode {
+        let trace2 = start(mode);
+        // In the `return-*` modes the guard is only dropped as `main` returns, before Rust
+        // reports the value: only the exit hooks learn the code.
+        Ok(match mode {
+            "return-err" => {
+                MAIN_COUNTER.add(3);
+                return Err("the program fails".to_owned());
+            }
+            "background-return-err-many" => return Err("the program fails".to_owned()),
+            "return-code" => ExitCode::from(4),
             "exit-code" => trace2.finish(ExitCode::from(3)),
             "process-exit" | "background-process-exit" => std::process::exit(7),
             "finish-then-process-exit" => {
@@ -119,7 +151,32 @@ mod program {
                 ExitCode::SUCCESS
             }
             _ => ExitCode::SUCCESS,
+        })
+    }
+
+    /// Installs the layer (with a background writer in the `background*` modes), starts
+    /// the lifecycle, and traces a region with a `data` line in it (and [`MANY`] `data`
+    /// lines after it in the `*-many` modes).
+    fn start(mode: &str) -> tracing_trace2::Trace2Guard {
+        let mut trace2 = tracing_trace2::Trace2::from_env().with_exe_version("0.1.0");
+        if mode.starts_with("background") {
+            trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
         }
+        let lifecycle = trace2.lifecycle();
+        tracing_subscriber::registry()
+            .with(lifecycle.layer())
+            .init();
+        let trace2 = lifecycle.start();
+        api::cmd_name("portable");
+        tracing::info_span!("work", category = "portable").in_scope(|| {
+            tracing::info!(category = "portable", key = "mode", value = mode);
+        });
+        if mode.ends_with("-many") {
+            for n in 0..MANY {
+                tracing::info!(category = "portable", key = "line", value = n);
+            }
+        }
+        trace2
     }
 }
 
@@ -325,6 +382,101 @@ fn return_from_main() -> Result<(), String> {
         time.len() == 27 && time.ends_with('Z') && time.as_bytes()[10] == b'T',
         || format!("time {time:?}"),
     )
+}
+
+/// The code a dropped guard's trace carries for a `main` that returns `code` (`Err`: 1):
+/// the exit hooks learn it on Linux with glibc (`on_exit`) and on Windows
+/// (`ExitProcess`'s callbacks); elsewhere the guard writes 0 when it is dropped.
+fn traced_code_of_dropped_guard(code: i64) -> i64 {
+    if cfg!(any(all(target_os = "linux", target_env = "gnu"), windows)) {
+        code
+    } else {
+        0
+    }
+}
+
+/// `fn main() -> Result<..>` returning `Err` with the guard only dropped (no `finish`):
+/// Rust prints the error and exits with 1, and the trace says 1.
+fn return_err_guard_dropped() -> Result<(), String> {
+    let lines = event_run("return-err", 1)?;
+    ends_like_git(&lines, traced_code_of_dropped_guard(1))?;
+    // The main thread's counter, once per thread and once for the process, between
+    // `exit` and `atexit` (the guard hands the thread's values over when it is dropped).
+    let names = event_names(&lines);
+    let exit = names.iter().position(|n| *n == "exit").expect("checked");
+    let totals: Vec<(&str, &str, i64)> = lines[exit + 1..]
+        .iter()
+        .filter(|e| e["category"] == "portable")
+        .map(|e| {
+            let event = e["event"].as_str().unwrap_or("?");
+            (
+                event,
+                e["thread"].as_str().unwrap_or("?"),
+                e["count"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    ensure(
+        totals == [("th_counter", "main", 3), ("counter", "main", 3)],
+        || format!("totals after exit: {totals:?}"),
+    )
+}
+
+/// The same with a background writer, and many lines traced just before the return:
+/// every one of them is written, before `exit` (`ExitProcess` on Windows ends the
+/// worker, so it must have written them all by then).
+fn return_err_guard_dropped_in_background() -> Result<(), String> {
+    let lines = event_run("background-return-err-many", 1)?;
+    ends_like_git(&lines, traced_code_of_dropped_guard(1))?;
+    let exit = lines
+        .iter()
+        .position(|e| e["event"] == "exit")
+        .expect("checked above");
+    let numbers: Vec<u64> = lines[..exit]
+        .iter()
+        .filter(|e| e["event"] == "data" && e["key"] == "line")
+        .filter_map(|e| e["value"].as_str().and_then(|v| v.parse().ok()))
+        .collect();
+    let expected: Vec<u64> = (0..program::MANY as u64).collect();
+    ensure(numbers == expected, || {
+        let first_wrong = (0..).zip(&numbers).find(|(n, got)| *n != **got);
+        format!(
+            "{} of {} data lines before exit; first out of place: {first_wrong:?}",
+            numbers.len(),
+            program::MANY,
+        )
+    })
+}
+
+/// `main` returning an `ExitCode` with the guard dropped: the trace carries that code.
+fn return_code_guard_dropped() -> Result<(), String> {
+    let lines = event_run("return-code", 4)?;
+    ends_like_git(&lines, traced_code_of_dropped_guard(4))
+}
+
+/// The lifecycle started, and its guard dropped, on a thread that ends before `main`
+/// returns `Err`: on Windows the process then ends on a thread whose end
+/// `ExitProcess`'s callbacks may not see (Wine runs only the starting thread's), so the
+/// exit hook writes code 0 at once rather than risk losing the lines; glibc's `on_exit`
+/// knows the code on any thread.
+fn return_err_guard_dropped_on_a_thread() -> Result<(), String> {
+    let lines = event_run("thread-start-return-err", 1)?;
+    let expected = if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        1
+    } else {
+        0
+    };
+    // The starting thread's `thread_start` comes between `version` and `start`.
+    let names = event_names(&lines);
+    ensure(
+        names.starts_with(&["version", "thread_start", "start"]),
+        || format!("does not begin with version, thread_start, start: {names:?}"),
+    )?;
+    let rest: Vec<Value> = (lines.iter().enumerate())
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, e)| e.clone())
+        .collect();
+    ends_like_git(&rest, expected)
 }
 
 fn finish_with_an_exit_code() -> Result<(), String> {

@@ -12,7 +12,7 @@
 //!     trace2.exit(2); // exit + atexit, then std::process::exit(2)
 //! }
 //! // when the guard is dropped at the end of main, exit and atexit carry the code the
-//! // process exits with (Linux with glibc; see below)
+//! // process exits with (Linux with glibc, Windows; see below)
 //! ```
 //!
 //! [`Trace2::init`] installs `registry().with(layer)` as the global default subscriber.
@@ -37,11 +37,11 @@
 //!
 //! | the process ends by | lines written |
 //! |---|---|
-//! | returning from `main` with the guard dropped (`Ok`, `Err`, an `ExitCode`) | Linux with glibc: `exit` with the code the process exits with (1 for `Err`), then `atexit`, from the exit handler (see below); elsewhere `exit` code 0 and `atexit`, when the guard is dropped |
+//! | returning from `main` with the guard dropped (`Ok`, `Err`, an `ExitCode`) | Linux with glibc: `exit` with the code the process exits with (1 for `Err`), then `atexit`, from the exit handler (see below); Windows: the same, from `ExitProcess`'s callbacks (see below); elsewhere `exit` code 0 and `atexit`, when the guard is dropped |
 //! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …), [`Trace2Guard::finish_code`]`(u8)` or [`Trace2Guard::finish_result`] | `exit` with the code the value reports, then `atexit` |
 //! | [`Trace2Guard::exit`] / [`exit`] | `exit` with the code (masked to 0..=255), then `atexit` |
 //! | `std::process::exit` called directly | Linux with glibc: `exit` with the code and `atexit`, from an exit handler (see below); Windows: the same, from `ExitProcess`'s callbacks (see below); elsewhere `exit` code 0 and `atexit` |
-//! | `exit` from C code | Linux with glibc: `exit` with the code and `atexit`; elsewhere `exit` code 0 and `atexit` |
+//! | `exit` from C code | Linux with glibc and Windows: `exit` with the code and `atexit`; elsewhere `exit` code 0 and `atexit` |
 //! | a panic that unwinds out of `main` | `error` (the panic message, at the panic's file:line), `exit` code 101, `atexit` |
 //! | a panic with `panic = "abort"` | `error`, then the process dies of SIGABRT: no `exit`/`atexit`, like git's `BUG()` |
 //! | a panic on another thread | `error` only; the process goes on |
@@ -84,6 +84,17 @@
 //! Windows the TLS callback is expected to run, which is not verified here). By then the
 //! other threads are gone without cleanup: a background writer's worker too, so what it
 //! had not written is lost, and a lock another thread held at that moment stays held.
+//!
+//! When `main` returns (or C code calls `exit`), the C runtime runs its `atexit`
+//! handlers while the threads still run, then calls `ExitProcess` with the code. A
+//! dropped guard therefore writes nothing, as on Linux with glibc: the lifecycle's
+//! `atexit` handler drains the background writers (nothing queued is lost) and the
+//! callbacks write `exit` and `atexit` with the code the process exits with, 1 for a
+//! `main` that returns `Err`. This needs the exit to happen on the thread that started
+//! the lifecycle (the one whose fiber-local callback Wine runs) with the witness
+//! running; otherwise the dropped guard, or the `atexit` handler, writes code 0 at once,
+//! as before. A guard dropped on that thread followed by `std::process::exit` on
+//! another thread leaves `exit` and `atexit` to the TLS callback alone (none under Wine).
 //! Git for Windows also writes `data` `windows/debugger_present` at startup when a
 //! debugger is attached, and `data_json` `windows/memory` (peak memory counters) right
 //! before every `exit`; so do we (see [`tracing_trace2_core::process_info`]).
@@ -319,8 +330,10 @@ impl Lifecycle {
 /// - Dropping the last clone leaves the code to the process's real exit: on Linux with
 ///   glibc the exit handler writes `exit` and `atexit` with the status the process
 ///   exits with, so a `main` that returns `Err` is traced with code 1 (see the module
-///   documentation). While a panic unwinds, the dropped guard writes code 101 at once.
-///   Elsewhere, it writes code 0 at once: end `main` with a `finish` method there.
+///   documentation); on Windows `ExitProcess`'s callbacks do the same. While a panic
+///   unwinds, the dropped guard writes code 101 at once. Elsewhere (and on Windows when
+///   the callbacks cannot learn the code), it writes code 0 at once: end `main` with a
+///   `finish` method there.
 ///
 /// The guard is `Clone`, `Send` and `Sync`: a program that keeps its tracing setup in a
 /// cloneable handle keeps a clone there; the lines are written once, by the first
@@ -404,8 +417,8 @@ impl Trace2Guard {
     /// then `atexit`, and hands the result back for `main` to return.
     ///
     /// Simply dropping the guard (`let _trace2 = …init(); run()?; Ok(())`) gets the same
-    /// code on Linux with glibc, from the exit handler; this works everywhere and names
-    /// the caller in the lines:
+    /// code on Linux with glibc and on Windows, from the exit hooks; this works everywhere
+    /// and names the caller in the lines:
     ///
     /// ```no_run
     /// fn run() -> Result<(), String> { Err("no repository".into()) }
@@ -432,14 +445,15 @@ fn end_on_drop() {
         finish_process_at(101, None);
         return;
     }
-    if hooks::EXIT_HANDLER_KNOWS_STATUS
+    if hooks::exit_status_known()
         && shared.pid == std::process::id()
         && !shared.done.load(Ordering::Acquire)
         && shared.writes_to_trace2()
     {
-        // The exit handler writes `exit` with the status the process really exits with
-        // (`main`'s `Err` becomes 1 only after this drop). It writes from a thread of its
-        // own, after this thread's thread-locals are gone: hand over this thread's
+        // The exit hooks write `exit` with the status the process really exits with
+        // (`main`'s `Err` becomes 1 only after this drop): glibc's exit handler, from a
+        // thread of its own after this thread's thread-locals are gone; on Windows
+        // `ExitProcess`'s callbacks, where they may be gone too. Hand over this thread's
         // timer and counter values, and flush what is written so far.
         timers::hand_over_thread_totals();
         shared.layer.flush();
@@ -592,8 +606,9 @@ mod hooks {
 
     /// Whether the exit handler learns the status the process exits with (glibc's
     /// `on_exit`); elsewhere it is registered with `atexit` and does not.
-    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool =
-        cfg!(all(target_os = "linux", target_env = "gnu"));
+    pub(super) fn exit_status_known() -> bool {
+        cfg!(all(target_os = "linux", target_env = "gnu"))
+    }
 
     unsafe extern "C" {
         // glibc's `on_exit` passes the exit status to the handler; the libc crate does not
@@ -694,7 +709,9 @@ mod hooks {
     use super::Sigpipe;
 
     /// No exit handler here.
-    pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool = false;
+    pub(super) fn exit_status_known() -> bool {
+        false
+    }
 
     pub(super) fn install_exit_handler() {}
 

@@ -1,9 +1,5 @@
 //! Windows: the hooks that see the process end, and every `unsafe` call they need.
 //!
-//! - The C runtime's `atexit` handler runs when `main` returns through the C runtime and
-//!   when C code calls `exit`, while every thread still runs. The code is not known
-//!   there: it writes `exit` code 0 (as on Unix without glibc), unless the guard or a
-//!   `finish` method wrote the lines already.
 //! - `std::process::exit` calls `ExitProcess`, which runs no `atexit` handler. It ends
 //!   every other thread first, each with the exit code, then tells the loaded modules
 //!   (DLL_PROCESS_DETACH; for this executable its TLS callbacks) and runs the exiting
@@ -14,10 +10,20 @@
 //!   so its exit code is the process's. `GetExitCodeProcess` does not help there: the
 //!   process's status stays `STILL_ACTIVE` until the modules were told (Microsoft's
 //!   documented order, and what Wine 8 answers).
+//! - The C runtime's `atexit` handler runs when `main` returns through the C runtime and
+//!   when C code calls `exit`, while every thread still runs; the code is not known
+//!   there, but `ExitProcess` follows on the same thread with it. So when the callbacks
+//!   will see that (the witness runs and this thread carries the fiber-local slot), the
+//!   handler only drains the background writers, whose workers `ExitProcess` is about to
+//!   end, and leaves `exit` and `atexit` to the callbacks: a `main` that returns `Err`
+//!   after the guard was dropped is traced with code 1, as on Linux with glibc. Otherwise
+//!   it writes `exit` code 0 and `atexit` at once (as on Unix without glibc), so that
+//!   nothing depends on a callback that may not run.
 //!
 //! At that point the other threads are gone without cleanup: a lock one of them held
 //! stays held. The deferred writers are told (their workers are gone; what a worker had
-//! not written is lost) and the lines are written on the exiting thread.
+//! not written is lost, which the drain above avoids on the way through `exit`) and the
+//! lines are written on the exiting thread.
 
 use std::ffi::c_void;
 use std::os::windows::io::AsRawHandle;
@@ -26,9 +32,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::{Sigpipe, claim_end, write_atexit};
 use tracing_trace2_core::api;
-
-/// The C runtime's `atexit` handler is not told the status.
-pub(super) const EXIT_HANDLER_KNOWS_STATUS: bool = false;
 
 type Handle = *mut c_void;
 
@@ -44,6 +47,7 @@ unsafe extern "system" {
     fn GetExitCodeThread(thread: Handle, code: *mut u32) -> i32;
     fn FlsAlloc(callback: Option<unsafe extern "system" fn(*const c_void)>) -> u32;
     fn FlsSetValue(index: u32, value: *const c_void) -> i32;
+    fn FlsGetValue(index: u32) -> *const c_void;
 }
 
 /// The witness thread's handle (as an address: a raw handle is not `Sync`). It stays
@@ -110,10 +114,49 @@ fn exit_code_of_ending_process() -> Option<u32> {
     (ok != 0 && code != STILL_ACTIVE).then_some(code)
 }
 
-/// Runs when the process calls `exit` without going through the guard; the code is
-/// not known here (0 is written, as on Unix without glibc).
+/// Whether `exit` and `atexit` can wait for `ExitProcess`'s callbacks when the process
+/// ends on this thread: the witness still runs (so its exit code will be the process's)
+/// and this thread carries the fiber-local slot (so its callback runs inside
+/// `ExitProcess`, as under Wine; a real Windows also runs the TLS callback, on any
+/// thread, which is not verified here and so not relied upon).
+pub(super) fn exit_status_known() -> bool {
+    WITNESS.get().is_some() && exit_code_of_ending_process().is_none() && slot_marks_this_thread()
+}
+
+/// Whether the fiber-local slot holds this thread's mark (set where the lifecycle
+/// started).
+fn slot_marks_this_thread() -> bool {
+    let slot = FLS_SLOT.load(Ordering::Acquire);
+    // SAFETY: `slot` is an index `FlsAlloc` returned and that is never freed; reading
+    // this thread's value has no other effect.
+    slot != FLS_OUT_OF_INDEXES && unsafe { !FlsGetValue(slot).is_null() }
+}
+
+/// Runs when the process calls `exit` (`main` returned through the C runtime, or C code
+/// called it), while every thread still runs; the code is not known here. When
+/// `ExitProcess`'s callbacks will know it, only the background writers are drained
+/// now; otherwise `exit` code 0 and `atexit` are written at once.
 extern "C" fn exit_handler() {
+    if exit_status_known() {
+        // Unwinding out of an `extern "C"` function would abort: contain it.
+        let _ = std::panic::catch_unwind(drain_before_exit_process);
+        return;
+    }
     write_exit_lines(0);
+}
+
+/// Writes out everything the background writers hold and stops their workers, which
+/// `ExitProcess` would end with lines still in hand; what is traced later (the exit
+/// lines among it) is written on the thread that traces it.
+fn drain_before_exit_process() {
+    let Some(shared) = super::SHARED.get() else {
+        return;
+    };
+    if shared.done.load(Ordering::Acquire) {
+        return;
+    }
+    tracing_trace2_core::background::shutdown_all();
+    shared.layer.flush();
 }
 
 /// The TLS callback: at `ExitProcess` (DLL_PROCESS_DETACH with a non-null `reserved`),
