@@ -213,14 +213,14 @@ impl<'l> EventLine<'l> {
 
     /// Whether the line has `key` (its value may be `null`).
     pub fn has_key(&self, key: &str) -> bool {
-        self.slots.raw(self.kind.spec().fields, key).is_some()
+        self.slots.raw(self.kind, key).is_some()
     }
 
     /// Whether the line has `key` with a value other than `null` (which the reader takes
     /// for an absent key, except as the JSON of a `data_json` value).
     pub fn has_value(&self, key: &str) -> bool {
         self.slots
-            .raw(self.kind.spec().fields, key)
+            .raw(self.kind, key)
             .is_some_and(|raw| raw != "null")
     }
 
@@ -267,9 +267,8 @@ impl<'l> EventLine<'l> {
         let items: &[Cow<'a, str>] = match fields.iter().position(|f| f.ty == FieldType::TextList) {
             Some(at) => match &self.slots.fields[at] {
                 Some(Slot {
-                    value: Value::List(items),
-                    ..
-                }) => items.as_slice(),
+                    value: Value::List, ..
+                }) => self.slots.list.as_slice(),
                 None => &[],
                 Some(_) => {
                     return Err(ReadError::BadValue {
@@ -339,7 +338,7 @@ impl<'l> EventLine<'l> {
             });
         };
         let missing = || ReadError::Missing { kind, key };
-        let text = || slots::text(slot, key, Some(kind));
+        let text = || self.slots.text(slot, key, Some(kind));
         let number = |parse: fn(&str) -> Option<FieldValue<'a>>| {
             slots::number(slot, key, Some(kind), parse)?.ok_or_else(missing)
         };

@@ -14,7 +14,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use tracing_trace2_record::catalogue::Kind;
 
-use super::slots::{Slot, Slots, Value, same_key};
+use super::slots::{Parsed, Slots, same_key};
 use super::{AnyLine, EventLine, ReadError, UnknownLine};
 
 /// Parses one line (without its LF) with serde_json.
@@ -22,24 +22,20 @@ pub(super) fn read(line: &str) -> Result<AnyLine<'_>, ReadError> {
     let Entries(entries) = serde_json::from_str(line)?;
     let name = match entries.iter().find(|entry| entry.key == "event") {
         Some(Entry {
-            slot: Slot {
-                value: Value::Text(name),
-                ..
-            },
+            parsed: Parsed::Text(name),
             ..
         }) => name.clone(),
         _ => return Err(ReadError::NoEvent),
     };
     let kind = Kind::from_name(&name);
-    let fields = kind.map_or(&[][..], |kind| kind.spec().fields);
     let mut slots = Slots::new();
     let mut keys = Vec::new();
-    for Entry { key, slot } in entries {
+    for Entry { key, raw, parsed } in entries {
         if kind.is_none() {
             keys.push(key.clone());
         }
         // The keys are unique (the parser refused a line with a key given twice).
-        let _ = slots.put(fields, key, slot);
+        let _ = slots.put(kind, key, raw, parsed);
     }
     Ok(match kind {
         Some(kind) => AnyLine::Known(EventLine { kind, slots }),
@@ -47,10 +43,11 @@ pub(super) fn read(line: &str) -> Result<AnyLine<'_>, ReadError> {
     })
 }
 
-/// One key of a line with its value.
+/// One key of a line with its value, as written and as read.
 struct Entry<'a> {
     key: Cow<'a, str>,
-    slot: Slot<'a>,
+    raw: &'a str,
+    parsed: Parsed<'a>,
 }
 
 /// The keys of a line, in line order, each given once.
@@ -124,18 +121,15 @@ impl<'de> Deserialize<'de> for Entries<'de> {
                     }
                     let raw: &'de RawValue = map.next_value()?;
                     let raw = raw.get();
-                    let value = match raw.as_bytes().first() {
-                        Some(b'"') => Value::Text(string_of(raw).map_err(de::Error::custom)?),
+                    let parsed = match raw.as_bytes().first() {
+                        Some(b'"') => Parsed::Text(string_of(raw).map_err(de::Error::custom)?),
                         Some(b'[') => match serde_json::from_str::<LineList<'de>>(raw) {
-                            Ok(LineList(items)) => Value::List(items),
-                            Err(_) => Value::Other,
+                            Ok(LineList(items)) => Parsed::List(items),
+                            Err(_) => Parsed::Other,
                         },
-                        _ => Value::Other,
+                        _ => Parsed::Other,
                     };
-                    entries.push(Entry {
-                        key,
-                        slot: Slot { raw, value },
-                    });
+                    entries.push(Entry { key, raw, parsed });
                 }
                 Ok(Entries(entries))
             }

@@ -12,10 +12,8 @@
 
 use std::borrow::Cow;
 
-use tracing_trace2_record::catalogue::Kind;
-
 use super::EventLine;
-use super::slots::{EVENT, Slot, Slots, Value};
+use super::slots::{self, Parsed, Slots};
 
 /// How deep values may nest inside a value here (the general path takes deeper ones).
 const MAX_DEPTH: u32 = 32;
@@ -37,13 +35,16 @@ pub(super) fn scan(line: &str) -> Option<EventLine<'_>> {
     s.colon()?;
     let start = s.pos;
     let name = s.string()?;
-    let kind = Kind::from_name(&name)?;
-    let fields = kind.spec().fields;
+    let kind = slots::kind_named(&name)?;
     let mut slots = Slots::new();
-    slots.header[EVENT] = Some(Slot {
-        raw: s.since(start)?,
-        value: Value::Text(name),
-    });
+    slots
+        .put(
+            Some(kind),
+            Cow::Borrowed("event"),
+            s.since(start)?,
+            Parsed::Text(name),
+        )
+        .ok()?;
     loop {
         s.whitespace();
         match s.next()? {
@@ -53,8 +54,11 @@ pub(super) fn scan(line: &str) -> Option<EventLine<'_>> {
         }
         let key = s.key()?;
         s.colon()?;
-        let slot = s.value()?;
-        slots.put(fields, Cow::Borrowed(key), slot).ok()?;
+        let start = s.pos;
+        let parsed = s.value()?;
+        slots
+            .put(Some(kind), Cow::Borrowed(key), s.since(start)?, parsed)
+            .ok()?;
     }
     s.whitespace();
     (s.pos == s.bytes.len()).then_some(EventLine { kind, slots })
@@ -113,13 +117,11 @@ impl<'a> Scanner<'a> {
     fn key(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.pos;
-        loop {
-            match self.next()? {
-                b'"' => return self.text.get(start..self.pos - 1),
-                b'\\' | 0..=0x1F => return None,
-                _ => {}
-            }
+        self.pos += plain_len(&self.bytes[start..]);
+        if self.next()? != b'"' {
+            return None;
         }
+        self.text.get(start..self.pos - 1)
     }
 
     /// A string, borrowed when it has no escapes.
@@ -196,28 +198,24 @@ impl<'a> Scanner<'a> {
         Some(value)
     }
 
-    /// A value with its JSON text.
+    /// A value.
     #[inline]
-    fn value(&mut self) -> Option<Slot<'a>> {
+    fn value(&mut self) -> Option<Parsed<'a>> {
         let start = self.pos;
-        let value = match self.peek()? {
-            b'"' => Value::Text(self.string()?),
+        Some(match self.peek()? {
+            b'"' => Parsed::Text(self.string()?),
             b'[' => match self.string_list()? {
-                Some(items) => Value::List(items),
+                Some(items) => Parsed::List(items),
                 None => {
                     self.pos = start;
                     self.skip(0)?;
-                    Value::Other
+                    Parsed::Other
                 }
             },
             _ => {
                 self.skip(0)?;
-                Value::Other
+                Parsed::Other
             }
-        };
-        Some(Slot {
-            raw: self.since(start)?,
-            value,
         })
     }
 
