@@ -304,7 +304,7 @@ impl<'l> EventLine<'l> {
                 t_abs_us: header.t_abs_us.unwrap_or(0),
             },
             sid,
-            depth: sid.bytes().filter(|&b| b == b'/').count() as u32,
+            depth: sid.bytes().map(|b| u32::from(b == b'/')).sum(),
             thread: header.thread,
             callsite: Callsite {
                 file: header.file,

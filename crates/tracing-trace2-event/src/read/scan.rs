@@ -106,6 +106,16 @@ impl<'a> Scanner<'a> {
     /// A `:` between whitespace.
     #[inline]
     fn colon(&mut self) -> Option<()> {
+        // As git writes it: `":` and the value.
+        if self.peek() == Some(b':')
+            && !matches!(
+                self.bytes.get(self.pos + 1),
+                Some(b' ' | b'\t' | b'\n' | b'\r')
+            )
+        {
+            self.pos += 1;
+            return Some(());
+        }
         self.whitespace();
         self.eat(b':')?;
         self.whitespace();
@@ -349,12 +359,9 @@ impl<'a> Scanner<'a> {
 fn plain_len(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::MAX / 255;
     const HIGH_BITS: u64 = ONES << 7;
-    let mut chunks = bytes.chunks_exact(8);
     let mut len = 0;
-    for chunk in &mut chunks {
-        let mut lanes = [0u8; 8];
-        lanes.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(lanes);
+    while let Some(chunk) = bytes[len..].first_chunk::<8>() {
+        let x = u64::from_le_bytes(*chunk);
         let control = x.wrapping_sub(ONES * 0x20) & !x;
         let quote = x ^ (ONES * u64::from(b'"'));
         let quote = quote.wrapping_sub(ONES) & !quote;
@@ -366,7 +373,7 @@ fn plain_len(bytes: &[u8]) -> usize {
         }
         len += 8;
     }
-    let rest = chunks.remainder();
+    let rest = &bytes[len..];
     len + rest
         .iter()
         .position(|&b| b == b'"' || b == b'\\' || b < 0x20)

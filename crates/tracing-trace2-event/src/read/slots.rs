@@ -312,7 +312,12 @@ impl<'a> Slots<'a> {
     }
 
     /// The JSON text of `key`'s value in a line of `kind`, if the line has the key.
+    #[inline]
     pub fn raw(&self, kind: Kind, key: &str) -> Option<&'a str> {
+        // The keys every line has are asked for most: matched without the table.
+        if let Some(at) = header_place(key) {
+            return self.header[at].as_ref().map(|slot| slot.raw);
+        }
         match place(Some(kind), key) {
             Place::Header(at) => self.header[at].as_ref().map(|slot| slot.raw),
             Place::Field(at) => self.fields[at].as_ref().map(|slot| slot.raw),
