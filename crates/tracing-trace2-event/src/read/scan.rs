@@ -13,14 +13,14 @@
 use std::borrow::Cow;
 
 use super::EventLine;
-use super::slots::{self, Parsed, Slots};
+use super::slots::{self, Parsed};
 
 /// How deep values may nest inside a value here (the general path takes deeper ones).
 const MAX_DEPTH: u32 = 32;
 
-/// Reads a line (without its LF) of a known kind, or `None` to leave it to the general
-/// path.
-pub(super) fn scan(line: &str) -> Option<EventLine<'_>> {
+/// Reads a line (without its LF) of a known kind into `read` (whose slots are empty),
+/// or `None` to leave it to the general path (`read` then holds part of the line).
+pub(super) fn scan<'a>(line: &'a str, read: &mut EventLine<'a>) -> Option<()> {
     let mut s = Scanner {
         text: line,
         bytes: line.as_bytes(),
@@ -36,7 +36,8 @@ pub(super) fn scan(line: &str) -> Option<EventLine<'_>> {
     let start = s.pos;
     let name = s.string()?;
     let kind = slots::kind_named(&name)?;
-    let mut slots = Slots::new();
+    read.kind = kind;
+    let slots = &mut read.slots;
     slots
         .put(
             Some(kind),
@@ -61,7 +62,7 @@ pub(super) fn scan(line: &str) -> Option<EventLine<'_>> {
             .ok()?;
     }
     s.whitespace();
-    (s.pos == s.bytes.len()).then_some(EventLine { kind, slots })
+    (s.pos == s.bytes.len()).then_some(())
 }
 
 /// A position in a line.

@@ -94,7 +94,7 @@ pub(super) enum Place {
 
 /// The place of a key among the keys every line may have. Matched on the bytes so that
 /// the compiler tests the length first and compares the few bytes inline.
-#[inline]
+#[inline(always)]
 fn header_place(key: &str) -> Option<usize> {
     Some(match key.as_bytes() {
         b"event" => EVENT,
