@@ -6,7 +6,7 @@
 //! Its input is Event-format JSON, as git writes it for `GIT_TRACE2_EVENT` (and as
 //! `tracing-trace2` writes it): one file with one or many processes appended, or a directory of
 //! per-process files; or binary (`t2b`) traces. Both become records (Event lines through the
-//! Event reader of `tracing-trace2-event`), and each record the [`event::TraceEvent`] the
+//! Event reader of `tracing-trace2-event`), and each record the [`trace_event::TraceEvent`] the
 //! summary and the exports work on (module [`record_event`]). Everything streams: memory grows
 //! with the number of processes, not lines.
 //!
