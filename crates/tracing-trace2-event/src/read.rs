@@ -177,8 +177,8 @@ pub fn read_line(line: &str) -> Result<EventLine<'_>, ReadError> {
 /// Parses one Event line (with or without its LF), of a known kind or not.
 pub fn read_any_line(line: &str) -> Result<AnyLine<'_>, ReadError> {
     let line = line.strip_suffix('\n').unwrap_or(line);
-    // The fast path fills the line where it is returned from: it is a few hundred bytes
-    // to move.
+    // The fast path fills the line where it is returned from (it is a few hundred bytes
+    // to move) and sets its kind; `Version` only holds the place.
     let mut read = Ok(AnyLine::Known(EventLine {
         kind: Kind::Version,
         slots: Slots::new(),
