@@ -81,8 +81,11 @@ pub fn with_line<T>(
     line: &str,
     f: impl FnOnce(&TraceEvent<'_>) -> T,
 ) -> Result<(T, Option<LineNote>), LineError> {
-    match read_any_line(line)? {
-        AnyLine::Known(line) => {
+    // Matched in place: a read line is a few hundred bytes to move.
+    let read = read_any_line(line);
+    match &read {
+        Err(error) => Err(error.clone().into()),
+        Ok(AnyLine::Known(line)) => {
             let kind = line.kind();
             // A `data_json` value may be `null` (an empty JSON text); elsewhere `null` is
             // no value.
@@ -104,7 +107,7 @@ pub fn with_line<T>(
             });
             Ok((f(&event), note))
         }
-        AnyLine::Unknown(line) => {
+        Ok(AnyLine::Unknown(line)) => {
             let header = line.header()?;
             check_sid(header.sid)?;
             let event = TraceEvent {

@@ -515,6 +515,37 @@ fn formatting_allocates_only_to_grow_the_buffer() {
     assert!(checked > 100);
 }
 
+/// Reading a git line into a record allocates only for what the line cannot lend: a
+/// string with escapes, an argument list, a key its kind does not have (`evt`), and a
+/// timer's totals (matched by formatting candidates as the formatter would). The reader
+/// used to collect every line's keys into a vector first.
+#[test]
+fn reading_a_plain_git_line_allocates_nothing() {
+    let mut checked = 0;
+    for name in [
+        "commit.event",
+        "status.event",
+        "tt-spec.event",
+        "tt-timer.event",
+    ] {
+        for line in &sample_lines(name).0 {
+            if line.contains(['\\', '[']) || line.contains("\"evt\"") || line.contains("t_total") {
+                continue;
+            }
+            let before = allocations();
+            let read = read_line(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let mut list = Vec::new();
+            let record = read
+                .record(&mut list)
+                .unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert_eq!(allocations() - before, 0, "{line}");
+            assert!(!record.sid.is_empty());
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Property test: any text in any field yields one parseable line.
 
