@@ -14,7 +14,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use tracing_trace2_record::catalogue::Kind;
 
-use super::slots::{Parsed, Slots, same_key};
+use super::slots::{LineValue, Slots, same_key};
 use super::{AnyLine, EventLine, ReadError, UnknownLine};
 
 /// Parses one line (without its LF) with serde_json.
@@ -22,7 +22,7 @@ pub(super) fn read(line: &str) -> Result<AnyLine<'_>, ReadError> {
     let Entries(entries) = serde_json::from_str(line)?;
     let name = match entries.iter().find(|entry| entry.key == "event") {
         Some(Entry {
-            parsed: Parsed::Text(name),
+            parsed: LineValue::Text(name),
             ..
         }) => name.clone(),
         _ => return Err(ReadError::NoEvent),
@@ -47,7 +47,7 @@ pub(super) fn read(line: &str) -> Result<AnyLine<'_>, ReadError> {
 struct Entry<'a> {
     key: Cow<'a, str>,
     raw: &'a str,
-    parsed: Parsed<'a>,
+    parsed: LineValue<'a>,
 }
 
 /// The keys of a line, in line order, each given once.
@@ -122,12 +122,12 @@ impl<'de> Deserialize<'de> for Entries<'de> {
                     let raw: &'de RawValue = map.next_value()?;
                     let raw = raw.get();
                     let parsed = match raw.as_bytes().first() {
-                        Some(b'"') => Parsed::Text(string_of(raw).map_err(de::Error::custom)?),
+                        Some(b'"') => LineValue::Text(string_of(raw).map_err(de::Error::custom)?),
                         Some(b'[') => match serde_json::from_str::<LineList<'de>>(raw) {
-                            Ok(LineList(items)) => Parsed::List(items),
-                            Err(_) => Parsed::Other,
+                            Ok(LineList(items)) => LineValue::List(items),
+                            Err(_) => LineValue::Other,
                         },
-                        _ => Parsed::Other,
+                        _ => LineValue::Other,
                     };
                     entries.push(Entry { key, raw, parsed });
                 }

@@ -13,7 +13,7 @@
 use std::borrow::Cow;
 
 use super::EventLine;
-use super::slots::{self, Parsed};
+use super::slots::{self, LineValue};
 
 /// How deep values may nest inside a value here (the general path takes deeper ones).
 const MAX_DEPTH: u32 = 32;
@@ -43,7 +43,7 @@ pub(super) fn scan<'a>(line: &'a str, read: &mut EventLine<'a>) -> Option<()> {
             Some(kind),
             Cow::Borrowed("event"),
             s.since(start)?,
-            Parsed::Text(name),
+            LineValue::Text(name),
         )
         .ok()?;
     loop {
@@ -211,21 +211,21 @@ impl<'a> Scanner<'a> {
 
     /// A value.
     #[inline]
-    fn value(&mut self) -> Option<Parsed<'a>> {
+    fn value(&mut self) -> Option<LineValue<'a>> {
         let start = self.pos;
         Some(match self.peek()? {
-            b'"' => Parsed::Text(self.string()?),
+            b'"' => LineValue::Text(self.string()?),
             b'[' => match self.string_list()? {
-                Some(items) => Parsed::List(items),
+                Some(items) => LineValue::List(items),
                 None => {
                     self.pos = start;
                     self.skip(0)?;
-                    Parsed::Other
+                    LineValue::Other
                 }
             },
             _ => {
                 self.skip(0)?;
-                Parsed::Other
+                LineValue::Other
             }
         })
     }

@@ -27,7 +27,7 @@ const T_ABS: usize = 6;
 /// One value of a line as a parser reads it, borrowed from the line where it needs no
 /// unescaping.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Parsed<'a> {
+pub(super) enum LineValue<'a> {
     /// A JSON string, unescaped.
     Text(Cow<'a, str>),
     /// An array of strings.
@@ -83,7 +83,7 @@ pub(super) struct Slots<'a> {
 
 /// Where a key of a line goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Place {
+pub(super) enum KeyPlace {
     /// A key every line may have: its place in [`HEADER_KEYS`].
     Header(usize),
     /// A field of the kind's row: its index in the row.
@@ -110,20 +110,21 @@ fn header_place(key: &str) -> Option<usize> {
 
 /// Where `key` goes in a line of `kind` (`None`: a kind the catalogue does not have).
 #[inline(always)]
-pub(super) fn place(kind: Option<Kind>, key: &str) -> Place {
+pub(super) fn place(kind: Option<Kind>, key: &str) -> KeyPlace {
     let Some(kind) = kind else {
-        return header_place(key).map_or(Place::Other, Place::Header);
+        return header_place(key).map_or(KeyPlace::Other, KeyPlace::Header);
     };
     let code = PLACES[usize::from(kind.id() - 1)][bucket(key.as_bytes())];
     let fields = kind.spec().fields;
     let (place, known) = match code {
-        NO_PLACE => return Place::Other,
-        at if usize::from(at) < HEADER_KEYS.len() => {
-            (Place::Header(usize::from(at)), HEADER_KEYS[usize::from(at)])
-        }
+        NO_PLACE => return KeyPlace::Other,
+        at if usize::from(at) < HEADER_KEYS.len() => (
+            KeyPlace::Header(usize::from(at)),
+            HEADER_KEYS[usize::from(at)],
+        ),
         at => {
             let at = usize::from(at) - HEADER_KEYS.len();
-            (Place::Field(at), fields[at].key.unwrap_or_default())
+            (KeyPlace::Field(at), fields[at].key.unwrap_or_default())
         }
     };
     if same_key(known, key) {
@@ -136,16 +137,16 @@ pub(super) fn place(kind: Option<Kind>, key: &str) -> Place {
 }
 
 /// [`place`] by search rather than by bucket.
-fn searched_place(fields: &[Field], key: &str) -> Place {
+fn searched_place(fields: &[Field], key: &str) -> KeyPlace {
     if let Some(at) = header_place(key) {
-        return Place::Header(at);
+        return KeyPlace::Header(at);
     }
     match fields
         .iter()
         .position(|field| field.key.is_some_and(|known| same_key(known, key)))
     {
-        Some(at) => Place::Field(at),
-        None => Place::Other,
+        Some(at) => KeyPlace::Field(at),
+        None => KeyPlace::Other,
     }
 }
 
@@ -268,13 +269,13 @@ impl<'a> Slots<'a> {
         kind: Option<Kind>,
         key: Cow<'a, str>,
         raw: &'a str,
-        parsed: Parsed<'a>,
+        parsed: LineValue<'a>,
     ) -> Result<(), Repeated> {
         let place = place(kind, &key);
         let taken = match place {
-            Place::Header(at) => self.header[at].is_some(),
-            Place::Field(at) => self.fields[at].is_some(),
-            Place::Other => {
+            KeyPlace::Header(at) => self.header[at].is_some(),
+            KeyPlace::Field(at) => self.fields[at].is_some(),
+            KeyPlace::Other => {
                 if self.others.iter().any(|(other, _)| same_key(other, &key)) {
                     return Err(Repeated);
                 }
@@ -286,13 +287,13 @@ impl<'a> Slots<'a> {
             return Err(Repeated);
         }
         let value = match parsed {
-            Parsed::Text(Cow::Borrowed(_)) => Value::Text,
-            Parsed::Text(Cow::Owned(text)) => {
+            LineValue::Text(Cow::Borrowed(_)) => Value::Text,
+            LineValue::Text(Cow::Owned(text)) => {
                 self.texts.push(text);
                 Value::Escaped((self.texts.len() - 1) as u8)
             }
-            Parsed::List(items) => match (kind, place) {
-                (Some(kind), Place::Field(at))
+            LineValue::List(items) => match (kind, place) {
+                (Some(kind), KeyPlace::Field(at))
                     if kind.spec().fields[at].ty == FieldType::TextList =>
                 {
                     self.list = items;
@@ -300,13 +301,13 @@ impl<'a> Slots<'a> {
                 }
                 _ => Value::Other,
             },
-            Parsed::Other => Value::Other,
+            LineValue::Other => Value::Other,
         };
         let slot = Some(Slot { raw, value });
         match place {
-            Place::Header(at) => self.header[at] = slot,
-            Place::Field(at) => self.fields[at] = slot,
-            Place::Other => {}
+            KeyPlace::Header(at) => self.header[at] = slot,
+            KeyPlace::Field(at) => self.fields[at] = slot,
+            KeyPlace::Other => {}
         }
         Ok(())
     }
@@ -319,9 +320,9 @@ impl<'a> Slots<'a> {
             return self.header[at].as_ref().map(|slot| slot.raw);
         }
         match place(Some(kind), key) {
-            Place::Header(at) => self.header[at].as_ref().map(|slot| slot.raw),
-            Place::Field(at) => self.fields[at].as_ref().map(|slot| slot.raw),
-            Place::Other => self
+            KeyPlace::Header(at) => self.header[at].as_ref().map(|slot| slot.raw),
+            KeyPlace::Field(at) => self.fields[at].as_ref().map(|slot| slot.raw),
+            KeyPlace::Other => self
                 .others
                 .iter()
                 .find(|(other, _)| same_key(other, key))
@@ -477,17 +478,17 @@ mod tests {
         for row in &CATALOGUE {
             assert_eq!(kind_named(row.name), Some(row.kind));
             for (at, key) in HEADER_KEYS.iter().enumerate() {
-                assert_eq!(place(Some(row.kind), key), Place::Header(at));
-                assert_eq!(place(None, key), Place::Header(at));
+                assert_eq!(place(Some(row.kind), key), KeyPlace::Header(at));
+                assert_eq!(place(None, key), KeyPlace::Header(at));
             }
             for (at, field) in row.fields.iter().enumerate() {
                 if let Some(key) = field.key {
-                    assert_eq!(place(Some(row.kind), key), Place::Field(at), "{key}");
-                    assert_eq!(place(None, key), Place::Other);
+                    assert_eq!(place(Some(row.kind), key), KeyPlace::Field(at), "{key}");
+                    assert_eq!(place(None, key), KeyPlace::Other);
                 }
             }
             for other in ["", "evt", "x", "sidx", "t_ab", "newer_key"] {
-                assert_eq!(place(Some(row.kind), other), Place::Other);
+                assert_eq!(place(Some(row.kind), other), KeyPlace::Other);
             }
         }
         assert_eq!(kind_named("future"), None);
@@ -495,7 +496,7 @@ mod tests {
         // A collision falls back to a search.
         assert_eq!(
             searched_place(Kind::Exit.spec().fields, "code"),
-            Place::Field(0)
+            KeyPlace::Field(0)
         );
     }
 
@@ -504,7 +505,8 @@ mod tests {
         let kind = Kind::Exit;
         for key in ["sid", "code", "newer"] {
             let mut slots = Slots::new();
-            let put = |slots: &mut Slots<'_>, key| slots.put(Some(kind), key, "0", Parsed::Other);
+            let put =
+                |slots: &mut Slots<'_>, key| slots.put(Some(kind), key, "0", LineValue::Other);
             assert!(put(&mut slots, Cow::Borrowed(key)).is_ok());
             assert!(put(&mut slots, Cow::Owned(key.to_owned())).is_err());
             assert_eq!(slots.raw(kind, key), Some("0"));
