@@ -401,14 +401,14 @@ impl Format for Lanes {
     }
 }
 
-/// Runs `f` under a layer built by `build` (region-per-span mode unless it says
-/// otherwise) and returns its lines without `version`.
-fn run_with(
+/// Runs `f` under a layer writing [`Lanes`] lines, built by `build` (region-per-span
+/// mode unless it says otherwise), and returns everything it wrote.
+fn lanes_text(
     build: impl FnOnce(
         tracing_trace2_core::Trace2LayerBuilder,
     ) -> tracing_trace2_core::Trace2LayerBuilder,
     f: impl FnOnce(),
-) -> Vec<String> {
+) -> String {
     let sink = MemorySink::new();
     let layer = build(Trace2Layer::builder().with_target(Target::new(
         "GIT_TRACE2_EVENT",
@@ -418,6 +418,17 @@ fn run_with(
     .build();
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), f);
     sink.to_string_lossy()
+}
+
+/// Runs `f` under a layer built by `build` (region-per-span mode unless it says
+/// otherwise) and returns its lines without `version`.
+fn run_with(
+    build: impl FnOnce(
+        tracing_trace2_core::Trace2LayerBuilder,
+    ) -> tracing_trace2_core::Trace2LayerBuilder,
+    f: impl FnOnce(),
+) -> Vec<String> {
+    lanes_text(build, f)
         .lines()
         .filter(|l| !l.ends_with(" version"))
         .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_owned())
@@ -474,15 +485,7 @@ fn lanes_of(
     ) -> tracing_trace2_core::Trace2LayerBuilder,
     f: impl FnOnce(),
 ) -> Vec<String> {
-    let sink = MemorySink::new();
-    let layer = build(Trace2Layer::builder().with_target(Target::new(
-        "GIT_TRACE2_EVENT",
-        Lanes,
-        sink.clone(),
-    )))
-    .build();
-    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), f);
-    sink.to_string_lossy()
+    lanes_text(build, f)
         .lines()
         .skip(1)
         .map(str::to_owned)
