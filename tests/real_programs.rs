@@ -134,9 +134,21 @@ mod client {
 
 /// The JSON of each Event line in `sink`.
 fn events(sink: &MemorySink) -> Vec<Value> {
-    sink.to_string_lossy()
-        .lines()
+    event_lines(&sink.to_string_lossy())
+}
+
+/// Every line of an Event trace, parsed.
+fn event_lines(text: &str) -> Vec<Value> {
+    text.lines()
         .map(|l| serde_json::from_str(l).expect("an Event line is JSON"))
+        .collect()
+}
+
+/// The labels of the regions entered, in order.
+fn entered_labels(events: &[Value]) -> Vec<String> {
+    regions(events, "region_enter")
+        .iter()
+        .map(|r| r["label"].as_str().unwrap_or("").to_owned())
         .collect()
 }
 
@@ -267,10 +279,7 @@ fn binary_target_records_as_deep_as_event() {
     tracing_trace2_binary::decode_to_event_json(std::fs::File::open(&path).unwrap(), &mut event)
         .unwrap();
     let text = String::from_utf8(event).unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = event_lines(&text);
     let nestings: Vec<i64> = regions(&lines, "region_enter")
         .iter()
         .map(|r| r["nesting"].as_i64().unwrap())
@@ -335,14 +344,8 @@ fn level_hint_beside_a_filtered_fmt_layer() {
         tracing::info_span!("filtered out").in_scope(|| {});
     });
     let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let labels: Vec<String> = regions(&lines, "region_enter")
-        .iter()
-        .map(|r| r["label"].as_str().unwrap_or("").to_owned())
-        .collect();
+    let lines = event_lines(&text);
+    let labels = entered_labels(&lines);
     assert_eq!(labels, ["shown"], "{text}");
     assert!(
         lines
@@ -375,10 +378,7 @@ fn configured_level_and_fields() {
         tracing::trace_span!("trace_region").in_scope(|| {});
     });
     let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = event_lines(&text);
     let enters = regions(&lines, "region_enter");
     assert_eq!(enters.len(), 1, "{text}");
     assert_eq!(enters[0]["label"], "debug_region");
@@ -446,14 +446,8 @@ fn a_further_filter_narrows_the_layer() {
         tracing::debug_span!("below the level").in_scope(|| {});
     });
     let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let labels: Vec<String> = regions(&lines, "region_enter")
-        .iter()
-        .map(|r| r["label"].as_str().unwrap_or("").to_owned())
-        .collect();
+    let lines = event_lines(&text);
+    let labels = entered_labels(&lines);
     assert_eq!(labels, ["reload_workspace_config"], "{text}");
 }
 
