@@ -51,22 +51,7 @@ fn main() -> ExitCode {
             a_forked_child_starts_an_empty_ring,
         ),
     );
-    let (mut passed, mut failed) = (0, 0);
-    for (name, test) in tests {
-        let ok = std::panic::catch_unwind(test).is_ok();
-        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
-        if ok {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-    }
-    println!("\nflight_process: {passed} passed, {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    support::run_tests("flight_process", &tests)
 }
 
 fn recorder(dir: &Path) -> FlightRecorder {

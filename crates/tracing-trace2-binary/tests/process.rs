@@ -75,29 +75,7 @@ fn main() -> ExitCode {
             a_forked_child_flushes_its_idle_threads,
         ),
     ];
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let (mut passed, mut failed) = (0, 0);
-    for &(name, test) in tests {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
-            continue;
-        }
-        let ok = std::panic::catch_unwind(test).is_ok();
-        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
-        if ok {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-    }
-    println!("\nprocess: {passed} passed, {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    support::run_tests("process", tests)
 }
 
 // ---- the child's side ----

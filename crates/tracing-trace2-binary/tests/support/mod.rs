@@ -1,6 +1,7 @@
 //! Helpers of the integration tests: the workspace's generator of arbitrary records
 //! (test-support, with the session fixed per stream: `Owned::record_in`), writing records
-//! with a writer into memory, and decoding them back.
+//! with a writer into memory, and decoding them back; and the runner of the tests that
+//! have their own `main` (they start themselves again as the traced program).
 //!
 //! Each test binary uses a part of it, hence the `dead_code` allowance.
 
@@ -109,4 +110,32 @@ pub fn is_subset(part: &[Decoded], whole: &[Decoded]) -> bool {
         *c -= 1;
         *c >= 0
     })
+}
+
+/// Runs `tests` whose names contain one of the command line's non-flag arguments (all
+/// when there is none), each caught if it panics, and prints libtest-like lines.
+pub fn run_tests(suite: &str, tests: &[(&str, fn())]) -> std::process::ExitCode {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let (mut passed, mut failed) = (0, 0);
+    for &(name, test) in tests {
+        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let ok = std::panic::catch_unwind(test).is_ok();
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    println!("\n{suite}: {passed} passed, {failed} failed");
+    if failed == 0 {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
 }
