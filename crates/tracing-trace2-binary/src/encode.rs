@@ -21,6 +21,8 @@ use crate::record::{FieldValue, Record, Trace2Event};
 use crate::spec::{self, ArgType, Origins, Place, control, kind};
 use crate::varint;
 
+mod steady;
+
 /// Bytes a batch may hold when no size is configured: 64 KiB, frame overhead included.
 pub const DEFAULT_BATCH_SIZE: usize = 64 << 10;
 /// The smallest configurable batch: a pipe's atomic write size.
@@ -152,7 +154,7 @@ impl BatchEncoder {
     /// batch, a jumbo frame) to `write`.
     #[inline(always)]
     pub fn encode(&mut self, record: &Record<'_>, write: impl FnMut(&[u8])) -> Encoded {
-        if self.try_encode(record, false) {
+        if self.try_encode_steady(record) || self.try_encode(record, false) {
             return Encoded::Added;
         }
         self.encode_in_next(record, write)

@@ -1,0 +1,414 @@
+//! The encoder's steady path: a region or datum that the batch can write as references
+//! alone, which is nearly every one after a batch's first few records.
+//!
+//! The general path (`BatchEncoder::try_encode`) writes through a cursor that checks the
+//! room at every byte and may define strings and callsites, cut texts or restate the
+//! thread, the time or the open regions; its state lives in memory because its rare
+//! branches are calls. Here the record is first checked to need none of that (same
+//! thread, time not gone back, the same wall-clock correction, the predicted open
+//! regions, its callsite and strings already defined and found where their addresses
+//! hash to, room for the largest such record); then its bytes are written into a fixed
+//! window of the batch with the position in a register, and the batch's state is
+//! updated as the general path would. Anything else returns `false` having changed
+//! nothing, and the general path writes the record: the bytes are the same either way
+//! (`steady_and_general_paths_write_the_same_bytes`).
+
+use super::BatchEncoder;
+use crate::frame;
+use crate::intern::same_bytes;
+use crate::record::text::copy_short;
+use crate::record::{Record, RegionInfo, Trace2Event};
+use crate::spec::{self, kind};
+use crate::varint;
+
+/// The window the fixed part of a steady record is written into. Its largest fixed
+/// part is a datum's: head (1), `dt` (10), callsite (5), repository (10), nesting (5),
+/// `t_rel` (10), two string ids (5 each) and the value's number or length (10): 61.
+const WINDOW: usize = 64;
+
+/// A writer into the window, which the caller has checked is in the batch: every
+/// index is taken modulo the window's size, so no write needs a check (and none could
+/// leave the window even if the bound above were wrong).
+struct Window<'a> {
+    bytes: &'a mut [u8; WINDOW],
+    at: usize,
+}
+
+impl Window<'_> {
+    #[inline(always)]
+    fn byte(&mut self, byte: u8) {
+        debug_assert!(self.at < WINDOW);
+        self.bytes[self.at % WINDOW] = byte;
+        self.at += 1;
+    }
+
+    /// A LEB128 varint (see `varint::encode`).
+    #[inline(always)]
+    fn u(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.byte(value as u8 | 0x80);
+            value >>= 7;
+        }
+        self.byte(value as u8);
+    }
+}
+
+/// The string ids of a region's category, label and message, or `None` if one of them
+/// is not found at once.
+#[inline(always)]
+fn region_ids(enc: &BatchEncoder, region: &RegionInfo<'_>) -> Option<[u64; 3]> {
+    let batch = &enc.buf[..enc.len];
+    let id = |text: Option<&str>| match text {
+        None => Some(0),
+        Some(text) => enc
+            .strings
+            .find_at_home(text, batch)
+            .map(|(id, _)| u64::from(id)),
+    };
+    Some([id(region.category)?, id(region.label)?, id(region.msg)?])
+}
+
+impl BatchEncoder {
+    /// Writes `record` if it is a region or datum the batch can write as references
+    /// alone (see the module docs); `false`, with nothing changed, otherwise.
+    #[inline(always)]
+    pub(super) fn try_encode_steady(&mut self, record: &Record<'_>) -> bool {
+        let ticks = record.time.t_abs_us;
+        // The batch's first record writes the batch header; time gone back a `TICKS`.
+        if self.len == 0 || ticks < self.last_ticks {
+            return false;
+        }
+        let (event_kind, nesting, repo) = match record.event {
+            Trace2Event::RegionEnter { region, nesting } => {
+                (kind::REGION_ENTER, nesting, region.repo)
+            }
+            Trace2Event::RegionLeave {
+                region, nesting, ..
+            } => (kind::REGION_LEAVE, nesting, region.repo),
+            Trace2Event::Data { repo, nesting, .. } => (kind::DATA, nesting, repo),
+            Trace2Event::DataJson { repo, nesting, .. } => (kind::DATA_JSON, nesting, repo),
+            _ => return false,
+        };
+        // No control record: the predicted open regions, the same wall-clock
+        // correction, the same thread.
+        let wall_offset = record
+            .time
+            .wall_us
+            .wrapping_sub(self.anchor_wall_us)
+            .wrapping_sub(ticks as i64);
+        if record.open_regions != nesting.saturating_sub(1)
+            || wall_offset != self.wall_offset
+            || !same_bytes(record.thread.as_bytes(), self.thread_name.as_bytes())
+        {
+            return false;
+        }
+        let site = record.callsite;
+        let callsite = if site.file.is_none() && site.line == 0 {
+            0
+        } else {
+            match self
+                .callsites
+                .find_at_home(site.file, site.line, &self.buf[..self.len])
+            {
+                Some(id) => u64::from(id),
+                None => return false,
+            }
+        };
+        let (ids, text) = match record.event {
+            Trace2Event::RegionEnter { region, .. } | Trace2Event::RegionLeave { region, .. } => {
+                let Some(ids) = region_ids(self, &region) else {
+                    return false;
+                };
+                (ids, "")
+            }
+            Trace2Event::Data {
+                category,
+                key,
+                value: text,
+                ..
+            }
+            | Trace2Event::DataJson {
+                category,
+                key,
+                json: text,
+                ..
+            } => {
+                let batch = &self.buf[..self.len];
+                let (Some((category, _)), Some((key, _))) = (
+                    self.strings.find_at_home(category, batch),
+                    self.strings.find_at_home(key, batch),
+                ) else {
+                    return false;
+                };
+                ([u64::from(category), u64::from(key), 0], text)
+            }
+            _ => return false,
+        };
+        // The room: the window, and a datum's text after it.
+        let limit = self.buf.len() - frame::TRAILER_LEN;
+        let Some(room) = self.buf[..limit].get_mut(self.len..) else {
+            return false;
+        };
+        if room.len() < WINDOW + text.len() {
+            return false;
+        }
+        let Some(window) = room.first_chunk_mut::<WINDOW>() else {
+            return false;
+        };
+        let mut w = Window {
+            bytes: window,
+            at: 0,
+        };
+        let mut head = event_kind;
+        if callsite != 0 {
+            head |= spec::HAS_CALLSITE;
+        }
+        if repo.is_some() {
+            head |= spec::HAS_REPO;
+        }
+        w.byte(head);
+        w.u(ticks - self.last_ticks);
+        if callsite != 0 {
+            w.u(callsite);
+        }
+        if let Some(repo) = repo {
+            w.u(varint::zigzag(repo));
+        }
+        w.u(u64::from(nesting));
+        let mut inline_text = false;
+        let t_rel = match record.event {
+            Trace2Event::RegionEnter { .. } => {
+                w.u(ids[0]);
+                w.u(ids[1]);
+                w.u(ids[2]);
+                0
+            }
+            Trace2Event::RegionLeave { t_rel_us, .. } => {
+                let predicted = self.origins.predict(event_kind, nesting, ticks);
+                w.u(spec::rel_time_to_wire(t_rel_us, predicted));
+                w.u(ids[0]);
+                w.u(ids[1]);
+                w.u(ids[2]);
+                t_rel_us
+            }
+            Trace2Event::Data { t_rel_us, .. } | Trace2Event::DataJson { t_rel_us, .. } => {
+                let predicted = self.origins.predict(event_kind, nesting, ticks);
+                w.u(spec::rel_time_to_wire(t_rel_us, predicted));
+                w.u(ids[0]);
+                w.u(ids[1]);
+                let len = text.len() as u64;
+                if event_kind == kind::DATA_JSON {
+                    // `b` text: its length, then the text.
+                    w.u(len);
+                    inline_text = true;
+                } else if let Some(n) = spec::packed_number(text) {
+                    // `n` text that packs: the number, flagged.
+                    w.u(n << 1);
+                } else {
+                    // `n` text that does not: its length, flagged, then the text.
+                    w.u(len << 1 | 1);
+                    inline_text = true;
+                }
+                t_rel_us
+            }
+            _ => return false,
+        };
+        let mut written = w.at;
+        if inline_text {
+            // Right after the fixed part (the room holds the window and the text).
+            let Some(slot) = room.get_mut(written..written + text.len()) else {
+                return false;
+            };
+            copy_short(slot, text.as_bytes());
+            written += text.len();
+        }
+        self.origins.learn(event_kind, nesting, ticks, t_rel);
+        self.len += written;
+        self.last_ticks = ticks;
+        self.open_state = spec::open_after(event_kind, record.open_regions, self.open_state);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encode::DEFAULT_BATCH_SIZE;
+    use crate::record::{Callsite, Timestamp};
+
+    const ANCHOR: i64 = 1_700_000_000_000_000;
+
+    fn at(event: Trace2Event<'_>, t: u64, open_regions: u32, line: u32) -> Record<'_> {
+        Record {
+            event,
+            time: Timestamp {
+                wall_us: ANCHOR + t as i64,
+                t_abs_us: t,
+            },
+            sid: "sid",
+            depth: 0,
+            thread: "main",
+            callsite: Callsite {
+                file: (line != 0).then_some("src/lib.rs"),
+                line,
+            },
+            open_regions,
+        }
+    }
+
+    /// Records of every hot kind and shape, repeated so that most are steady: regions
+    /// with and without strings and a repository, data with packed numbers, text and
+    /// JSON, strings on the heap, a callsite-less record, large times.
+    fn records(heap: &str) -> Vec<Record<'_>> {
+        let region = RegionInfo {
+            repo: None,
+            category: Some("index"),
+            label: Some("do_read_index"),
+            msg: Some(heap),
+        };
+        let bare = RegionInfo {
+            repo: Some(-7),
+            category: None,
+            label: Some("x"),
+            msg: None,
+        };
+        let mut out = Vec::new();
+        for round in 0..4u64 {
+            let t = round * 1_000_000;
+            out.push(at(
+                Trace2Event::RegionEnter { region, nesting: 1 },
+                t,
+                0,
+                10,
+            ));
+            out.push(at(
+                Trace2Event::RegionEnter {
+                    region: bare,
+                    nesting: 2,
+                },
+                t + 5,
+                1,
+                0,
+            ));
+            for (i, value) in ["123456", "", "12x", "007", "18446744073709551615"]
+                .into_iter()
+                .enumerate()
+            {
+                out.push(at(
+                    Trace2Event::Data {
+                        repo: (i == 1).then_some(3),
+                        category: "index",
+                        key: heap,
+                        value,
+                        nesting: 3,
+                        t_rel_us: 40 + i as u64,
+                    },
+                    t + 50 + i as u64,
+                    2,
+                    20,
+                ));
+            }
+            out.push(at(
+                Trace2Event::DataJson {
+                    repo: None,
+                    category: "c",
+                    key: "k",
+                    json: "{\"a\":[1,2]}",
+                    nesting: 3,
+                    t_rel_us: 300,
+                },
+                t + 400,
+                2,
+                21,
+            ));
+            out.push(at(
+                Trace2Event::RegionLeave {
+                    region: bare,
+                    nesting: 2,
+                    t_rel_us: 200_000,
+                },
+                t + 200_005,
+                1,
+                0,
+            ));
+            out.push(at(
+                Trace2Event::RegionLeave {
+                    region,
+                    nesting: 1,
+                    t_rel_us: 200_010,
+                },
+                t + 200_010,
+                0,
+                10,
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn steady_and_general_paths_write_the_same_bytes() {
+        let heap = String::from("on the heap");
+        let records = records(&heap);
+        let mut both = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut steady = 0;
+        for r in &records {
+            let before = both.len;
+            if both.try_encode_steady(r) {
+                steady += 1;
+            } else {
+                assert_eq!(both.len, before, "a refusal changes nothing");
+                assert!(both.try_encode(r, false));
+            }
+            assert!(general.try_encode(r, false));
+            assert_eq!(both.buf[..both.len], general.buf[..general.len]);
+        }
+        // Every record after the first round is written by the steady path.
+        assert!(
+            steady >= records.len() * 3 / 4,
+            "{steady} of {}",
+            records.len()
+        );
+    }
+
+    #[test]
+    fn records_that_need_more_than_references_are_refused() {
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let region = RegionInfo {
+            repo: None,
+            category: Some("index"),
+            label: Some("read"),
+            msg: None,
+        };
+        let enter = |t, thread| Record {
+            thread,
+            ..at(Trace2Event::RegionEnter { region, nesting: 1 }, t, 0, 10)
+        };
+        // The batch's first record.
+        assert!(!enc.try_encode_steady(&enter(10, "main")));
+        assert!(enc.try_encode(&enter(10, "main"), false));
+        assert!(enc.try_encode_steady(&enter(20, "main")));
+        // Another thread, time gone back, other open regions, a new string.
+        assert!(!enc.try_encode_steady(&enter(30, "other")));
+        assert!(!enc.try_encode_steady(&enter(5, "main")));
+        let mut open = enter(30, "main");
+        open.open_regions = 4;
+        assert!(!enc.try_encode_steady(&open));
+        let new_label = RegionInfo {
+            label: Some("write"),
+            ..region
+        };
+        let new = at(
+            Trace2Event::RegionEnter {
+                region: new_label,
+                nesting: 1,
+            },
+            30,
+            0,
+            10,
+        );
+        assert!(!enc.try_encode_steady(&new));
+        // Not a hot kind.
+        assert!(!enc.try_encode_steady(&at(Trace2Event::Printf { msg: None }, 30, 0, 10)));
+    }
+}
