@@ -15,7 +15,7 @@
 //! batch header.
 
 use crate::frame;
-use crate::intern::{Callsites, Strings, common_prefix, common_suffix, same_bytes};
+use crate::intern::{Callsites, Shapes, Strings, common_prefix, common_suffix, same_bytes};
 use crate::record::text::copy_short;
 use crate::record::{FieldValue, Record, Trace2Event};
 use crate::spec::{self, ArgType, Origins, Place, control, kind};
@@ -67,6 +67,8 @@ pub(crate) struct BatchEncoder {
     wall_offset: i64,
     strings: Strings,
     callsites: Callsites,
+    /// The steady path's ids by the addresses of a record's texts.
+    shapes: Shapes,
     /// Where the batch predicts `t_rel` values to count from.
     origins: Origins,
     /// The last `d` text of the batch (see `spec::DELTA_MAX`).
@@ -107,6 +109,7 @@ impl BatchEncoder {
             wall_offset: 0,
             strings: Strings::new(slots),
             callsites: Callsites::new(slots / 4),
+            shapes: Shapes::new(),
             origins: Origins::default(),
             prev_delta: Vec::with_capacity(spec::DELTA_MAX),
             dropped: 0,
@@ -216,6 +219,7 @@ impl BatchEncoder {
         self.wall_offset = 0;
         self.strings.reset();
         self.callsites.reset();
+        self.shapes.reset();
         self.origins.reset();
         self.prev_delta.clear();
     }

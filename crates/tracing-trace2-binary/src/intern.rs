@@ -48,6 +48,15 @@ pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
 }
 
+/// Whether `batch` holds `bytes` at `offset`.
+#[inline(always)]
+pub(crate) fn holds(batch: &[u8], offset: u32, bytes: &[u8]) -> bool {
+    let start = offset as usize;
+    batch
+        .get(start..start + bytes.len())
+        .is_some_and(|copy| same_bytes(copy, bytes))
+}
+
 /// One slot of the table by address.
 #[derive(Clone, Copy, Default)]
 struct ByAddress {
@@ -142,10 +151,11 @@ impl Strings {
         }
     }
 
-    /// [`Self::find`] for the usual repeat, whose entry sits where its address hashes
-    /// to: a few loads and compares. `None` says nothing: ask `find`.
+    /// The entry for `text`'s address and length where they hash to: (id, where the
+    /// batch holds the bytes, whether they are fixed). Unless fixed, the text at that
+    /// address may have changed since: compare it with the batch's copy.
     #[inline(always)]
-    pub fn find_at_home(&self, text: &str, batch: &[u8]) -> Option<(u32, u32)> {
+    pub fn home_entry(&self, text: &str) -> Option<(u32, u32, bool)> {
         let bytes = text.as_bytes();
         let addr = bytes.as_ptr() as usize;
         let e = self
@@ -154,14 +164,15 @@ impl Strings {
         if e.generation != self.generation || e.addr != addr || e.len as usize != bytes.len() {
             return None;
         }
-        if e.fixed {
-            return Some((e.id, e.offset));
-        }
-        let start = e.offset as usize;
-        batch
-            .get(start..start + bytes.len())
-            .is_some_and(|copy| same_bytes(copy, bytes))
-            .then_some((e.id, e.offset))
+        Some((e.id, e.offset, e.fixed))
+    }
+
+    /// [`Self::find`] for the usual repeat, whose entry sits where its address hashes
+    /// to: a few loads and compares. `None` says nothing: ask `find`.
+    #[inline(always)]
+    pub fn find_at_home(&self, text: &str, batch: &[u8]) -> Option<(u32, u32)> {
+        let (id, offset, fixed) = self.home_entry(text)?;
+        (fixed || holds(batch, offset, text.as_bytes())).then_some((id, offset))
     }
 
     /// The id of `text` in this batch, whose bytes so far are `batch`, and where the
@@ -354,10 +365,10 @@ impl Callsites {
         }
     }
 
-    /// [`Self::find`] for the usual repeat, whose entry sits where its key hashes to.
-    /// `None` says nothing: ask `find`.
+    /// The entry for the callsite's key where it hashes to: (id, where the batch holds
+    /// the file name's bytes, whether no check is needed: fixed, or no file).
     #[inline(always)]
-    pub fn find_at_home(&self, file: Option<&str>, line: u32, batch: &[u8]) -> Option<u32> {
+    pub fn home_entry(&self, file: Option<&str>, line: u32) -> Option<(u32, u32, bool)> {
         let (addr, len) = site_key(file);
         let e = self
             .table
@@ -365,17 +376,15 @@ impl Callsites {
         if e.generation != self.generation || e.addr != addr || e.len != len || e.line != line {
             return None;
         }
-        match file {
-            None => Some(e.id),
-            Some(_) if e.fixed => Some(e.id),
-            Some(f) => {
-                let start = e.offset as usize;
-                batch
-                    .get(start..start + f.len())
-                    .is_some_and(|copy| same_bytes(copy, f.as_bytes()))
-                    .then_some(e.id)
-            }
-        }
+        Some((e.id, e.offset, e.fixed || file.is_none()))
+    }
+
+    /// [`Self::find`] for the usual repeat, whose entry sits where its key hashes to.
+    /// `None` says nothing: ask `find`.
+    #[inline(always)]
+    pub fn find_at_home(&self, file: Option<&str>, line: u32, batch: &[u8]) -> Option<u32> {
+        let (id, offset, fixed) = self.home_entry(file, line)?;
+        (fixed || file.is_some_and(|f| holds(batch, offset, f.as_bytes()))).then_some(id)
     }
 
     /// The id of the callsite (`file`, `line`) in this batch, whose bytes so far are
@@ -429,6 +438,111 @@ impl Callsites {
             fixed: file.is_some_and(|f| statics::is_immutable(addr, f.len())),
         };
         self.used += 1;
+    }
+}
+
+/// What a steady record refers to, by address: its callsite's file (address, and
+/// length and line in one word; length `u32::MAX` for none) and up to three strings
+/// (address and length; 0 and 0 for none).
+pub(crate) type ShapeKey = [usize; 8];
+
+/// The key part of an optional text.
+#[inline(always)]
+pub(crate) fn text_key(text: Option<&str>) -> [usize; 2] {
+    text.map_or([0, 0], |t| [t.as_ptr() as usize, t.len()])
+}
+
+/// The key parts of a callsite.
+#[inline(always)]
+pub(crate) fn site_key_parts(file: Option<&str>, line: u32) -> [usize; 2] {
+    let (addr, len) = site_key(file);
+    [addr, (u64::from(len) | u64::from(line) << 32) as usize]
+}
+
+/// How many shapes a batch remembers.
+const SHAPES: usize = 32;
+
+/// One remembered shape.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Shape {
+    key: ShapeKey,
+    generation: u32,
+    /// The callsite's id.
+    pub callsite: u32,
+    /// The strings' ids (0 for none).
+    pub ids: [u32; 3],
+    /// Where the batch holds the file name's and the strings' bytes.
+    pub offsets: [u32; 4],
+    /// Bit `i` set: part `i` (the file name, then the strings) is not fixed and must be
+    /// compared with the batch's copy at every use.
+    pub unfixed: u8,
+}
+
+/// The ids a steady record's callsite and strings have in the batch, by the addresses
+/// of its texts: one lookup instead of four. Each shape sits where its key hashes to,
+/// the last one winning; starting a batch empties the table in O(1), as for
+/// [`Strings`]. A text that is not fixed is compared with the batch's copy at every
+/// use, as the other tables do.
+pub(crate) struct Shapes {
+    generation: u32,
+    table: Box<[Shape; SHAPES]>,
+}
+
+#[inline(always)]
+fn shape_slot(key: &ShapeKey) -> usize {
+    // The callsite and the label (or a datum's key) tell most shapes apart.
+    let mixed = (key[0] ^ key[1].rotate_left(17) ^ key[4]) as u64;
+    (mixed.wrapping_mul(MIX) >> (64 - SHAPES.trailing_zeros())) as usize
+}
+
+impl Shapes {
+    /// An empty table.
+    pub fn new() -> Shapes {
+        Shapes {
+            generation: 1,
+            table: Box::new([Shape::default(); SHAPES]),
+        }
+    }
+
+    /// Forgets every shape.
+    pub fn reset(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.table.fill(Shape::default());
+            self.generation = 1;
+        }
+    }
+
+    /// The shape of `key`, if remembered in this batch (its unfixed parts unchecked).
+    #[inline(always)]
+    pub fn find(&self, key: &ShapeKey) -> Option<&Shape> {
+        let e = &self.table[shape_slot(key) % SHAPES];
+        // Every word compared without a branch or a call to `bcmp`.
+        let differ = e
+            .key
+            .iter()
+            .zip(key)
+            .fold(0, |differ, (a, b)| differ | (a ^ b));
+        (e.generation == self.generation && differ == 0).then_some(e)
+    }
+
+    /// Remembers a shape.
+    pub fn insert(
+        &mut self,
+        key: ShapeKey,
+        callsite: u32,
+        ids: [u32; 3],
+        offsets: [u32; 4],
+        unfixed: u8,
+    ) {
+        self.table[shape_slot(&key) % SHAPES] = Shape {
+            key,
+            generation: self.generation,
+            callsite,
+            ids,
+            offsets,
+            unfixed,
+        };
     }
 }
 

@@ -15,9 +15,9 @@
 
 use super::BatchEncoder;
 use crate::frame;
-use crate::intern::same_bytes;
+use crate::intern::{Shape, ShapeKey, holds, same_bytes, site_key_parts, text_key};
 use crate::record::text::copy_short;
-use crate::record::{Record, RegionInfo, Trace2Event};
+use crate::record::{Record, Trace2Event};
 use crate::spec::{self, kind};
 use crate::varint;
 
@@ -53,22 +53,65 @@ impl Window<'_> {
     }
 }
 
-/// The string ids of a region's category, label and message, or `None` if one of them
-/// is not found at once.
-#[inline(always)]
-fn region_ids(enc: &BatchEncoder, region: &RegionInfo<'_>) -> Option<[u64; 3]> {
-    let batch = &enc.buf[..enc.len];
-    let id = |text: Option<&str>| match text {
-        None => Some(0),
-        Some(text) => enc
-            .strings
-            .find_at_home(text, batch)
-            .map(|(id, _)| u64::from(id)),
-    };
-    Some([id(region.category)?, id(region.label)?, id(region.msg)?])
+/// Whether the parts of a remembered shape that are not fixed (the file name, then the
+/// strings) still hold the text the batch holds for them.
+#[inline]
+fn confirms(shape: &Shape, batch: &[u8], parts: &[Option<&str>; 4]) -> bool {
+    parts.iter().enumerate().all(|(i, part)| {
+        shape.unfixed & (1 << i) == 0
+            || part.is_some_and(|text| holds(batch, shape.offsets[i], text.as_bytes()))
+    })
 }
 
 impl BatchEncoder {
+    /// The callsite id and string ids of a record whose shape is not remembered: each
+    /// looked up where its address hashes to (`None` if one is not found there, or its
+    /// text changed), and the shape remembered for next time.
+    #[inline(never)]
+    fn steady_refs(
+        &mut self,
+        record: &Record<'_>,
+        texts: &[Option<&str>; 3],
+        key: ShapeKey,
+    ) -> Option<(u32, [u32; 3])> {
+        let batch = &self.buf[..self.len];
+        let site = record.callsite;
+        let mut unfixed = 0;
+        let mut offsets = [0; 4];
+        let callsite = if site.file.is_none() && site.line == 0 {
+            0
+        } else {
+            let (id, offset, fixed) = self.callsites.home_entry(site.file, site.line)?;
+            if !fixed {
+                if !site
+                    .file
+                    .is_some_and(|f| holds(batch, offset, f.as_bytes()))
+                {
+                    return None;
+                }
+                unfixed |= 1;
+                offsets[0] = offset;
+            }
+            id
+        };
+        let mut ids = [0; 3];
+        for (i, text) in texts.iter().enumerate() {
+            if let Some(text) = text {
+                let (id, offset, fixed) = self.strings.home_entry(text)?;
+                if !fixed {
+                    if !holds(batch, offset, text.as_bytes()) {
+                        return None;
+                    }
+                    unfixed |= 2 << i;
+                    offsets[i + 1] = offset;
+                }
+                ids[i] = id;
+            }
+        }
+        self.shapes.insert(key, callsite, ids, offsets, unfixed);
+        Some((callsite, ids))
+    }
+
     /// Writes `record` if it is a region or datum the batch can write as references
     /// alone (see the module docs); `false`, with nothing changed, otherwise.
     #[inline(always)]
@@ -102,24 +145,9 @@ impl BatchEncoder {
         {
             return false;
         }
-        let site = record.callsite;
-        let callsite = if site.file.is_none() && site.line == 0 {
-            0
-        } else {
-            match self
-                .callsites
-                .find_at_home(site.file, site.line, &self.buf[..self.len])
-            {
-                Some(id) => u64::from(id),
-                None => return false,
-            }
-        };
-        let (ids, text) = match record.event {
+        let (texts, text) = match record.event {
             Trace2Event::RegionEnter { region, .. } | Trace2Event::RegionLeave { region, .. } => {
-                let Some(ids) = region_ids(self, &region) else {
-                    return false;
-                };
-                (ids, "")
+                ([region.category, region.label, region.msg], "")
             }
             Trace2Event::Data {
                 category,
@@ -132,18 +160,28 @@ impl BatchEncoder {
                 key,
                 json: text,
                 ..
-            } => {
-                let batch = &self.buf[..self.len];
-                let (Some((category, _)), Some((key, _))) = (
-                    self.strings.find_at_home(category, batch),
-                    self.strings.find_at_home(key, batch),
-                ) else {
-                    return false;
-                };
-                ([u64::from(category), u64::from(key), 0], text)
-            }
+            } => ([Some(category), Some(key), None], text),
             _ => return false,
         };
+        let site = record.callsite;
+        let [file, line] = site_key_parts(site.file, site.line);
+        let [t0, l0] = text_key(texts[0]);
+        let [t1, l1] = text_key(texts[1]);
+        let [t2, l2] = text_key(texts[2]);
+        let key = [file, line, t0, l0, t1, l1, t2, l2];
+        let found = match self.shapes.find(&key) {
+            Some(shape) => {
+                let parts = [site.file, texts[0], texts[1], texts[2]];
+                (shape.unfixed == 0 || confirms(shape, &self.buf[..self.len], &parts))
+                    .then_some((shape.callsite, shape.ids))
+            }
+            None => self.steady_refs(record, &texts, key),
+        };
+        let Some((callsite, ids)) = found else {
+            return false;
+        };
+        let callsite = u64::from(callsite);
+        let ids = ids.map(u64::from);
         // The room: the window, and a datum's text after it.
         let limit = self.buf.len() - frame::TRAILER_LEN;
         let Some(room) = self.buf[..limit].get_mut(self.len..) else {
@@ -234,7 +272,7 @@ impl BatchEncoder {
 mod tests {
     use super::*;
     use crate::encode::DEFAULT_BATCH_SIZE;
-    use crate::record::{Callsite, Timestamp};
+    use crate::record::{Callsite, RegionInfo, Timestamp};
 
     const ANCHOR: i64 = 1_700_000_000_000_000;
 
@@ -410,5 +448,36 @@ mod tests {
         assert!(!enc.try_encode_steady(&new));
         // Not a hot kind.
         assert!(!enc.try_encode_steady(&at(Trace2Event::Printf { msg: None }, 30, 0, 10)));
+    }
+
+    #[test]
+    fn a_changed_text_at_a_remembered_address_is_not_taken_for_the_old() {
+        fn datum(key: &str, t: u64) -> Record<'_> {
+            at(
+                Trace2Event::Data {
+                    repo: None,
+                    category: "c",
+                    key,
+                    value: "1",
+                    nesting: 1,
+                    t_rel_us: 0,
+                },
+                t,
+                0,
+                10,
+            )
+        }
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut buf = *b"alpha";
+        {
+            let key = std::str::from_utf8(&buf).unwrap();
+            assert!(enc.try_encode(&datum(key, 1), false));
+            assert!(enc.try_encode_steady(&datum(key, 2)));
+            assert!(enc.try_encode_steady(&datum(key, 3)));
+        }
+        // Same address and length, other text.
+        buf.copy_from_slice(b"omega");
+        let key = std::str::from_utf8(&buf).unwrap();
+        assert!(!enc.try_encode_steady(&datum(key, 4)));
     }
 }
