@@ -53,10 +53,28 @@ impl Window<'_> {
     }
 }
 
-/// Whether the parts of a remembered shape that are not fixed (the file name, then the
-/// strings) still hold the text the batch holds for them.
-#[inline]
-fn confirms(shape: &Shape, batch: &[u8], parts: &[Option<&str>; 4]) -> bool {
+/// The strings a steady record refers to: a region's category, label and message, a
+/// datum's category and key (none for other kinds).
+#[inline(always)]
+fn texts_of<'r>(event: &Trace2Event<'r>) -> [Option<&'r str>; 3] {
+    match *event {
+        Trace2Event::RegionEnter { region, .. } | Trace2Event::RegionLeave { region, .. } => {
+            [region.category, region.label, region.msg]
+        }
+        Trace2Event::Data { category, key, .. } | Trace2Event::DataJson { category, key, .. } => {
+            [Some(category), Some(key), None]
+        }
+        _ => [None; 3],
+    }
+}
+
+/// Whether the parts of `record`'s remembered shape that are not fixed (the file name,
+/// then the strings) still hold the text the batch holds for them. Out of line: only
+/// records with text the layer copied come here.
+#[inline(never)]
+fn confirms(shape: &Shape, batch: &[u8], record: &Record<'_>) -> bool {
+    let [t0, t1, t2] = texts_of(&record.event);
+    let parts = [record.callsite.file, t0, t1, t2];
     parts.iter().enumerate().all(|(i, part)| {
         shape.unfixed & (1 << i) == 0
             || part.is_some_and(|text| holds(batch, shape.offsets[i], text.as_bytes()))
@@ -68,12 +86,8 @@ impl BatchEncoder {
     /// looked up where its address hashes to (`None` if one is not found there, or its
     /// text changed), and the shape remembered for next time.
     #[inline(never)]
-    fn steady_refs(
-        &mut self,
-        record: &Record<'_>,
-        texts: &[Option<&str>; 3],
-        key: ShapeKey,
-    ) -> Option<(u32, [u32; 3])> {
+    fn steady_refs(&mut self, record: &Record<'_>, key: ShapeKey) -> Option<(u32, [u32; 3])> {
+        let texts = texts_of(&record.event);
         let batch = &self.buf[..self.len];
         let site = record.callsite;
         let mut unfixed = 0;
@@ -145,23 +159,12 @@ impl BatchEncoder {
         {
             return false;
         }
-        let (texts, text) = match record.event {
-            Trace2Event::RegionEnter { region, .. } | Trace2Event::RegionLeave { region, .. } => {
-                ([region.category, region.label, region.msg], "")
+        let texts = texts_of(&record.event);
+        let text = match record.event {
+            Trace2Event::Data { value: text, .. } | Trace2Event::DataJson { json: text, .. } => {
+                text
             }
-            Trace2Event::Data {
-                category,
-                key,
-                value: text,
-                ..
-            }
-            | Trace2Event::DataJson {
-                category,
-                key,
-                json: text,
-                ..
-            } => ([Some(category), Some(key), None], text),
-            _ => return false,
+            _ => "",
         };
         let site = record.callsite;
         let [file, line] = site_key_parts(site.file, site.line);
@@ -169,16 +172,18 @@ impl BatchEncoder {
         let [t1, l1] = text_key(texts[1]);
         let [t2, l2] = text_key(texts[2]);
         let key = [file, line, t0, l0, t1, l1, t2, l2];
-        let found = match self.shapes.find(&key) {
+        let (callsite, ids) = match self.shapes.find(&key) {
+            Some(shape) if shape.unfixed == 0 => (shape.callsite, shape.ids),
             Some(shape) => {
-                let parts = [site.file, texts[0], texts[1], texts[2]];
-                (shape.unfixed == 0 || confirms(shape, &self.buf[..self.len], &parts))
-                    .then_some((shape.callsite, shape.ids))
+                if !confirms(shape, &self.buf[..self.len], record) {
+                    return false;
+                }
+                (shape.callsite, shape.ids)
             }
-            None => self.steady_refs(record, &texts, key),
-        };
-        let Some((callsite, ids)) = found else {
-            return false;
+            None => match self.steady_refs(record, key) {
+                Some(found) => found,
+                None => return false,
+            },
         };
         let callsite = u64::from(callsite);
         let ids = ids.map(u64::from);
