@@ -81,6 +81,18 @@ fn confirms(shape: &Shape, batch: &[u8], record: &Record<'_>) -> bool {
     })
 }
 
+/// What the steady path needs of a region or datum, taken apart once.
+struct Hot<'r> {
+    nesting: u32,
+    repo: Option<i64>,
+    /// See [`texts_of`].
+    texts: [Option<&'r str>; 3],
+    /// A datum's value or JSON (empty for a region).
+    text: &'r str,
+    /// The record's `t_rel` (0 for a `region_enter`).
+    t_rel: u64,
+}
+
 impl BatchEncoder {
     /// The callsite id and string ids of a record whose shape is not remembered: each
     /// looked up where its address hashes to (`None` if one is not found there, or its
@@ -127,25 +139,88 @@ impl BatchEncoder {
     }
 
     /// Writes `record` if it is a region or datum the batch can write as references
-    /// alone (see the module docs); `false`, with nothing changed, otherwise.
+    /// alone (see the module docs); `false`, with nothing changed, otherwise. Each kind
+    /// gets a copy of the path of its own, where every test of the kind folds away.
     #[inline(always)]
     pub(super) fn try_encode_steady(&mut self, record: &Record<'_>) -> bool {
+        match record.event {
+            Trace2Event::RegionEnter { region, nesting } => self.steady::<{ kind::REGION_ENTER }>(
+                record,
+                Hot {
+                    nesting,
+                    repo: region.repo,
+                    texts: [region.category, region.label, region.msg],
+                    text: "",
+                    t_rel: 0,
+                },
+            ),
+            Trace2Event::RegionLeave {
+                region,
+                nesting,
+                t_rel_us,
+            } => self.steady::<{ kind::REGION_LEAVE }>(
+                record,
+                Hot {
+                    nesting,
+                    repo: region.repo,
+                    texts: [region.category, region.label, region.msg],
+                    text: "",
+                    t_rel: t_rel_us,
+                },
+            ),
+            Trace2Event::Data {
+                repo,
+                category,
+                key,
+                value,
+                nesting,
+                t_rel_us,
+            } => self.steady::<{ kind::DATA }>(
+                record,
+                Hot {
+                    nesting,
+                    repo,
+                    texts: [Some(category), Some(key), None],
+                    text: value,
+                    t_rel: t_rel_us,
+                },
+            ),
+            Trace2Event::DataJson {
+                repo,
+                category,
+                key,
+                json,
+                nesting,
+                t_rel_us,
+            } => self.steady::<{ kind::DATA_JSON }>(
+                record,
+                Hot {
+                    nesting,
+                    repo,
+                    texts: [Some(category), Some(key), None],
+                    text: json,
+                    t_rel: t_rel_us,
+                },
+            ),
+            _ => false,
+        }
+    }
+
+    /// [`Self::try_encode_steady`] of a record of kind `KIND`, taken apart as `hot`.
+    #[inline(always)]
+    fn steady<const KIND: u8>(&mut self, record: &Record<'_>, hot: Hot<'_>) -> bool {
         let ticks = record.time.t_abs_us;
         // The batch's first record writes the batch header; time gone back a `TICKS`.
         if self.len == 0 || ticks < self.last_ticks {
             return false;
         }
-        let (event_kind, nesting, repo) = match record.event {
-            Trace2Event::RegionEnter { region, nesting } => {
-                (kind::REGION_ENTER, nesting, region.repo)
-            }
-            Trace2Event::RegionLeave {
-                region, nesting, ..
-            } => (kind::REGION_LEAVE, nesting, region.repo),
-            Trace2Event::Data { repo, nesting, .. } => (kind::DATA, nesting, repo),
-            Trace2Event::DataJson { repo, nesting, .. } => (kind::DATA_JSON, nesting, repo),
-            _ => return false,
-        };
+        let Hot {
+            nesting,
+            repo,
+            texts,
+            text,
+            t_rel,
+        } = hot;
         // No control record: the predicted open regions, the same wall-clock
         // correction, the same thread.
         let wall_offset = record
@@ -159,13 +234,6 @@ impl BatchEncoder {
         {
             return false;
         }
-        let texts = texts_of(&record.event);
-        let text = match record.event {
-            Trace2Event::Data { value: text, .. } | Trace2Event::DataJson { json: text, .. } => {
-                text
-            }
-            _ => "",
-        };
         let site = record.callsite;
         let [file, line] = site_key_parts(site.file, site.line);
         let [t0, l0] = text_key(texts[0]);
@@ -202,7 +270,7 @@ impl BatchEncoder {
             bytes: window,
             at: 0,
         };
-        let mut head = event_kind;
+        let mut head = KIND;
         if callsite != 0 {
             head |= spec::HAS_CALLSITE;
         }
@@ -218,44 +286,27 @@ impl BatchEncoder {
             w.u(varint::zigzag(repo));
         }
         w.u(u64::from(nesting));
+        if KIND != kind::REGION_ENTER {
+            let predicted = self.origins.predict(KIND, nesting, ticks);
+            w.u(spec::rel_time_to_wire(t_rel, predicted));
+        }
+        w.u(ids[0]);
+        w.u(ids[1]);
         let mut inline_text = false;
-        let t_rel = match record.event {
-            Trace2Event::RegionEnter { .. } => {
-                w.u(ids[0]);
-                w.u(ids[1]);
-                w.u(ids[2]);
-                0
-            }
-            Trace2Event::RegionLeave { t_rel_us, .. } => {
-                let predicted = self.origins.predict(event_kind, nesting, ticks);
-                w.u(spec::rel_time_to_wire(t_rel_us, predicted));
-                w.u(ids[0]);
-                w.u(ids[1]);
-                w.u(ids[2]);
-                t_rel_us
-            }
-            Trace2Event::Data { t_rel_us, .. } | Trace2Event::DataJson { t_rel_us, .. } => {
-                let predicted = self.origins.predict(event_kind, nesting, ticks);
-                w.u(spec::rel_time_to_wire(t_rel_us, predicted));
-                w.u(ids[0]);
-                w.u(ids[1]);
-                let len = text.len() as u64;
-                if event_kind == kind::DATA_JSON {
-                    // `b` text: its length, then the text.
-                    w.u(len);
-                    inline_text = true;
-                } else if let Some(n) = spec::packed_number(text) {
-                    // `n` text that packs: the number, flagged.
-                    w.u(n << 1);
-                } else {
-                    // `n` text that does not: its length, flagged, then the text.
-                    w.u(len << 1 | 1);
-                    inline_text = true;
-                }
-                t_rel_us
-            }
-            _ => return false,
-        };
+        if KIND == kind::REGION_ENTER || KIND == kind::REGION_LEAVE {
+            w.u(ids[2]);
+        } else if KIND == kind::DATA_JSON {
+            // `b` text: its length, then the text.
+            w.u(text.len() as u64);
+            inline_text = true;
+        } else if let Some(n) = spec::packed_number(text) {
+            // `n` text that packs: the number, flagged.
+            w.u(n << 1);
+        } else {
+            // `n` text that does not: its length, flagged, then the text.
+            w.u((text.len() as u64) << 1 | 1);
+            inline_text = true;
+        }
         let mut written = w.at;
         if inline_text {
             // Right after the fixed part (the room holds the window and the text).
@@ -265,10 +316,10 @@ impl BatchEncoder {
             copy_short(slot, text.as_bytes());
             written += text.len();
         }
-        self.origins.learn(event_kind, nesting, ticks, t_rel);
+        self.origins.learn(KIND, nesting, ticks, t_rel);
         self.len += written;
         self.last_ticks = ticks;
-        self.open_state = spec::open_after(event_kind, record.open_regions, self.open_state);
+        self.open_state = spec::open_after(KIND, record.open_regions, self.open_state);
         true
     }
 }
