@@ -157,7 +157,16 @@ impl BatchEncoder {
     /// batch, a jumbo frame) to `write`.
     #[inline(always)]
     pub fn encode(&mut self, record: &Record<'_>, write: impl FnMut(&[u8])) -> Encoded {
-        if self.try_encode_steady(record) || self.try_encode(record, false) {
+        if self.try_encode_steady(record) {
+            return Encoded::Added;
+        }
+        self.encode_general(record, write)
+    }
+
+    /// [`Self::encode`] past the steady path (which the caller tried).
+    #[inline(always)]
+    pub fn encode_general(&mut self, record: &Record<'_>, write: impl FnMut(&[u8])) -> Encoded {
+        if self.try_encode(record, false) {
             return Encoded::Added;
         }
         self.encode_in_next(record, write)

@@ -569,10 +569,18 @@ impl WriterCore {
         {
             self.sync_stream(data, record);
         }
+        // The usual region or datum, which no flush trigger but the batch's age
+        // concerns.
+        if data.enc.try_encode_steady(record) {
+            if data_age(guard, record) >= self.flush_interval_ticks {
+                self.flush_guard(guard);
+            }
+            return;
+        }
         let epoch = data.enc.epoch;
         if data
             .enc
-            .encode(record, |frame| self.write_batch(epoch, frame))
+            .encode_general(record, |frame| self.write_batch(epoch, frame))
             == Encoded::Dropped
         {
             self.dropped.fetch_add(1, Ordering::Relaxed);

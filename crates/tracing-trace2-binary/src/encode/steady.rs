@@ -142,7 +142,7 @@ impl BatchEncoder {
     /// alone (see the module docs); `false`, with nothing changed, otherwise. Each kind
     /// gets a copy of the path of its own, where every test of the kind folds away.
     #[inline(always)]
-    pub(super) fn try_encode_steady(&mut self, record: &Record<'_>) -> bool {
+    pub(crate) fn try_encode_steady(&mut self, record: &Record<'_>) -> bool {
         match record.event {
             Trace2Event::RegionEnter { region, nesting } => self.steady::<{ kind::REGION_ENTER }>(
                 record,
