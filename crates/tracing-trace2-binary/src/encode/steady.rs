@@ -277,35 +277,72 @@ impl BatchEncoder {
         if repo.is_some() {
             head |= spec::HAS_REPO;
         }
-        w.byte(head);
-        w.u(ticks - self.last_ticks);
-        if callsite != 0 {
-            w.u(callsite);
-        }
-        if let Some(repo) = repo {
-            w.u(varint::zigzag(repo));
-        }
-        w.u(u64::from(nesting));
-        if KIND != kind::REGION_ENTER {
+        let dt = ticks - self.last_ticks;
+        let level = u64::from(nesting);
+        let rel = if KIND == kind::REGION_ENTER {
+            0
+        } else {
             let predicted = self.origins.predict(KIND, nesting, ticks);
-            w.u(spec::rel_time_to_wire(t_rel, predicted));
+            spec::rel_time_to_wire(t_rel, predicted)
+        };
+        let region = KIND == kind::REGION_ENTER || KIND == kind::REGION_LEAVE;
+        let last_id = if region { ids[2] } else { 0 };
+        if callsite != 0
+            && repo.is_none()
+            && (dt | callsite | level | rel | ids[0] | ids[1] | last_id) < 0x80
+        {
+            // The usual case: a callsite, no repository, every value one byte. The
+            // head, the values and the ids, in their order, in one word.
+            let mut word = u64::from(head) | dt << 8 | callsite << 16 | level << 24;
+            let mut n = 4;
+            if KIND != kind::REGION_ENTER {
+                word |= rel << 32;
+                n = 5;
+            }
+            word |= ids[0] << (8 * n) | ids[1] << (8 * (n + 1));
+            n += 2;
+            if region {
+                word |= last_id << (8 * n);
+                n += 1;
+            }
+            if let Some(first) = w.bytes.first_chunk_mut::<8>() {
+                *first = word.to_le_bytes();
+            }
+            w.at = n;
+        } else {
+            w.byte(head);
+            w.u(dt);
+            if callsite != 0 {
+                w.u(callsite);
+            }
+            if let Some(repo) = repo {
+                w.u(varint::zigzag(repo));
+            }
+            w.u(level);
+            if KIND != kind::REGION_ENTER {
+                w.u(rel);
+            }
+            w.u(ids[0]);
+            w.u(ids[1]);
+            if region {
+                w.u(last_id);
+            }
         }
-        w.u(ids[0]);
-        w.u(ids[1]);
+        // A datum's value.
         let mut inline_text = false;
-        if KIND == kind::REGION_ENTER || KIND == kind::REGION_LEAVE {
-            w.u(ids[2]);
-        } else if KIND == kind::DATA_JSON {
+        if KIND == kind::DATA_JSON {
             // `b` text: its length, then the text.
             w.u(text.len() as u64);
             inline_text = true;
-        } else if let Some(n) = spec::packed_number(text) {
-            // `n` text that packs: the number, flagged.
-            w.u(n << 1);
-        } else {
-            // `n` text that does not: its length, flagged, then the text.
-            w.u((text.len() as u64) << 1 | 1);
-            inline_text = true;
+        } else if KIND == kind::DATA {
+            if let Some(n) = spec::packed_number(text) {
+                // `n` text that packs: the number, flagged.
+                w.u(n << 1);
+            } else {
+                // `n` text that does not: its length, flagged, then the text.
+                w.u((text.len() as u64) << 1 | 1);
+                inline_text = true;
+            }
         }
         let mut written = w.at;
         if inline_text {
