@@ -134,6 +134,20 @@ fn main() {
             tracing_trace2_binary::RecordingFormat(writer.clone()),
             tracing_trace2_binary::FlushingSink(writer.clone()),
         ),
+        "flight" => {
+            let dir =
+                std::env::temp_dir().join(format!("record_cost-flight-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).expect("a writable temporary directory");
+            let recorder = tracing_trace2_binary::flight::FlightRecorder::builder(&dir)
+                .with_signal(false)
+                .build()
+                .expect("a writable temporary directory");
+            Target::new(
+                tracing_trace2_binary::flight::ENV_NAME,
+                tracing_trace2_binary::flight::FlightFormat(recorder.clone()),
+                tracing_trace2_binary::FlushingSink(recorder.writer().clone()),
+            )
+        }
         "nothing" | "deferred" => Target::new("NOTHING", Nothing, NullSink),
         "event" | "event_deferred" => Target::new(
             "GIT_TRACE2_EVENT",

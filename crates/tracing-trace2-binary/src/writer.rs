@@ -254,8 +254,9 @@ impl BinaryWriter {
     }
 
     /// Records one Trace2 event. Writes nothing unless a flush trigger applies (see the
-    /// module docs).
-    #[inline]
+    /// module docs). Inlined into each caller (the binary target's and the flight
+    /// recorder's formats), so that the encoder's state stays in registers.
+    #[inline(always)]
     pub fn record(&self, record: &Record<'_>) {
         let shared = &self.handle.shared;
         if !shared.enabled.load(Ordering::Relaxed) {
