@@ -14,6 +14,10 @@
 //! A hit on text in a read-only segment of the program (string literals, `tracing`'s
 //! metadata) needs no comparison: that text cannot change (`tracing_trace2_dst::statics`).
 //!
+//! A third, small table ([`Shapes`]) serves the encoder's steady path: the addresses
+//! and lengths of a record's callsite file and strings together, mapped to their ids,
+//! so that a repeated region or datum costs one lookup instead of four.
+//!
 //! Entries carry the number of the batch they were made in, so starting a new batch
 //! empties both tables in O(1). A table stops taking entries at half its size: the
 //! strings after that are still defined, just not shared within that batch.
