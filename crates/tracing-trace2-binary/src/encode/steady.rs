@@ -81,6 +81,13 @@ fn confirms(shape: &Shape, batch: &[u8], record: &Record<'_>) -> bool {
     })
 }
 
+/// [`confirms`] of parts 1 and 2 alone (a datum's category and key), out of line.
+#[inline(never)]
+fn confirms_pair(shape: &Shape, batch: &[u8], first: &str, second: &str) -> bool {
+    holds(batch, shape.offsets[1], first.as_bytes())
+        && holds(batch, shape.offsets[2], second.as_bytes())
+}
+
 /// What the steady path needs of a region or datum, taken apart once.
 struct Hot<'r> {
     nesting: u32,
@@ -243,7 +250,17 @@ impl BatchEncoder {
         let (callsite, ids) = match self.shapes.find(&key) {
             Some(shape) if shape.unfixed == 0 => (shape.callsite, shape.ids),
             Some(shape) => {
-                if !confirms(shape, &self.buf[..self.len], record) {
+                let batch = &self.buf[..self.len];
+                let confirmed = match (KIND, texts) {
+                    // A datum's category and key, copied by the layer: the usual case.
+                    (kind::DATA | kind::DATA_JSON, [Some(category), Some(key), _])
+                        if shape.unfixed == 0b110 =>
+                    {
+                        confirms_pair(shape, batch, category, key)
+                    }
+                    _ => confirms(shape, batch, record),
+                };
+                if !confirmed {
                     return false;
                 }
                 (shape.callsite, shape.ids)
@@ -572,5 +589,48 @@ mod tests {
         buf.copy_from_slice(b"omega");
         let key = std::str::from_utf8(&buf).unwrap();
         assert!(!enc.try_encode_steady(&datum(key, 4)));
+    }
+
+    #[test]
+    fn a_datum_whose_copied_category_changed_is_not_taken_for_the_old() {
+        fn datum<'a>(category: &'a str, key: &'a str, t: u64) -> Record<'a> {
+            at(
+                Trace2Event::Data {
+                    repo: None,
+                    category,
+                    key,
+                    value: "1",
+                    nesting: 1,
+                    t_rel_us: 0,
+                },
+                t,
+                0,
+                10,
+            )
+        }
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        // Both on the stack, as the layer's copies are in its buffer.
+        let mut category = *b"index";
+        let key = *b"cache_nr";
+        let key = std::str::from_utf8(&key).unwrap();
+        {
+            let category = std::str::from_utf8(&category).unwrap();
+            for t in 1..4 {
+                let r = datum(category, key, t);
+                assert_eq!(enc.try_encode_steady(&r), t > 1, "at {t}");
+                if t == 1 {
+                    assert!(enc.try_encode(&r, false));
+                }
+                assert!(general.try_encode(&r, false));
+            }
+        }
+        category.copy_from_slice(b"other");
+        let category = std::str::from_utf8(&category).unwrap();
+        let r = datum(category, key, 4);
+        assert!(!enc.try_encode_steady(&r));
+        assert!(enc.try_encode(&r, false));
+        assert!(general.try_encode(&r, false));
+        assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
     }
 }
