@@ -6,12 +6,14 @@
 //! thread, the time or the open regions; its state lives in memory because its rare
 //! branches are calls. Here the record is first checked to need none of that (same
 //! thread, time not gone back, the same wall-clock correction, the predicted open
-//! regions, its callsite and strings already defined and found where their addresses
-//! hash to, room for the largest such record); then its bytes are written into a fixed
-//! window of the batch with the position in a register, and the batch's state is
-//! updated as the general path would. Anything else returns `false` having changed
-//! nothing, and the general path writes the record: the bytes are the same either way
-//! (`steady_and_general_paths_write_the_same_bytes`).
+//! regions, its callsite and strings already defined, room for the largest such
+//! record); then its bytes are written into a fixed window of the batch with the
+//! position in a register (as one 8-byte store when every value takes one byte), and
+//! the batch's state is updated as the general path would. The callsite's and the
+//! strings' ids come from one lookup of all their addresses (`intern::Shapes`); each
+//! kind gets a copy of the path of its own. Anything else returns `false` having
+//! changed nothing, and the general path writes the record: the bytes are the same
+//! either way (`steady_and_general_paths_write_the_same_bytes`).
 
 use super::BatchEncoder;
 use crate::frame;
