@@ -456,7 +456,7 @@ impl Trace2Layer {
 
     /// Formats `record` for every enabled target, after the `version` line if this is
     /// the first record of the process.
-    #[inline]
+    #[inline(always)]
     fn format_all(&self, record: &Record<'_>, lines: &mut CallbackOutput) {
         self.ensure_version(record, None);
         self.format_into(record, lines);
