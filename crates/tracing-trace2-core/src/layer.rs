@@ -427,6 +427,22 @@ impl Trace2Layer {
         open: u32,
         lines: &mut CallbackOutput,
     ) {
+        self.emit_inline(t, event, now, callsite, open, lines);
+    }
+
+    /// [`Self::emit`] inlined into its caller: for the region lines, written by every
+    /// span, whose callers call it once (a user event's several call sites share the
+    /// out-of-line `emit`).
+    #[inline(always)]
+    fn emit_inline(
+        &self,
+        t: &mut ThreadState,
+        event: Trace2Event<'_>,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        open: u32,
+        lines: &mut CallbackOutput,
+    ) {
         if !t.announced && (self.inner.announce || t.task) {
             self.announce(t, now, callsite, lines);
         }
@@ -547,7 +563,7 @@ impl Trace2Layer {
             region,
             nesting: open + 1,
         };
-        self.emit(t, event, now, callsite, open, lines);
+        self.emit_inline(t, event, now, callsite, open, lines);
         t.stack.push(Frame {
             span: marker,
             start_us: now.t_abs_us,
@@ -575,7 +591,7 @@ impl Trace2Layer {
             nesting: pos as u32 + 1,
             t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
         };
-        self.emit(t, event, now, callsite, pos as u32, lines);
+        self.emit_inline(t, event, now, callsite, pos as u32, lines);
     }
 
     /// Formats `thread_exit` for lane `t` and forgets that it was announced.
