@@ -549,6 +549,7 @@ impl Trace2Layer {
 
     /// Formats `region_enter` and opens the region on the lane's stack under `marker`
     /// (a span id, or one of the markers of regions that are not spans).
+    #[inline(always)]
     fn enter_region(
         &self,
         t: &mut ThreadState,
@@ -573,6 +574,7 @@ impl Trace2Layer {
 
     /// Closes the innermost region opened under `marker`, wherever it stands in the
     /// stack, and formats its `region_leave` at its own depth.
+    #[inline(always)]
     fn leave_region(
         &self,
         t: &mut ThreadState,
