@@ -945,6 +945,7 @@ impl Trace2Layer {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn user_event_records(
         &self,
         t: &mut ThreadState,
