@@ -587,7 +587,13 @@ impl Trace2Layer {
         let Some(pos) = t.stack.iter().rposition(|f| f.span == marker) else {
             return;
         };
-        let frame = t.stack.remove(pos);
+        // The usual case, the innermost region: a pop, without the `memmove` call of a
+        // removal.
+        let frame = if pos + 1 == t.stack.len() {
+            t.stack.pop().expect("the frame found")
+        } else {
+            t.stack.remove(pos)
+        };
         let event = Trace2Event::RegionLeave {
             region,
             nesting: pos as u32 + 1,
