@@ -45,6 +45,12 @@
 //! it through the same fan-out (`background/replay.rs`). A thread-local flag drops
 //! events raised while the layer itself is at work (a field's `Debug` impl that logs, or
 //! a sink on the worker), so the layer never recurses or deadlocks.
+//!
+//! The small steps every line goes through (the in-flight mark, building a record,
+//! handing it to the targets) are forced inline in optimized builds only, as the
+//! Event format's helpers are: each call boundary cost more than the step
+//! (docs/performance.md, "Round 3, third step"), and unoptimized, forced inlining only
+//! grows the callers' stack frames.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -433,7 +439,7 @@ impl Trace2Layer {
     /// [`Self::emit`] inlined into its caller: for the region lines, written by every
     /// span, whose callers call it once (a user event's several call sites share the
     /// out-of-line `emit`).
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn emit_inline(
         &self,
         t: &mut ThreadState,
@@ -472,7 +478,7 @@ impl Trace2Layer {
 
     /// Formats `record` for every enabled target, after the `version` line if this is
     /// the first record of the process.
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn format_all(&self, record: &Record<'_>, lines: &mut CallbackOutput) {
         self.ensure_version(record, None);
         self.format_into(record, lines);
@@ -549,7 +555,7 @@ impl Trace2Layer {
 
     /// Formats `region_enter` and opens the region on the lane's stack under `marker`
     /// (a span id, or one of the markers of regions that are not spans).
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn enter_region(
         &self,
         t: &mut ThreadState,
@@ -574,7 +580,7 @@ impl Trace2Layer {
 
     /// Closes the innermost region opened under `marker`, wherever it stands in the
     /// stack, and formats its `region_leave` at its own depth.
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn leave_region(
         &self,
         t: &mut ThreadState,
@@ -951,7 +957,7 @@ impl Trace2Layer {
     }
 
     #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn user_event_records(
         &self,
         t: &mut ThreadState,

@@ -334,7 +334,7 @@ pub(crate) fn with_current_lane<R>(
 }
 
 /// Notes that `span`, whose region is on `lane`, is entered on this OS thread.
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn push_entered(span: u64, lane: Lane) {
     let _ = OS.try_with(|os| {
         if let Ok(mut os) = os.try_borrow_mut() {
@@ -344,7 +344,7 @@ pub(crate) fn push_entered(span: u64, lane: Lane) {
 }
 
 /// Notes that `span` is exited on this OS thread (the innermost entry of it).
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn pop_entered(span: u64) {
     let _ = OS.try_with(|os| {
         let Ok(mut os) = os.try_borrow_mut() else {
