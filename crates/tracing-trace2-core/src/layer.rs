@@ -1005,7 +1005,11 @@ impl Trace2Layer {
             );
             wrote = true;
         }
-        let mut datum = |t: &mut ThreadState, key: &str, value: &str, json: bool| {
+        let datum = |t: &mut ThreadState,
+                     lines: &mut CallbackOutput,
+                     key: &str,
+                     value: &str,
+                     json: bool| {
             let event = if json {
                 Trace2Event::DataJson {
                     repo: fields.repo,
@@ -1030,25 +1034,34 @@ impl Trace2Layer {
         if let Some(key) = fields.key.get() {
             if let Some(json) = fields.json.get() {
                 match tracing_trace2_record::text::compact_json(json) {
-                    Some(compact) => datum(t, key, &compact, true),
-                    None => datum(t, key, json, false),
+                    Some(compact) => datum(t, lines, key, &compact, true),
+                    None => datum(t, lines, key, json, false),
                 }
             } else if let Some(value) = fields.value.get() {
-                datum(t, key, value, false);
+                // The usual datum (`key` and `value`): its line emitted inline.
+                let event = Trace2Event::Data {
+                    repo: fields.repo,
+                    category,
+                    key,
+                    value,
+                    nesting,
+                    t_rel_us,
+                };
+                self.emit_inline(t, event, now, callsite, open, lines);
             } else {
-                datum(t, "key", key, false);
+                datum(t, lines, "key", key, false);
             }
             wrote = true;
         } else {
             for (name, slot) in [("value", &fields.value), ("json", &fields.json)] {
                 if let Some(value) = slot.get() {
-                    datum(t, name, value, false);
+                    datum(t, lines, name, value, false);
                     wrote = true;
                 }
             }
         }
         for (name, value) in fields.data() {
-            datum(t, name, value, false);
+            datum(t, lines, name, value, false);
             wrote = true;
         }
         if !wrote {
