@@ -124,7 +124,7 @@ impl Busy {
     /// Enters the layer identified by `key` (not 0) unless the thread already is inside
     /// it or the layer's gate is closed to it; while the guard lives, a closing layer
     /// waits for it.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn enter_layer(key: usize, closed: &Gate) -> Option<Busy> {
         let mut busy = Busy::enter()?;
         // Dropping `busy` takes the mark back.

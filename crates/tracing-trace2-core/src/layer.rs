@@ -45,6 +45,12 @@
 //! it through the same fan-out (`background/replay.rs`). A thread-local flag drops
 //! events raised while the layer itself is at work (a field's `Debug` impl that logs, or
 //! a sink on the worker), so the layer never recurses or deadlocks.
+//!
+//! The small steps every line goes through (the in-flight mark, building a record,
+//! handing it to the targets) are forced inline in optimized builds only, as the
+//! Event format's helpers are: each call boundary cost more than the step
+//! (docs/performance.md, "Round 3, third step"), and unoptimized, forced inlining only
+//! grows the callers' stack frames.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -427,6 +433,22 @@ impl Trace2Layer {
         open: u32,
         lines: &mut CallbackOutput,
     ) {
+        self.emit_inline(t, event, now, callsite, open, lines);
+    }
+
+    /// [`Self::emit`] inlined into its caller: for the region lines, written by every
+    /// span, whose callers call it once (a user event's several call sites share the
+    /// out-of-line `emit`).
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn emit_inline(
+        &self,
+        t: &mut ThreadState,
+        event: Trace2Event<'_>,
+        now: Timestamp,
+        callsite: Callsite<'_>,
+        open: u32,
+        lines: &mut CallbackOutput,
+    ) {
         if !t.announced && (self.inner.announce || t.task) {
             self.announce(t, now, callsite, lines);
         }
@@ -456,7 +478,7 @@ impl Trace2Layer {
 
     /// Formats `record` for every enabled target, after the `version` line if this is
     /// the first record of the process.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn format_all(&self, record: &Record<'_>, lines: &mut CallbackOutput) {
         self.ensure_version(record, None);
         self.format_into(record, lines);
@@ -533,6 +555,7 @@ impl Trace2Layer {
 
     /// Formats `region_enter` and opens the region on the lane's stack under `marker`
     /// (a span id, or one of the markers of regions that are not spans).
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn enter_region(
         &self,
         t: &mut ThreadState,
@@ -547,7 +570,7 @@ impl Trace2Layer {
             region,
             nesting: open + 1,
         };
-        self.emit(t, event, now, callsite, open, lines);
+        self.emit_inline(t, event, now, callsite, open, lines);
         t.stack.push(Frame {
             span: marker,
             start_us: now.t_abs_us,
@@ -557,6 +580,7 @@ impl Trace2Layer {
 
     /// Closes the innermost region opened under `marker`, wherever it stands in the
     /// stack, and formats its `region_leave` at its own depth.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn leave_region(
         &self,
         t: &mut ThreadState,
@@ -569,13 +593,19 @@ impl Trace2Layer {
         let Some(pos) = t.stack.iter().rposition(|f| f.span == marker) else {
             return;
         };
-        let frame = t.stack.remove(pos);
+        // The usual case, the innermost region: a pop, without the `memmove` call of a
+        // removal.
+        let frame = if pos + 1 == t.stack.len() {
+            t.stack.pop().expect("the frame found")
+        } else {
+            t.stack.remove(pos)
+        };
         let event = Trace2Event::RegionLeave {
             region,
             nesting: pos as u32 + 1,
             t_rel_us: now.t_abs_us.saturating_sub(frame.start_us),
         };
-        self.emit(t, event, now, callsite, pos as u32, lines);
+        self.emit_inline(t, event, now, callsite, pos as u32, lines);
     }
 
     /// Formats `thread_exit` for lane `t` and forgets that it was announced.
@@ -927,6 +957,7 @@ impl Trace2Layer {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn user_event_records(
         &self,
         t: &mut ThreadState,
@@ -974,7 +1005,11 @@ impl Trace2Layer {
             );
             wrote = true;
         }
-        let mut datum = |t: &mut ThreadState, key: &str, value: &str, json: bool| {
+        let datum = |t: &mut ThreadState,
+                     lines: &mut CallbackOutput,
+                     key: &str,
+                     value: &str,
+                     json: bool| {
             let event = if json {
                 Trace2Event::DataJson {
                     repo: fields.repo,
@@ -999,25 +1034,34 @@ impl Trace2Layer {
         if let Some(key) = fields.key.get() {
             if let Some(json) = fields.json.get() {
                 match tracing_trace2_record::text::compact_json(json) {
-                    Some(compact) => datum(t, key, &compact, true),
-                    None => datum(t, key, json, false),
+                    Some(compact) => datum(t, lines, key, &compact, true),
+                    None => datum(t, lines, key, json, false),
                 }
             } else if let Some(value) = fields.value.get() {
-                datum(t, key, value, false);
+                // The usual datum (`key` and `value`): its line emitted inline.
+                let event = Trace2Event::Data {
+                    repo: fields.repo,
+                    category,
+                    key,
+                    value,
+                    nesting,
+                    t_rel_us,
+                };
+                self.emit_inline(t, event, now, callsite, open, lines);
             } else {
-                datum(t, "key", key, false);
+                datum(t, lines, "key", key, false);
             }
             wrote = true;
         } else {
             for (name, slot) in [("value", &fields.value), ("json", &fields.json)] {
                 if let Some(value) = slot.get() {
-                    datum(t, name, value, false);
+                    datum(t, lines, name, value, false);
                     wrote = true;
                 }
             }
         }
         for (name, value) in fields.data() {
-            datum(t, name, value, false);
+            datum(t, lines, name, value, false);
             wrote = true;
         }
         if !wrote {

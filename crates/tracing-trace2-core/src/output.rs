@@ -102,7 +102,7 @@ impl Output {
     }
 
     /// Takes `record` into `pending`: its lines, or its encoding.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn take(&self, record: &Record<'_>, pending: &mut CallbackOutput) {
         match self {
             Output::Direct(targets) => targets.format(record, &mut pending.lines),

@@ -232,6 +232,7 @@ impl RegionState {
     ///
     /// Boxed, so that moving a state between the pool and the span's extensions moves a
     /// pointer, not the whole state.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn pooled(label: &'static str, target: &'static str) -> Box<RegionState> {
         let recycled = POOL
             .try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
@@ -277,6 +278,7 @@ impl RegionState {
 
     /// Joins the message and the other fields, once per change of either, and cuts the
     /// result at the policy's bound.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn build_msg(&mut self) {
         self.msg.clear();
         let limit = self.fields.policy.limit;

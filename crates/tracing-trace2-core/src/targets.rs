@@ -185,6 +185,7 @@ impl Targets {
 
     /// Appends the line of every enabled target for `record` (`too_many_files` only for
     /// the targets that asked for it).
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn format(&self, record: &Record<'_>, lines: &mut Lines) {
         for (index, target) in self.list.iter().enumerate() {
             if !Self::takes(target, record) {

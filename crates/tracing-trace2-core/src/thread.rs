@@ -334,6 +334,7 @@ pub(crate) fn with_current_lane<R>(
 }
 
 /// Notes that `span`, whose region is on `lane`, is entered on this OS thread.
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn push_entered(span: u64, lane: Lane) {
     let _ = OS.try_with(|os| {
         if let Ok(mut os) = os.try_borrow_mut() {
@@ -343,11 +344,17 @@ pub(crate) fn push_entered(span: u64, lane: Lane) {
 }
 
 /// Notes that `span` is exited on this OS thread (the innermost entry of it).
+#[cfg_attr(not(debug_assertions), inline(always))]
 pub(crate) fn pop_entered(span: u64) {
     let _ = OS.try_with(|os| {
-        if let Ok(mut os) = os.try_borrow_mut()
-            && let Some(pos) = os.entered.iter().rposition(|(s, _)| *s == span)
-        {
+        let Ok(mut os) = os.try_borrow_mut() else {
+            return;
+        };
+        // The usual case, a span exited where it was entered last: a pop, without the
+        // `memmove` call of a removal.
+        if os.entered.last().is_some_and(|(s, _)| *s == span) {
+            os.entered.pop();
+        } else if let Some(pos) = os.entered.iter().rposition(|(s, _)| *s == span) {
             os.entered.remove(pos);
         }
     });
