@@ -293,7 +293,10 @@ mod tests {
         let literal = "index";
         fields.category.set_str(literal);
         #[cfg(target_os = "linux")]
-        assert_eq!(fields.category.get().map(str::as_ptr), Some(literal.as_ptr()));
+        assert_eq!(
+            fields.category.get().map(str::as_ptr),
+            Some(literal.as_ptr())
+        );
         assert_eq!(fields.category.get(), Some("index"));
         let owned = String::from("lookup");
         fields.category.set_str(&owned);
