@@ -198,6 +198,19 @@ impl EventFields {
         }
     }
 
+    /// [`EventFields::slot`] for a number (of any role but `repo`): the usual roles
+    /// are matched here, inline, rather than in a call (a data event's value is often a
+    /// count).
+    #[inline(always)]
+    fn number_slot(&mut self, role: Role, field: &Field) -> &mut String {
+        match role {
+            Role::Value => self.value.start(),
+            Role::Key => self.key.start(),
+            Role::Category => self.category.start(),
+            role => self.slot(role, field),
+        }
+    }
+
     /// The buffer of a field whose value is text.
     fn text_slot(&mut self, field: &Field) -> &mut String {
         let role = self.role(field);
@@ -226,7 +239,7 @@ impl Visit for EventFields {
         match self.role(field) {
             Role::Repo => self.repo = Some(value),
             role => self
-                .slot(role, field)
+                .number_slot(role, field)
                 .push_str(itoa::Buffer::new().format(value)),
         }
     }
@@ -235,7 +248,7 @@ impl Visit for EventFields {
         match self.role(field) {
             Role::Repo => self.repo = Some(value.min(i64::MAX as u64) as i64),
             role => self
-                .slot(role, field)
+                .number_slot(role, field)
                 .push_str(itoa::Buffer::new().format(value)),
         }
     }
