@@ -17,7 +17,8 @@
 //! binary target's share. `event-<workload>` runs them with an Event target writing on
 //! the traced thread (the direct path), `event_deferred-<workload>` with the deferred
 //! writer (the traced thread encodes; count the worker thread with
-//! `--separate-threads=yes`); `registry-<workload>` runs them through the Registry with a
+//! `--separate-threads=yes`); `perf-<workload>` and `perf_deferred-<workload>` do the
+//! same with a Perf target (UTC); `registry-<workload>` runs them through the Registry with a
 //! layer that does nothing (the floor of every layer). The writer writes to a sink that drops the bytes (frames are
 //! still sealed, CRC included). Divide the collected instructions by the records made
 //! (printed on exit).
@@ -152,6 +153,12 @@ fn main() {
         "event" | "event_deferred" => Target::new(
             "GIT_TRACE2_EVENT",
             tracing_trace2_event::EventFormat::new().with_max_nesting(100),
+            NullSink,
+        ),
+        // UTC (offset 0), as on the machines the figures come from.
+        "perf" | "perf_deferred" => Target::new(
+            "GIT_TRACE2_PERF",
+            tracing_trace2_perf::PerfFormat::new(),
             NullSink,
         ),
         other => panic!("no target {other}"),

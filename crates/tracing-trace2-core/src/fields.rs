@@ -27,19 +27,42 @@ pub const MESSAGE_FIELD: &str = "message";
 /// A text slot that remembers whether it was set.
 #[derive(Debug, Default)]
 pub(crate) struct FieldText {
-    pub text: String,
-    pub set: bool,
+    text: String,
+    /// The value when it is a literal (then `text` is not used): kept by reference, it
+    /// costs no copy, and the formatters can tell it by its address.
+    fixed: Option<&'static str>,
+    set: bool,
 }
 
 impl FieldText {
     fn start(&mut self) -> &mut String {
         self.set = true;
+        self.fixed = None;
         self.text.clear();
         &mut self.text
     }
 
+    /// Gives the field `value`: by reference when it is a literal, else copied.
+    fn set_str(&mut self, value: &str) {
+        match tracing_trace2_dst::statics::as_static(value) {
+            Some(fixed) => {
+                self.set = true;
+                self.fixed = Some(fixed);
+            }
+            None => self.start().push_str(value),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.set = false;
+        self.fixed = None;
+    }
+
     pub fn get(&self) -> Option<&str> {
-        self.set.then_some(self.text.as_str())
+        match self.fixed {
+            Some(fixed) => Some(fixed),
+            None => self.set.then_some(self.text.as_str()),
+        }
     }
 }
 
@@ -132,11 +155,11 @@ pub(crate) struct EventFields {
 
 impl EventFields {
     pub fn clear(&mut self) {
-        self.message.set = false;
-        self.category.set = false;
-        self.key.set = false;
-        self.value.set = false;
-        self.json.set = false;
+        self.message.clear();
+        self.category.clear();
+        self.key.clear();
+        self.value.clear();
+        self.json.clear();
         self.repo = None;
         self.data_len = 0;
     }
@@ -175,6 +198,19 @@ impl EventFields {
         }
     }
 
+    /// [`EventFields::slot`] for a number (of any role but `repo`): the usual roles
+    /// are matched here, inline, rather than in a call (a data event's value is often a
+    /// count).
+    #[inline(always)]
+    fn number_slot(&mut self, role: Role, field: &Field) -> &mut String {
+        match role {
+            Role::Value => self.value.start(),
+            Role::Key => self.key.start(),
+            Role::Category => self.category.start(),
+            role => self.slot(role, field),
+        }
+    }
+
     /// The buffer of a field whose value is text.
     fn text_slot(&mut self, field: &Field) -> &mut String {
         let role = self.role(field);
@@ -184,14 +220,26 @@ impl EventFields {
 
 impl Visit for EventFields {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.text_slot(field).push_str(value);
+        let role = self.role(field);
+        let text = match role {
+            Role::Message => &mut self.message,
+            Role::Category => &mut self.category,
+            Role::Key => &mut self.key,
+            Role::Value => &mut self.value,
+            Role::Json => &mut self.json,
+            Role::Repo | Role::Data => {
+                self.slot(role, field).push_str(value);
+                return;
+            }
+        };
+        text.set_str(value);
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
         match self.role(field) {
             Role::Repo => self.repo = Some(value),
             role => self
-                .slot(role, field)
+                .number_slot(role, field)
                 .push_str(itoa::Buffer::new().format(value)),
         }
     }
@@ -200,7 +248,7 @@ impl Visit for EventFields {
         match self.role(field) {
             Role::Repo => self.repo = Some(value.min(i64::MAX as u64) as i64),
             role => self
-                .slot(role, field)
+                .number_slot(role, field)
                 .push_str(itoa::Buffer::new().format(value)),
         }
     }
@@ -248,6 +296,34 @@ mod tests {
             assert_eq!(cache.role("trace2.repo"), Role::Repo);
             assert_eq!(cache.role("count"), Role::Data);
         }
+    }
+
+    /// A literal value is kept by reference (its address is the literal's), any other
+    /// text is copied, and clearing forgets both.
+    #[test]
+    fn literal_values_are_kept_by_reference() {
+        let mut fields = EventFields::default();
+        let literal = "index";
+        fields.category.set_str(literal);
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            fields.category.get().map(str::as_ptr),
+            Some(literal.as_ptr())
+        );
+        assert_eq!(fields.category.get(), Some("index"));
+        let owned = String::from("lookup");
+        fields.category.set_str(&owned);
+        assert_ne!(fields.category.get().map(str::as_ptr), Some(owned.as_ptr()));
+        assert_eq!(fields.category.get(), Some("lookup"));
+        fields.category.set_str(literal);
+        fields.key.set_str(&owned);
+        fields.clear();
+        assert_eq!(fields.category.get(), None);
+        assert_eq!(fields.key.get(), None);
+        // Written after a literal, a value built in place is the value.
+        fields.key.set_str(literal);
+        fields.key.start().push_str("built");
+        assert_eq!(fields.key.get(), Some("built"));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 use std::cell::RefCell;
 
 use tracing_trace2_record::text::{
-    Appender, micros_digits, push_timer_seconds, utc_datetime_text, utc_second,
+    Appender, micros_digits, push_timer_seconds, same_bytes, utc_datetime_text, utc_second,
 };
 use tracing_trace2_record::{ChildInfo, Format, Record, RegionInfo, TimerInfo, Trace2Event};
 
@@ -397,36 +397,6 @@ impl SidThread {
     }
 }
 
-/// `a == b` for two slices of the same length, tested inline: a call to `memcmp` for
-/// the sid and thread of every line cost more than the comparison itself.
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    fn chunk<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
-        let mut bytes = [0; N];
-        bytes.copy_from_slice(&s[at..at + N]);
-        bytes
-    }
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    // Two blocks, possibly overlapping, cover the whole length (for one to three
-    // bytes: the first, middle and last byte).
-    if n < 4 {
-        n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
-    } else if n < 8 {
-        chunk::<4>(a, 0) == chunk::<4>(b, 0) && chunk::<4>(a, n - 4) == chunk::<4>(b, n - 4)
-    } else if n <= 16 {
-        chunk::<8>(a, 0) == chunk::<8>(b, 0) && chunk::<8>(a, n - 8) == chunk::<8>(b, n - 8)
-    } else if n <= 32 {
-        chunk::<16>(a, 0) == chunk::<16>(b, 0) && chunk::<16>(a, n - 16) == chunk::<16>(b, n - 16)
-    } else if n <= 64 {
-        chunk::<32>(a, 0) == chunk::<32>(b, 0) && chunk::<32>(a, n - 32) == chunk::<32>(b, n - 32)
-    } else {
-        a == b
-    }
-}
-
 thread_local! {
     static SID_THREAD: RefCell<SidThread> = const { RefCell::new(SidThread::EMPTY) };
 }
@@ -788,22 +758,6 @@ mod sid_thread_tests {
                     .unwrap()
                     .contains(&format!("src/{}", (b'b' + round) as char))
             );
-        }
-    }
-
-    /// The inline comparison agrees with `==` at every length and for a difference at
-    /// every position.
-    #[test]
-    fn same_bytes_matches_slice_equality() {
-        for len in 0..80 {
-            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-            assert!(same_bytes(&a, &a.clone()), "{len}");
-            assert!(len == 0 || !same_bytes(&a, &a[..len - 1]));
-            for pos in 0..len {
-                let mut b = a.clone();
-                b[pos] ^= 0x20;
-                assert!(!same_bytes(&a, &b), "{len} {pos}");
-            }
         }
     }
 

@@ -1,0 +1,50 @@
+//! Byte-string equality for the formatters' per-thread caches, tested inline.
+
+use super::chunk;
+
+/// `a == b`, tested inline: a call to `memcmp` for the short texts the formatters'
+/// caches compare on every line (a sid, a thread name, a file name) cost more than the
+/// comparison itself.
+#[cfg_attr(not(debug_assertions), inline(always))]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    // Two blocks, possibly overlapping, cover the whole length (for one to three
+    // bytes: the first, middle and last byte).
+    if n < 4 {
+        n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
+    } else if n < 8 {
+        chunk::<4>(a, 0) == chunk::<4>(b, 0) && chunk::<4>(a, n - 4) == chunk::<4>(b, n - 4)
+    } else if n <= 16 {
+        chunk::<8>(a, 0) == chunk::<8>(b, 0) && chunk::<8>(a, n - 8) == chunk::<8>(b, n - 8)
+    } else if n <= 32 {
+        chunk::<16>(a, 0) == chunk::<16>(b, 0) && chunk::<16>(a, n - 16) == chunk::<16>(b, n - 16)
+    } else if n <= 64 {
+        chunk::<32>(a, 0) == chunk::<32>(b, 0) && chunk::<32>(a, n - 32) == chunk::<32>(b, n - 32)
+    } else {
+        a == b
+    }
+}
+
+#[cfg(test)]
+mod same_tests {
+    use super::same_bytes;
+
+    /// The inline comparison agrees with `==` at every length and for a difference at
+    /// every position.
+    #[test]
+    fn same_bytes_matches_slice_equality() {
+        for len in 0..80 {
+            let a: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            assert!(same_bytes(&a, &a.clone()), "{len}");
+            assert!(len == 0 || !same_bytes(&a, &a[..len - 1]));
+            for pos in 0..len {
+                let mut b = a.clone();
+                b[pos] ^= 0x20;
+                assert!(!same_bytes(&a, &b), "{len} {pos}");
+            }
+        }
+    }
+}
