@@ -67,6 +67,13 @@ pub(crate) trait Drain: Send + Sync + 'static {
     /// file) until [`end_batch`](Drain::end_batch).
     fn handle(&self, msg: &[u8]);
 
+    /// Handles every message of `batch` (each `len:u32` + bytes) in order, as
+    /// [`handle`](Drain::handle) would one by one; a drain with work to do once per
+    /// batch rather than per message (a lock, a mark) overrides it.
+    fn handle_all(&self, batch: &[u8]) {
+        for_each_message(batch, |msg| self.handle(msg));
+    }
+
     /// Called on the worker once it has handled every message it took from the queue:
     /// writes out whatever `handle` kept, since no more messages are waiting for now.
     fn end_batch(&self) {}
@@ -438,7 +445,7 @@ fn run_worker(shared: &QueueCore) {
             (messages, p.flushes, std::mem::take(&mut p.report), p.closed)
         };
         if messages > 0 {
-            handle_batch(shared, &batch);
+            shared.drain.handle_all(&batch);
             shared.drain.end_batch();
         }
         batch.clear();
@@ -481,12 +488,8 @@ fn run_worker(shared: &QueueCore) {
     }
 }
 
-fn handle_batch(shared: &QueueCore, batch: &[u8]) {
-    for_each_message(batch, |msg| shared.drain.handle(msg));
-}
-
 /// Each `len:u32` + bytes message of a batch.
-fn for_each_message(mut batch: &[u8], mut handle: impl FnMut(&[u8])) {
+pub(crate) fn for_each_message(mut batch: &[u8], mut handle: impl FnMut(&[u8])) {
     while let Some((len, rest)) = batch.split_first_chunk::<4>() {
         let len = u32::from_le_bytes(*len) as usize;
         let Some(msg) = rest.get(..len) else { return };

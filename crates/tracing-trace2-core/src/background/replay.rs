@@ -11,7 +11,7 @@
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::background::queue::Drain;
+use crate::background::queue::{Drain, for_each_message};
 use crate::background::{DROP_REPORT_FMT, drop_report_message};
 use crate::busy::Busy;
 use crate::targets::{Batches, Lines, Targets};
@@ -75,6 +75,14 @@ impl Drain for Replay {
         // `tracing` is then ignored, as on a traced thread, instead of queueing more.
         let _busy = Busy::enter();
         self.replay(batch, &mut self.scratch());
+    }
+
+    fn handle_all(&self, batch: &[u8]) {
+        // One mark and one lock for all the messages the worker took at once, not one
+        // per message (about 50 instructions a line when each `tracing` call is one).
+        let _busy = Busy::enter();
+        let mut scratch = self.scratch();
+        for_each_message(batch, |msg| self.replay(msg, &mut scratch));
     }
 
     fn end_batch(&self) {
