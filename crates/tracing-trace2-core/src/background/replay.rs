@@ -1,9 +1,9 @@
 //! The worker side of the deferred writer: it decodes the records the traced threads
 //! encoded ([`tracing_trace2_record::codec`]) and runs them through the layer's targets, exactly as the
 //! layer does for a direct writer (format for every enabled target in order, disable a
-//! target whose write fails), except that lines for files are gathered into batches
-//! (`Targets::write_batched`): one `write` of whole lines per batch, written when a
-//! batch is full and whenever the worker has handled all it took from the queue.
+//! target whose write fails), except that lines for files are formatted straight into
+//! batches (`Targets::format_batched`): one `write` of whole lines per batch, written
+//! when a batch is full and whenever the worker has handled all it took from the queue.
 //!
 //! The data flow of a deferred layer is therefore
 //! `record → encode → queue → worker: decode → format → sink`.
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::background::queue::{Drain, for_each_message};
 use crate::background::{DROP_REPORT_FMT, drop_report_message};
 use crate::busy::Busy;
-use crate::targets::{Batches, Lines, Targets};
+use crate::targets::{Batches, Targets};
 use tracing_trace2_dst::statics;
 use tracing_trace2_record::Record;
 use tracing_trace2_record::codec::{self, Replayer};
@@ -42,7 +42,8 @@ pub(crate) struct Replay {
 
 #[derive(Default)]
 struct Scratch {
-    lines: Lines,
+    /// A line for a target that takes one line per call.
+    line: Vec<u8>,
     replayer: Replayer,
     /// Lines for files, waiting to be written together.
     batches: Batches,
@@ -61,7 +62,7 @@ impl Replay {
     /// Formats the records of `batch` and writes (or gathers) their lines.
     fn replay(&self, batch: &[u8], scratch: &mut Scratch) {
         let Scratch {
-            lines,
+            line,
             replayer,
             batches,
         } = scratch;
@@ -75,9 +76,7 @@ impl Replay {
         // a read-only segment of the program (never unloaded, never written).
         let _ = unsafe {
             replayer.replay_encoded(batch, |record| {
-                lines.clear();
-                self.targets.format(record, lines);
-                self.targets.write_batched(lines, record, batches);
+                self.targets.format_batched(record, line, batches);
             })
         };
     }
