@@ -49,6 +49,7 @@ use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 use super::options::BackgroundOptions;
+use tracing_trace2_record::text::Appender;
 
 /// How long the worker waits before looking again while messages keep coming: the most
 /// a line waits in the queue.
@@ -312,8 +313,8 @@ impl Queue {
         let Ok(len) = u32::try_from(msg.len()) else {
             return Ok(());
         };
-        p.buf.extend_from_slice(&len.to_le_bytes());
-        p.buf.extend_from_slice(msg);
+        // One test for room and one copy for the prefix and the message.
+        Appender::new(&mut p.buf).put_array_then(len.to_le_bytes(), msg);
         p.messages += 1;
         let wake = std::mem::take(&mut p.worker_asleep);
         drop(p);
