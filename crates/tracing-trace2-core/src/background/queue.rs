@@ -68,11 +68,21 @@ pub(crate) trait Drain: Send + Sync + 'static {
     /// file) until [`end_batch`](Drain::end_batch).
     fn handle(&self, msg: &[u8]);
 
-    /// Handles every message of `batch` (each `len:u32` + bytes) in order, as
-    /// [`handle`](Drain::handle) would one by one; a drain with work to do once per
-    /// batch rather than per message (a lock, a mark) overrides it.
+    /// Handles every message of `batch` in order, as [`handle`](Drain::handle) would
+    /// one by one; a drain with work to do once per batch rather than per message (a
+    /// lock, a mark) overrides it. The messages are back to back, each behind its
+    /// `len:u32`, or without it when the drain [frames its messages
+    /// itself](Drain::frames_itself).
     fn handle_all(&self, batch: &[u8]) {
         for_each_message(batch, |msg| self.handle(msg));
+    }
+
+    /// Whether a message says its own length (the deferred writer's encoded records
+    /// do): the queue then keeps messages back to back without a length prefix, and
+    /// [`handle_all`](Drain::handle_all) (which such a drain must override) and
+    /// [`handle_in_fork`](Drain::handle_in_fork) may get several at once.
+    fn frames_itself(&self) -> bool {
+        false
     }
 
     /// Called on the worker once it has handled every message it took from the queue:
@@ -136,9 +146,13 @@ pub(crate) fn other_threads_gone() {
             }
             Err(_) => continue,
         };
-        for_each_message(&queued, |msg| {
-            let _ = queue.shared.drain.handle_in_fork(msg);
-        });
+        if queue.shared.prefixed {
+            for_each_message(&queued, |msg| {
+                let _ = queue.shared.drain.handle_in_fork(msg);
+            });
+        } else {
+            let _ = queue.shared.drain.handle_in_fork(&queued);
+        }
     }
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
 }
@@ -197,6 +211,8 @@ struct Flushed {
 /// State shared by the senders and the worker.
 struct QueueCore {
     drain: Arc<dyn Drain>,
+    /// Each message is queued behind its length (the drain does not frame its own).
+    prefixed: bool,
     lossy: bool,
     capacity: usize,
     pending: Mutex<Mailbox>,
@@ -234,6 +250,7 @@ impl Queue {
     pub fn start(drain: Arc<dyn Drain>, options: &BackgroundOptions) -> Arc<Queue> {
         watch_forks();
         let shared = Arc::new(QueueCore {
+            prefixed: !drain.frames_itself(),
             drain,
             lossy: options.is_lossy(),
             capacity: options.capacity(),
@@ -313,8 +330,12 @@ impl Queue {
         let Ok(len) = u32::try_from(msg.len()) else {
             return Ok(());
         };
-        // One test for room and one copy for the prefix and the message.
-        Appender::new(&mut p.buf).put_array_then(len.to_le_bytes(), msg);
+        if s.prefixed {
+            // One test for room and one copy for the prefix and the message.
+            Appender::new(&mut p.buf).put_array_then(len.to_le_bytes(), msg);
+        } else {
+            Appender::new(&mut p.buf).put(msg);
+        }
         p.messages += 1;
         let wake = std::mem::take(&mut p.worker_asleep);
         drop(p);
@@ -702,6 +723,57 @@ mod tests {
             [&b"first"[..], b"fills the queue", b"exit", b"atexit"]
         );
         assert_eq!(*recorder.reports.lock().unwrap(), [1]);
+    }
+
+    /// Keeps the batches of a drain whose messages say their own length.
+    #[derive(Default)]
+    struct SelfFramed {
+        batches: Mutex<Vec<u8>>,
+    }
+
+    impl Drain for SelfFramed {
+        fn handle(&self, _msg: &[u8]) {
+            unreachable!("a self-framing drain gets whole batches");
+        }
+        fn handle_all(&self, batch: &[u8]) {
+            self.batches.lock().unwrap().extend_from_slice(batch);
+        }
+        fn frames_itself(&self) -> bool {
+            true
+        }
+        fn handle_here(&self, msg: &[u8]) -> io::Result<()> {
+            self.handle_all(msg);
+            Ok(())
+        }
+        fn handle_in_fork(&self, msg: &[u8]) -> io::Result<()> {
+            self.handle_here(msg)
+        }
+        fn flush(&self) -> io::Result<()> {
+            Ok(())
+        }
+        fn report(&self, _dropped: u64) {}
+    }
+
+    /// A drain that frames its own messages gets them back to back, with no length
+    /// prefix between them, in order.
+    #[test]
+    fn self_framed_messages_come_back_to_back() {
+        let drain = Arc::new(SelfFramed::default());
+        let queue = Queue::start(
+            Arc::clone(&drain) as Arc<dyn Drain>,
+            &BackgroundOptions::new()
+                .with_capacity(2)
+                .with_flush_on_panic(false),
+        );
+        let mut want = Vec::new();
+        for i in 0..100u8 {
+            let msg = [i; 3];
+            queue.send(&msg, 1, Delivery::MayDrop).unwrap();
+            want.extend_from_slice(&msg);
+        }
+        queue.flush(false).unwrap();
+        assert_eq!(*drain.batches.lock().unwrap(), want);
+        queue.shutdown();
     }
 
     #[test]

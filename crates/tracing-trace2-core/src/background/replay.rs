@@ -11,7 +11,7 @@
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::background::queue::{Drain, for_each_message};
+use crate::background::queue::Drain;
 use crate::background::{DROP_REPORT_FMT, drop_report_message};
 use crate::busy::Busy;
 use crate::targets::{Batches, Targets};
@@ -68,9 +68,10 @@ impl Replay {
         } = scratch;
         // The bytes were encoded by this process's layer: an error would be a bug in the
         // codec, and there is no better place to report it than the trace it broke.
-        // SAFETY: a message of the deferred writer's queue is `Output::write`'s copy of
-        // the records `encode` above wrote in this process, unchanged, and framed by
-        // the queue's own length prefix, so it is whole encoded records back to back.
+        // SAFETY: the deferred writer's queue holds `Output::write`'s copies of the
+        // records `encode` above wrote in this process, unchanged and back to back (the
+        // drain frames its own messages: no length prefix between them), so a batch
+        // of it, or one message, is whole encoded records back to back.
         // What `encode` sent by address lasts as long as the process: the text of a
         // `&'static Session` (never freed, never written after it is built) and text in
         // a read-only segment of the program (never unloaded, never written).
@@ -95,11 +96,16 @@ impl Drain for Replay {
     }
 
     fn handle_all(&self, batch: &[u8]) {
-        // One mark and one lock for all the messages the worker took at once, not one
-        // per message (about 50 instructions a line when each `tracing` call is one).
+        // One mark, one lock and one replay for all the messages the worker took at
+        // once, not one per message (about 50 instructions a line when each `tracing`
+        // call is one, and 25 more for the replay's own setup).
         let _busy = Busy::enter();
-        let mut scratch = self.scratch();
-        for_each_message(batch, |msg| self.replay(msg, &mut scratch));
+        self.replay(batch, &mut self.scratch());
+    }
+
+    fn frames_itself(&self) -> bool {
+        // Each encoded record says its own length.
+        true
     }
 
     fn end_batch(&self) {
