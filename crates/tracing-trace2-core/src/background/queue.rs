@@ -10,8 +10,10 @@
 //!
 //! # Why one buffer under a lock
 //!
-//! Senders append each message (length-prefixed) to one pending buffer under a mutex;
-//! the worker swaps the whole buffer for an empty one and handles the batch. A sender
+//! Senders append each message (length-prefixed, unless the drain's messages say their
+//! own length: [`Drain::frames_itself`]) to one pending buffer under a mutex; the worker
+//! swaps the whole buffer for an empty one and handles the batch with one call
+//! ([`Drain::handle_all`]), so a drain takes its locks once per batch. A sender
 //! thus pays an uncontended lock and a copy, and nothing crosses to the other core per
 //! message: a channel with a slot per message (measured first) spent more on moving its
 //! slots, buffers and wake-ups between cores than the traced thread spent encoding.
@@ -188,7 +190,7 @@ pub(crate) fn on_worker() -> bool {
 /// The messages waiting for the worker, and what senders and worker tell each other.
 #[derive(Default)]
 struct Mailbox {
-    /// `len:u32` + bytes, per message.
+    /// `len:u32` + bytes, per message (the bytes alone if the drain frames its own).
     buf: Vec<u8>,
     messages: usize,
     /// A lossless sender waits for room.
