@@ -115,12 +115,13 @@ pub fn encode_in_process(record: &Record<'_>, out: &mut Vec<u8>, lasts: impl Fn(
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn encode_with(record: &Record<'_>, out: &mut Vec<u8>, lasts: impl Fn(&str) -> bool) {
     let lasts = &lasts;
-    // The region arms name their kind, so that its tag is a constant.
-    match record.event {
+    // The region arms name their kind, so that its tag is a constant; the event is
+    // matched in place, not copied out first.
+    match &record.event {
         Trace2Event::RegionEnter { region, nesting } => {
             encode_frame(record, Kind::RegionEnter, out, lasts, |w| {
-                w.region(&region);
-                w.u32(nesting);
+                w.region(region);
+                w.u32(*nesting);
             });
         }
         Trace2Event::RegionLeave {
@@ -128,9 +129,9 @@ fn encode_with(record: &Record<'_>, out: &mut Vec<u8>, lasts: impl Fn(&str) -> b
             nesting,
             t_rel_us,
         } => encode_frame(record, Kind::RegionLeave, out, lasts, |w| {
-            w.region(&region);
-            w.u32(nesting);
-            w.u64(t_rel_us);
+            w.region(region);
+            w.u32(*nesting);
+            w.u64(*t_rel_us);
         }),
         Trace2Event::Data {
             repo,
@@ -148,12 +149,12 @@ fn encode_with(record: &Record<'_>, out: &mut Vec<u8>, lasts: impl Fn(&str) -> b
             nesting,
             t_rel_us,
         } => encode_frame(record, record.event.kind(), out, lasts, |w| {
-            w.opt_i64(repo);
+            w.opt_i64(*repo);
             w.str(category);
             w.str(key);
             w.str(text);
-            w.u32(nesting);
-            w.u64(t_rel_us);
+            w.u32(*nesting);
+            w.u64(*t_rel_us);
         }),
         // A new kind not in `regular_event!` stops the build here: list it there, or
         // give it an arm of its own.
