@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tracing_trace2_record::{Record, Trace2Event, codec};
+use tracing_trace2_record::{Record, Trace2Event};
 
 use crate::background::queue::{Delivery, Queue};
 use crate::background::replay::Replay;
@@ -108,8 +108,8 @@ impl Output {
             Output::Direct(targets) => targets.format(record, &mut pending.lines),
             // A record no target shows is not worth encoding and queueing.
             Output::Deferred { targets, .. } if !targets.any_writes(record) => {}
-            Output::Deferred { .. } => {
-                codec::encode(record, &mut pending.encoded.buf);
+            Output::Deferred { targets, .. } => {
+                crate::background::replay::encode(record, targets, &mut pending.encoded.buf);
                 pending.encoded.records += 1;
                 pending.encoded.keep |= is_lifecycle(&record.event);
             }

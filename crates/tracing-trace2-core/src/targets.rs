@@ -222,40 +222,54 @@ impl Targets {
         }
     }
 
-    /// Like [`write`](Self::write) for the worker: lines of batching targets join their
-    /// target's batch, and every batch is written first when a line would take its own
-    /// past the sink's limit; other lines are written at once. Before a failure is
+    /// [`format`](Self::format) and [`write`](Self::write) for the worker: a batching
+    /// target's line is formatted straight into its batch (not copied there from a line
+    /// buffer), and every batch is written first when the line takes its own past the
+    /// sink's limit; other targets' lines are formatted into `line` and written at
+    /// once. Targets are visited in order, each formatted after the lines before it were
+    /// written or batched, as `format` then `write` would. Before a failure is
     /// reported the batches are written, so that the `error` line follows every line
     /// traced before it.
-    pub fn write_batched(&self, lines: &Lines, record: &Record<'_>, batches: &mut Batches) {
+    pub fn format_batched(&self, record: &Record<'_>, line: &mut Vec<u8>, batches: &mut Batches) {
         if batches.lines.len() < self.list.len() {
             batches.lines.resize_with(self.list.len(), Vec::new);
         }
-        let mut start = 0;
-        for &(index, end) in &lines.ends {
-            let line = &lines.buf[start..end];
-            start = end;
-            let target = &self.list[index];
-            if !target.is_enabled() {
+        for (index, target) in self.list.iter().enumerate() {
+            if !Self::takes(target, record) {
                 continue;
             }
             let limit = target.batch_limit;
             if limit == 0 {
-                if let Err(err) = target.sink.write_line(line) {
+                line.clear();
+                target.format.format(record, line);
+                if !line.is_empty()
+                    && let Err(err) = target.sink.write_line(line)
+                {
                     self.write_batches(batches);
                     self.disable(index, &err, Some(record));
                 }
                 continue;
             }
-            if batches.lines[index].len() + line.len() > limit && !batches.lines[index].is_empty() {
+            let start = batches.lines[index].len();
+            target.format.format(record, &mut batches.lines[index]);
+            let end = batches.lines[index].len();
+            if end == start {
+                continue;
+            }
+            if end > limit && start > 0 {
+                // The line opens the next batch: the batches go out without it. Once
+                // per batch, so the copy aside costs nothing per line.
+                line.clear();
+                line.extend_from_slice(&batches.lines[index][start..]);
+                batches.lines[index].truncate(start);
                 self.write_batches(batches);
+                // A line longer than the limit goes alone, whole.
+                batches.lines[index].extend_from_slice(line);
             }
             if !batches.pending {
                 batches.first.set(record);
                 batches.pending = true;
             }
-            // A line longer than the limit goes alone, whole.
-            batches.lines[index].extend_from_slice(line);
         }
     }
 

@@ -16,9 +16,10 @@
 //! ```text
 //! record  = version:u8 (= 2)  length:u32  body        length = bytes of body
 //! body    = tag:u8  wall_us:i64  t_abs_us:u64  depth:u32  open_regions:u32
-//!           line:u32  sid:str  thread:str  file:opt_str  fields(tag)
+//!           line:u32  sid:here  thread:str  file:opt_here  fields(tag)
 //! str     = len:u32  bytes                             UTF-8, len < 0xFFFF_FFFF
 //! opt_str = 0xFFFF_FFFF (None)  |  str
+//! here    = str  |  0xFFFF_FFFE  len:u32  address:u64   sid and file only
 //! opt_i64 = 0:u8 (None)  |  1:u8 i64
 //! bool    = 0:u8  |  1:u8
 //! list    = count:u32  str*
@@ -54,6 +55,14 @@
 //! no dictionary, which makes encoding on the traced thread cheap; the binary target
 //! compresses for files. `docs/decisions.md` has the figures.
 //!
+//! `here` is a string that [`encode_in_process`] may send by address instead of copying
+//! it: the session id and the callsite's file, the same text on every line, which the
+//! deferred writer's traced thread would otherwise copy into every record and its
+//! worker read back (and compare, in the Event format's callsite cache). Only the
+//! process that encoded a frame can read such a string, with
+//! [`Replayer::replay_encoded`]; [`decode`] and [`Replayer::replay`] refuse it
+//! ([`DecodeError::Address`]). [`encode`] never writes one.
+//!
 //! The length after the version byte lets a reader skip records of a version it does
 //! not know. A whole frame stays under 4 GiB: a string that would not fit is cut at a
 //! character boundary (no real Trace2 line comes near that size).
@@ -71,6 +80,8 @@ pub const VERSION: u8 = 2;
 const FRAME_HEADER: usize = 5;
 /// The `len` of an absent optional string.
 const NONE_LEN: u32 = u32::MAX;
+/// The `len` of a string sent by address (`here` in the layout).
+const ADDRESS_LEN: u32 = u32::MAX - 1;
 
 /// Appends `record` to `out` as one frame. `out` only grows: nothing else is allocated.
 ///
@@ -84,22 +95,43 @@ const NONE_LEN: u32 = u32::MAX;
 /// reached from inside one frame writer, cost regions 23 instructions more:
 /// `docs/performance.md`).
 pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
-    // The region arms name their kind, so that its tag is a constant.
-    match record.event {
+    encode_with(record, out, |_| false);
+}
+
+/// [`encode`] for a decoder in this same process ([`Replayer::replay_encoded`]): the
+/// record's session id and callsite file go by address when `lasts` says that their
+/// text stays where it is, unchanged, for as long as the frame may be decoded (a
+/// `'static` session's id, a string literal); other text is copied as [`encode`]
+/// copies it. The frame cannot be read by [`decode`] or [`Replayer::replay`], nor in
+/// another process.
+///
+/// Called, not inlined, as [`encode`] is: inlined into the layer's callback, the encoder
+/// cost the traced thread more (about 30 instructions a region line) than the call.
+#[inline(never)]
+pub fn encode_in_process(record: &Record<'_>, out: &mut Vec<u8>, lasts: impl Fn(&str) -> bool) {
+    encode_with(record, out, lasts);
+}
+
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn encode_with(record: &Record<'_>, out: &mut Vec<u8>, lasts: impl Fn(&str) -> bool) {
+    let lasts = &lasts;
+    // The region arms name their kind, so that its tag is a constant; the event is
+    // matched in place, not copied out first.
+    match &record.event {
         Trace2Event::RegionEnter { region, nesting } => {
-            encode_frame(record, Kind::RegionEnter, out, |w| {
-                w.region(&region);
-                w.u32(nesting);
+            encode_frame(record, Kind::RegionEnter, out, lasts, |w| {
+                w.region(region);
+                w.u32(*nesting);
             });
         }
         Trace2Event::RegionLeave {
             region,
             nesting,
             t_rel_us,
-        } => encode_frame(record, Kind::RegionLeave, out, |w| {
-            w.region(&region);
-            w.u32(nesting);
-            w.u64(t_rel_us);
+        } => encode_frame(record, Kind::RegionLeave, out, lasts, |w| {
+            w.region(region);
+            w.u32(*nesting);
+            w.u64(*t_rel_us);
         }),
         Trace2Event::Data {
             repo,
@@ -116,24 +148,24 @@ pub fn encode(record: &Record<'_>, out: &mut Vec<u8>) {
             json: text,
             nesting,
             t_rel_us,
-        } => encode_frame(record, record.event.kind(), out, |w| {
-            w.opt_i64(repo);
+        } => encode_frame(record, record.event.kind(), out, lasts, |w| {
+            w.opt_i64(*repo);
             w.str(category);
             w.str(key);
             w.str(text);
-            w.u32(nesting);
-            w.u64(t_rel_us);
+            w.u32(*nesting);
+            w.u64(*t_rel_us);
         }),
         // A new kind not in `regular_event!` stops the build here: list it there, or
         // give it an arm of its own.
-        crate::regular_event!() => encode_by_catalogue(record, out),
+        crate::regular_event!() => encode_by_catalogue(record, out, lasts),
     }
 }
 
 /// [`encode`] of a kind that is not hot: its fields as its catalogue row says.
 #[inline(never)]
-fn encode_by_catalogue(record: &Record<'_>, out: &mut Vec<u8>) {
-    encode_frame(record, record.event.kind(), out, |w| {
+fn encode_by_catalogue(record: &Record<'_>, out: &mut Vec<u8>, lasts: &dyn Fn(&str) -> bool) {
+    encode_frame(record, record.event.kind(), out, &lasts, |w| {
         w.by_catalogue(&record.event);
     });
 }
@@ -145,6 +177,7 @@ fn encode_frame(
     record: &Record<'_>,
     kind: Kind,
     out: &mut Vec<u8>,
+    lasts: &impl Fn(&str) -> bool,
     fields: impl FnOnce(&mut FrameWriter<'_>),
 ) {
     let start = out.len();
@@ -154,7 +187,7 @@ fn encode_frame(
             budget: STRING_BUDGET,
         };
         w.out.put_array([VERSION, 0, 0, 0, 0]);
-        w.head(record, kind);
+        w.head(record, kind, lasts);
         fields(&mut w);
     }
     let body = out.len() - start - FRAME_HEADER;
@@ -184,7 +217,7 @@ struct FrameWriter<'o> {
 impl FrameWriter<'_> {
     /// The fixed fields of the body, before the event's own.
     #[cfg_attr(not(debug_assertions), inline(always))]
-    fn head(&mut self, record: &Record<'_>, kind: Kind) {
+    fn head(&mut self, record: &Record<'_>, kind: Kind, lasts: &impl Fn(&str) -> bool) {
         // The fixed fields, as one store.
         let mut fixed = [0u8; 29];
         fixed[0] = kind.id();
@@ -194,9 +227,27 @@ impl FrameWriter<'_> {
         fixed[21..25].copy_from_slice(&record.open_regions.to_le_bytes());
         fixed[25..29].copy_from_slice(&record.callsite.line.to_le_bytes());
         self.out.put_array(fixed);
-        self.str(record.sid);
+        self.here(record.sid, lasts);
         self.str(record.thread);
-        self.opt_str(record.callsite.file);
+        match record.callsite.file {
+            Some(file) => self.here(file, lasts),
+            None => self.u32(NONE_LEN),
+        }
+    }
+
+    /// `s` by address if it lasts (see [`encode_in_process`]), else copied.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn here(&mut self, s: &str, lasts: &impl Fn(&str) -> bool) {
+        match u32::try_from(s.len()) {
+            Ok(len) if lasts(s) => {
+                let mut at = [0u8; 16];
+                at[..4].copy_from_slice(&ADDRESS_LEN.to_le_bytes());
+                at[4..8].copy_from_slice(&len.to_le_bytes());
+                at[8..].copy_from_slice(&(s.as_ptr() as u64).to_le_bytes());
+                self.out.put_array(at);
+            }
+            _ => self.str(s),
+        }
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -306,6 +357,9 @@ pub enum DecodeError {
     TrailingBytes,
     /// A field did not have its catalogue type (a bug: the reader follows the table).
     Field(FieldError),
+    /// A string sent by address ([`encode_in_process`]), which only the process that
+    /// encoded it can read.
+    Address,
 }
 
 impl From<FieldError> for DecodeError {
@@ -324,6 +378,9 @@ impl fmt::Display for DecodeError {
             DecodeError::Flag(b) => write!(f, "trace2 record: flag byte {b} is not 0 or 1"),
             DecodeError::TrailingBytes => f.write_str("trace2 record: bytes after the fields"),
             DecodeError::Field(e) => write!(f, "trace2 record: {e}"),
+            DecodeError::Address => {
+                f.write_str("trace2 record: a string sent by address, readable only in its process")
+            }
         }
     }
 }
@@ -347,7 +404,9 @@ pub fn decode<'b, 'l>(
 enum Utf8 {
     /// Bytes from anywhere: each string is checked.
     Check,
-    /// Bytes that [`encode`] wrote from `&str`s, unchanged: the check is left out.
+    /// Bytes that [`encode`] or [`encode_in_process`] wrote from `&str`s in this
+    /// process, unchanged, with their text sent by address still in place: the check is
+    /// left out and addresses are read.
     Encoded,
 }
 
@@ -380,9 +439,12 @@ fn decode_checked<'b, 'l, R>(
     let depth = r.u32()?;
     let open_regions = r.u32()?;
     let line = r.u32()?;
-    let sid = r.str()?;
+    let sid = r.here()?;
     let thread = r.str()?;
-    let file = r.opt_str()?;
+    let file = match r.u32()? {
+        NONE_LEN => None,
+        len => Some(r.here_after(len)?),
+    };
     list.clear();
     let event = r.fields(tag, list)?;
     if !r.buf.is_empty() {
@@ -465,6 +527,33 @@ impl<'b> FrameReader<'b> {
     fn str(&mut self) -> Result<&'b str, DecodeError> {
         let len = self.u32()?;
         self.bytes(len as usize)
+    }
+    /// A `here` string: copied, or by address in a frame of this process.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn here(&mut self) -> Result<&'b str, DecodeError> {
+        let len = self.u32()?;
+        self.here_after(len)
+    }
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn here_after(&mut self, len: u32) -> Result<&'b str, DecodeError> {
+        if len != ADDRESS_LEN {
+            return self.bytes(len as usize);
+        }
+        let at = self.take::<12>()?;
+        if self.utf8 != Utf8::Encoded {
+            return Err(DecodeError::Address);
+        }
+        let (len, address) = at.split_at(4);
+        let len = u32::from_le_bytes(len.try_into().unwrap_or_default()) as usize;
+        let address = u64::from_le_bytes(address.try_into().unwrap_or_default()) as usize;
+        #[allow(unsafe_code)]
+        // SAFETY: `Utf8::Encoded` comes only from `Replayer::replay_encoded`, whose
+        // caller promises that the buffer holds records as `encode_in_process` wrote
+        // them in this process, and that text it sent by address is still there,
+        // unchanged: these are the address and length of a `&str` it was given.
+        Ok(unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(address as *const u8, len))
+        })
     }
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn opt_str(&mut self) -> Result<Option<&'b str>, DecodeError> {
@@ -600,13 +689,16 @@ impl Replayer {
     }
 
     /// [`replay`](Self::replay) without checking that strings are UTF-8 (a quarter of
-    /// the decoding work), for records that this process encoded itself.
+    /// the decoding work), for records that this process encoded itself; it also reads
+    /// the strings [`encode_in_process`] sent by address.
     ///
     /// # Safety
     ///
-    /// `buf` must be whole records written by [`encode`], back to back and unchanged
-    /// (as the deferred writer's queue holds them): a string that is not UTF-8 would
-    /// be undefined behaviour.
+    /// `buf` must be whole records written by [`encode`] or [`encode_in_process`] in
+    /// this process, back to back and unchanged (as the deferred writer's queue holds
+    /// them), and every text `encode_in_process` sent by address must still be where it
+    /// was, unchanged, until `f` has returned for the last record: a string that is
+    /// not UTF-8, or text that is gone, would be undefined behaviour.
     #[allow(unsafe_code)]
     pub unsafe fn replay_encoded(
         &mut self,
@@ -866,6 +958,66 @@ mod tests {
                 .unwrap();
         assert_eq!(n, 3);
         assert_eq!(unchecked, checked);
+    }
+
+    /// `encode_in_process` sends the text it is told lasts by address, and only the
+    /// session id and the file: the replay of this process reads the very same text
+    /// (same address), the frame is shorter, and the checked decoder refuses it.
+    #[test]
+    #[allow(unsafe_code)]
+    fn in_process_frames_send_lasting_text_by_address() {
+        static SID: &str = "20250101T000000.000000Z-H0-P1/a-long-enough-session-id";
+        static FILE: &str = "src/some/module/of/the/program.rs";
+        let region = RegionInfo {
+            repo: None,
+            category: Some(SID),
+            label: Some(FILE),
+            msg: None,
+        };
+        let mut r = record(Trace2Event::RegionEnter { region, nesting: 1 });
+        r.sid = SID;
+        r.callsite.file = Some(FILE);
+        let lasting = |text: &str| std::ptr::eq(text, SID) || std::ptr::eq(text, FILE);
+        let mut copied = Vec::new();
+        encode(&r, &mut copied);
+        let mut here = Vec::new();
+        encode_in_process(&r, &mut here, lasting);
+        assert_eq!(here.len() + SID.len() + FILE.len() - 2 * 12, copied.len());
+        let mut seen = Vec::new();
+        // SAFETY: encoded here, by this process; SID and FILE are `'static`.
+        let n = unsafe {
+            Replayer::new().replay_encoded(&here, |back| {
+                assert_eq!(format!("{back:?}"), format!("{r:?}"));
+                seen.push((back.sid.as_ptr(), back.callsite.file.map(str::as_ptr)));
+                let Trace2Event::RegionEnter { region, .. } = back.event else {
+                    panic!("{back:?}");
+                };
+                // Copied: only the head's two strings go by address.
+                assert_ne!(region.category.map(str::as_ptr), Some(SID.as_ptr()));
+            })
+        }
+        .unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(seen, [(SID.as_ptr(), Some(FILE.as_ptr()))]);
+        let mut list = Vec::new();
+        assert_eq!(decode(&here, &mut list).unwrap_err(), DecodeError::Address);
+        assert_eq!(
+            Replayer::new().replay(&here, |_| {}).unwrap_err(),
+            DecodeError::Address
+        );
+        // Text that does not last is copied, as `encode` copies it.
+        let mut none_lasts = Vec::new();
+        encode_in_process(&r, &mut none_lasts, |_| false);
+        assert_eq!(none_lasts, copied);
+        // A record without a file has none, by address or not.
+        r.callsite.file = None;
+        let mut without = Vec::new();
+        encode_in_process(&r, &mut without, lasting);
+        // SAFETY: as above.
+        unsafe {
+            Replayer::new().replay_encoded(&without, |back| assert_eq!(back.callsite.file, None))
+        }
+        .unwrap();
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!
 //! # Why one buffer under a lock
 //!
-//! Senders append each message (length-prefixed) to one pending buffer under a mutex;
-//! the worker swaps the whole buffer for an empty one and handles the batch. A sender
+//! Senders append each message (length-prefixed, unless the drain's messages say their
+//! own length: [`Drain::frames_itself`]) to one pending buffer under a mutex; the worker
+//! swaps the whole buffer for an empty one and handles the batch with one call
+//! ([`Drain::handle_all`]), so a drain takes its locks once per batch. A sender
 //! thus pays an uncontended lock and a copy, and nothing crosses to the other core per
 //! message: a channel with a slot per message (measured first) spent more on moving its
 //! slots, buffers and wake-ups between cores than the traced thread spent encoding.
@@ -49,6 +51,7 @@ use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 use super::options::BackgroundOptions;
+use tracing_trace2_record::text::Appender;
 
 /// How long the worker waits before looking again while messages keep coming: the most
 /// a line waits in the queue.
@@ -66,6 +69,23 @@ pub(crate) trait Drain: Send + Sync + 'static {
     /// Handles one message on the worker thread; it may keep what it made (lines for a
     /// file) until [`end_batch`](Drain::end_batch).
     fn handle(&self, msg: &[u8]);
+
+    /// Handles every message of `batch` in order, as [`handle`](Drain::handle) would
+    /// one by one; a drain with work to do once per batch rather than per message (a
+    /// lock, a mark) overrides it. The messages are back to back, each behind its
+    /// `len:u32`, or without it when the drain [frames its messages
+    /// itself](Drain::frames_itself).
+    fn handle_all(&self, batch: &[u8]) {
+        for_each_message(batch, |msg| self.handle(msg));
+    }
+
+    /// Whether a message says its own length (the deferred writer's encoded records
+    /// do): the queue then keeps messages back to back without a length prefix, and
+    /// [`handle_all`](Drain::handle_all) (which such a drain must override) and
+    /// [`handle_in_fork`](Drain::handle_in_fork) may get several at once.
+    fn frames_itself(&self) -> bool {
+        false
+    }
 
     /// Called on the worker once it has handled every message it took from the queue:
     /// writes out whatever `handle` kept, since no more messages are waiting for now.
@@ -128,9 +148,13 @@ pub(crate) fn other_threads_gone() {
             }
             Err(_) => continue,
         };
-        for_each_message(&queued, |msg| {
-            let _ = queue.shared.drain.handle_in_fork(msg);
-        });
+        if queue.shared.prefixed {
+            for_each_message(&queued, |msg| {
+                let _ = queue.shared.drain.handle_in_fork(msg);
+            });
+        } else {
+            let _ = queue.shared.drain.handle_in_fork(&queued);
+        }
     }
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
 }
@@ -166,7 +190,7 @@ pub(crate) fn on_worker() -> bool {
 /// The messages waiting for the worker, and what senders and worker tell each other.
 #[derive(Default)]
 struct Mailbox {
-    /// `len:u32` + bytes, per message.
+    /// `len:u32` + bytes, per message (the bytes alone if the drain frames its own).
     buf: Vec<u8>,
     messages: usize,
     /// A lossless sender waits for room.
@@ -189,6 +213,8 @@ struct Flushed {
 /// State shared by the senders and the worker.
 struct QueueCore {
     drain: Arc<dyn Drain>,
+    /// Each message is queued behind its length (the drain does not frame its own).
+    prefixed: bool,
     lossy: bool,
     capacity: usize,
     pending: Mutex<Mailbox>,
@@ -226,6 +252,7 @@ impl Queue {
     pub fn start(drain: Arc<dyn Drain>, options: &BackgroundOptions) -> Arc<Queue> {
         watch_forks();
         let shared = Arc::new(QueueCore {
+            prefixed: !drain.frames_itself(),
             drain,
             lossy: options.is_lossy(),
             capacity: options.capacity(),
@@ -305,8 +332,12 @@ impl Queue {
         let Ok(len) = u32::try_from(msg.len()) else {
             return Ok(());
         };
-        p.buf.extend_from_slice(&len.to_le_bytes());
-        p.buf.extend_from_slice(msg);
+        if s.prefixed {
+            // One test for room and one copy for the prefix and the message.
+            Appender::new(&mut p.buf).put_array_then(len.to_le_bytes(), msg);
+        } else {
+            Appender::new(&mut p.buf).put(msg);
+        }
         p.messages += 1;
         let wake = std::mem::take(&mut p.worker_asleep);
         drop(p);
@@ -438,7 +469,7 @@ fn run_worker(shared: &QueueCore) {
             (messages, p.flushes, std::mem::take(&mut p.report), p.closed)
         };
         if messages > 0 {
-            handle_batch(shared, &batch);
+            shared.drain.handle_all(&batch);
             shared.drain.end_batch();
         }
         batch.clear();
@@ -481,12 +512,8 @@ fn run_worker(shared: &QueueCore) {
     }
 }
 
-fn handle_batch(shared: &QueueCore, batch: &[u8]) {
-    for_each_message(batch, |msg| shared.drain.handle(msg));
-}
-
 /// Each `len:u32` + bytes message of a batch.
-fn for_each_message(mut batch: &[u8], mut handle: impl FnMut(&[u8])) {
+pub(crate) fn for_each_message(mut batch: &[u8], mut handle: impl FnMut(&[u8])) {
     while let Some((len, rest)) = batch.split_first_chunk::<4>() {
         let len = u32::from_le_bytes(*len) as usize;
         let Some(msg) = rest.get(..len) else { return };
@@ -698,6 +725,57 @@ mod tests {
             [&b"first"[..], b"fills the queue", b"exit", b"atexit"]
         );
         assert_eq!(*recorder.reports.lock().unwrap(), [1]);
+    }
+
+    /// Keeps the batches of a drain whose messages say their own length.
+    #[derive(Default)]
+    struct SelfFramed {
+        batches: Mutex<Vec<u8>>,
+    }
+
+    impl Drain for SelfFramed {
+        fn handle(&self, _msg: &[u8]) {
+            unreachable!("a self-framing drain gets whole batches");
+        }
+        fn handle_all(&self, batch: &[u8]) {
+            self.batches.lock().unwrap().extend_from_slice(batch);
+        }
+        fn frames_itself(&self) -> bool {
+            true
+        }
+        fn handle_here(&self, msg: &[u8]) -> io::Result<()> {
+            self.handle_all(msg);
+            Ok(())
+        }
+        fn handle_in_fork(&self, msg: &[u8]) -> io::Result<()> {
+            self.handle_here(msg)
+        }
+        fn flush(&self) -> io::Result<()> {
+            Ok(())
+        }
+        fn report(&self, _dropped: u64) {}
+    }
+
+    /// A drain that frames its own messages gets them back to back, with no length
+    /// prefix between them, in order.
+    #[test]
+    fn self_framed_messages_come_back_to_back() {
+        let drain = Arc::new(SelfFramed::default());
+        let queue = Queue::start(
+            Arc::clone(&drain) as Arc<dyn Drain>,
+            &BackgroundOptions::new()
+                .with_capacity(2)
+                .with_flush_on_panic(false),
+        );
+        let mut want = Vec::new();
+        for i in 0..100u8 {
+            let msg = [i; 3];
+            queue.send(&msg, 1, Delivery::MayDrop).unwrap();
+            want.extend_from_slice(&msg);
+        }
+        queue.flush(false).unwrap();
+        assert_eq!(*drain.batches.lock().unwrap(), want);
+        queue.shutdown();
     }
 
     #[test]

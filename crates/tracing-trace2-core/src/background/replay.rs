@@ -1,9 +1,9 @@
 //! The worker side of the deferred writer: it decodes the records the traced threads
 //! encoded ([`tracing_trace2_record::codec`]) and runs them through the layer's targets, exactly as the
 //! layer does for a direct writer (format for every enabled target in order, disable a
-//! target whose write fails), except that lines for files are gathered into batches
-//! (`Targets::write_batched`): one `write` of whole lines per batch, written when a
-//! batch is full and whenever the worker has handled all it took from the queue.
+//! target whose write fails), except that lines for files are formatted straight into
+//! batches (`Targets::format_batched`): one `write` of whole lines per batch, written
+//! when a batch is full and whenever the worker has handled all it took from the queue.
 //!
 //! The data flow of a deferred layer is therefore
 //! `record → encode → queue → worker: decode → format → sink`.
@@ -14,8 +14,23 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::background::queue::Drain;
 use crate::background::{DROP_REPORT_FMT, drop_report_message};
 use crate::busy::Busy;
-use crate::targets::{Batches, Lines, Targets};
-use tracing_trace2_record::codec::Replayer;
+use crate::targets::{Batches, Targets};
+use tracing_trace2_dst::statics;
+use tracing_trace2_record::Record;
+use tracing_trace2_record::codec::{self, Replayer};
+
+/// Encodes `record` for the deferred writer's worker, at the end of `out`: the session's
+/// id and a callsite file in the program's read-only data go by address
+/// ([`codec::encode_in_process`]), since the worker reads them in this process while
+/// they are still there (`'static` text), and the Event format's callsite cache then
+/// knows the file by its address.
+#[inline]
+pub(crate) fn encode(record: &Record<'_>, targets: &Targets, out: &mut Vec<u8>) {
+    let sid = targets.session.sid();
+    codec::encode_in_process(record, out, |text| {
+        std::ptr::eq(text, sid) || statics::is_immutable(text.as_ptr() as usize, text.len())
+    });
+}
 
 /// Replays batches of encoded records into the targets.
 pub(crate) struct Replay {
@@ -27,7 +42,8 @@ pub(crate) struct Replay {
 
 #[derive(Default)]
 struct Scratch {
-    lines: Lines,
+    /// A line for a target that takes one line per call.
+    line: Vec<u8>,
     replayer: Replayer,
     /// Lines for files, waiting to be written together.
     batches: Batches,
@@ -46,20 +62,22 @@ impl Replay {
     /// Formats the records of `batch` and writes (or gathers) their lines.
     fn replay(&self, batch: &[u8], scratch: &mut Scratch) {
         let Scratch {
-            lines,
+            line,
             replayer,
             batches,
         } = scratch;
         // The bytes were encoded by this process's layer: an error would be a bug in the
         // codec, and there is no better place to report it than the trace it broke.
-        // SAFETY: a message of the deferred writer's queue is `Output::write`'s copy of
-        // the records `codec::encode` wrote, unchanged, and framed by the queue's own
-        // length prefix, so it is whole encoded records back to back.
+        // SAFETY: the deferred writer's queue holds `Output::write`'s copies of the
+        // records `encode` above wrote in this process, unchanged and back to back (the
+        // drain frames its own messages: no length prefix between them), so a batch
+        // of it, or one message, is whole encoded records back to back.
+        // What `encode` sent by address lasts as long as the process: the text of a
+        // `&'static Session` (never freed, never written after it is built) and text in
+        // a read-only segment of the program (never unloaded, never written).
         let _ = unsafe {
             replayer.replay_encoded(batch, |record| {
-                lines.clear();
-                self.targets.format(record, lines);
-                self.targets.write_batched(lines, record, batches);
+                self.targets.format_batched(record, line, batches);
             })
         };
     }
@@ -75,6 +93,19 @@ impl Drain for Replay {
         // `tracing` is then ignored, as on a traced thread, instead of queueing more.
         let _busy = Busy::enter();
         self.replay(batch, &mut self.scratch());
+    }
+
+    fn handle_all(&self, batch: &[u8]) {
+        // One mark, one lock and one replay for all the messages the worker took at
+        // once, not one per message (about 50 instructions a line when each `tracing`
+        // call is one, and 25 more for the replay's own setup).
+        let _busy = Busy::enter();
+        self.replay(batch, &mut self.scratch());
+    }
+
+    fn frames_itself(&self) -> bool {
+        // Each encoded record says its own length.
+        true
     }
 
     fn end_batch(&self) {
@@ -337,6 +368,55 @@ mod tests {
             memory.to_string_lossy(),
             "trace2: background writer for 'GIT_TRACE2' dropped 5 lines\n"
         );
+    }
+
+    /// The deferred writer's encoding sends the layer's session id by address (a frame
+    /// only this process can read) and copies other text: what the worker replays is
+    /// the record the traced thread encoded.
+    #[test]
+    fn the_session_id_goes_by_address_and_other_text_is_copied() {
+        use tracing_trace2_record::codec::{self, DecodeError, Replayer};
+        use tracing_trace2_record::{Callsite, Timestamp};
+        let targets = crate::targets::Targets {
+            list: Vec::new(),
+            session: crate::session::Session::global(),
+        };
+        let own_text = String::from("th07:not-static");
+        let mut record = Record {
+            event: Trace2Event::Printf { msg: Some("hello") },
+            time: Timestamp::default(),
+            sid: targets.session.sid(),
+            depth: 0,
+            thread: &own_text,
+            callsite: Callsite::default(),
+            open_regions: 0,
+        };
+        let mut frame = Vec::new();
+        super::encode(&record, &targets, &mut frame);
+        let mut list = Vec::new();
+        assert_eq!(
+            codec::decode(&frame, &mut list).unwrap_err(),
+            DecodeError::Address
+        );
+        let mut sids = Vec::new();
+        // SAFETY: encoded by `encode` in this process; the session is `'static`.
+        unsafe {
+            Replayer::new().replay_encoded(&frame, |back| {
+                assert_eq!(format!("{back:?}"), format!("{record:?}"));
+                sids.push(back.sid.as_ptr());
+                assert_ne!(back.thread.as_ptr(), own_text.as_ptr());
+            })
+        }
+        .unwrap();
+        assert_eq!(sids, [targets.session.sid().as_ptr()]);
+        // Another session's id (here a copy) is copied, and any decoder reads it.
+        let other_sid = targets.session.sid().to_owned();
+        record.sid = &other_sid;
+        let mut copied = Vec::new();
+        super::encode(&record, &targets, &mut copied);
+        let mut other_list = Vec::new();
+        let (back, _) = codec::decode(&copied, &mut other_list).unwrap();
+        assert_eq!(back.sid, other_sid);
     }
 
     struct Failing;

@@ -4,7 +4,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::queue::{Delivery, Drain, Queue};
+use super::queue::{Delivery, Drain, Queue, for_each_message};
 use super::{BackgroundGuard, BackgroundOptions, DROP_REPORT_FMT, drop_report_message};
 use tracing_trace2_dst::Sink;
 
@@ -88,8 +88,10 @@ impl SinkDrain {
     }
 }
 
-impl Drain for SinkDrain {
-    fn handle(&self, line: &[u8]) {
+impl SinkDrain {
+    /// Writes `line` at once, or adds it to `batch` (writing the batch first if the
+    /// line would take it past the limit); nothing after a failed write.
+    fn take_line(&self, line: &[u8], batch: &mut Vec<u8>) {
         if self.status.has_failed() {
             return;
         }
@@ -99,12 +101,26 @@ impl Drain for SinkDrain {
             }
             return;
         }
-        let mut batch = self.batch.lock().unwrap_or_else(PoisonError::into_inner);
         if batch.len() + line.len() > self.batch_limit {
-            self.write_batch(&mut batch);
+            self.write_batch(batch);
         }
         // A line longer than the limit goes alone, whole.
         batch.extend_from_slice(line);
+    }
+}
+
+impl Drain for SinkDrain {
+    fn handle(&self, line: &[u8]) {
+        self.take_line(
+            line,
+            &mut self.batch.lock().unwrap_or_else(PoisonError::into_inner),
+        );
+    }
+
+    fn handle_all(&self, lines: &[u8]) {
+        // One lock for all the lines the worker took at once.
+        let mut batch = self.batch.lock().unwrap_or_else(PoisonError::into_inner);
+        for_each_message(lines, |line| self.take_line(line, &mut batch));
     }
 
     fn end_batch(&self) {
