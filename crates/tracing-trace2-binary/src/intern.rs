@@ -171,6 +171,34 @@ impl Strings {
         Some((e.id, e.offset, e.fixed))
     }
 
+    /// [`Self::home_entry`] wherever the entry sits: at its home or further along the
+    /// probe, where a string goes whose home another string took first. `None`: this
+    /// address and length have no entry in the batch.
+    #[inline]
+    pub fn entry(&self, text: &str) -> Option<(u32, u32, bool)> {
+        let bytes = text.as_bytes();
+        let addr = bytes.as_ptr() as usize;
+        let mut i = slot(address_hash(addr, bytes.len()), self.mask);
+        // The table is at most half full: the probe ends at an unused slot.
+        loop {
+            let e = self.by_address.get(i)?;
+            if e.generation != self.generation {
+                return None;
+            }
+            if e.addr == addr && e.len as usize == bytes.len() {
+                return Some((e.id, e.offset, e.fixed));
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The slot `text`'s address and length hash to (for tests that need two strings
+    /// of one slot).
+    #[cfg(test)]
+    pub fn home_slot(&self, text: &str) -> usize {
+        slot(address_hash(text.as_ptr() as usize, text.len()), self.mask)
+    }
+
     /// [`Self::find`] for the usual repeat, whose entry sits where its address hashes
     /// to: a few loads and compares. `None` says nothing: ask `find`.
     #[inline(always)]
@@ -381,6 +409,25 @@ impl Callsites {
             return None;
         }
         Some((e.id, e.offset, e.fixed || file.is_none()))
+    }
+
+    /// [`Self::home_entry`] wherever the entry sits along the probe. `None`: the
+    /// callsite has no entry in the batch.
+    #[inline]
+    pub fn entry(&self, file: Option<&str>, line: u32) -> Option<(u32, u32, bool)> {
+        let (addr, len) = site_key(file);
+        let mut i = slot(site_hash(addr, len, line), self.mask);
+        // The table is at most half full: the probe ends at an unused slot.
+        loop {
+            let e = self.table.get(i)?;
+            if e.generation != self.generation {
+                return None;
+            }
+            if e.addr == addr && e.len == len && e.line == line {
+                return Some((e.id, e.offset, e.fixed || file.is_none()));
+            }
+            i = (i + 1) & self.mask;
+        }
     }
 
     /// [`Self::find`] for the usual repeat, whose entry sits where its key hashes to.
