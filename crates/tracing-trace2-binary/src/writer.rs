@@ -583,7 +583,7 @@ impl WriterCore {
         // The usual region or datum, which no flush trigger but the batch's age
         // concerns.
         if data.enc.try_encode_steady(record) {
-            if data_age(guard, record) >= self.flush_interval_ticks {
+            if data.enc.age_of_held(record.time.t_abs_us) >= self.flush_interval_ticks {
                 self.flush_guard(guard);
             }
             return;
