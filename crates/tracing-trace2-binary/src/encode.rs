@@ -132,6 +132,14 @@ impl BatchEncoder {
         }
     }
 
+    /// [`Self::age`] of a batch known to hold a record (one the steady path just
+    /// wrote): no test of emptiness.
+    #[inline(always)]
+    pub fn age_of_held(&self, ticks: u64) -> u64 {
+        debug_assert!(!self.is_empty());
+        ticks.saturating_sub(self.first_ticks)
+    }
+
     /// Starts over as another thread of another stream: the batch must be empty.
     pub fn rebind(&mut self, stream_id: u64, epoch: u64, thread_index: u64) {
         debug_assert!(self.is_empty());

@@ -171,6 +171,34 @@ impl Strings {
         Some((e.id, e.offset, e.fixed))
     }
 
+    /// [`Self::home_entry`] wherever the entry sits: at its home or further along the
+    /// probe, where a string goes whose home another string took first. `None`: this
+    /// address and length have no entry in the batch.
+    #[inline]
+    pub fn entry(&self, text: &str) -> Option<(u32, u32, bool)> {
+        let bytes = text.as_bytes();
+        let addr = bytes.as_ptr() as usize;
+        let mut i = slot(address_hash(addr, bytes.len()), self.mask);
+        // The table is at most half full: the probe ends at an unused slot.
+        loop {
+            let e = self.by_address.get(i)?;
+            if e.generation != self.generation {
+                return None;
+            }
+            if e.addr == addr && e.len as usize == bytes.len() {
+                return Some((e.id, e.offset, e.fixed));
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// The slot `text`'s address and length hash to (for tests that need two strings
+    /// of one slot).
+    #[cfg(test)]
+    pub fn home_slot(&self, text: &str) -> usize {
+        slot(address_hash(text.as_ptr() as usize, text.len()), self.mask)
+    }
+
     /// [`Self::find`] for the usual repeat, whose entry sits where its address hashes
     /// to: a few loads and compares. `None` says nothing: ask `find`.
     #[inline(always)]
@@ -383,6 +411,25 @@ impl Callsites {
         Some((e.id, e.offset, e.fixed || file.is_none()))
     }
 
+    /// [`Self::home_entry`] wherever the entry sits along the probe. `None`: the
+    /// callsite has no entry in the batch.
+    #[inline]
+    pub fn entry(&self, file: Option<&str>, line: u32) -> Option<(u32, u32, bool)> {
+        let (addr, len) = site_key(file);
+        let mut i = slot(site_hash(addr, len, line), self.mask);
+        // The table is at most half full: the probe ends at an unused slot.
+        loop {
+            let e = self.table.get(i)?;
+            if e.generation != self.generation {
+                return None;
+            }
+            if e.addr == addr && e.len == len && e.line == line {
+                return Some((e.id, e.offset, e.fixed || file.is_none()));
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
     /// [`Self::find`] for the usual repeat, whose entry sits where its key hashes to.
     /// `None` says nothing: ask `find`.
     #[inline(always)]
@@ -483,8 +530,10 @@ pub(crate) struct Shape {
 }
 
 /// The ids a steady record's callsite and strings have in the batch, by the addresses
-/// of its texts: one lookup instead of four. Each shape sits where its key hashes to,
-/// the last one winning; starting a batch empties the table in O(1), as for
+/// of its texts: one lookup instead of four. Each shape sits where its key hashes to or
+/// in the slot beside it (two ways, so that two shapes of one slot, which a program's
+/// few hot regions meet by chance of their addresses, do not keep evicting each other);
+/// starting a batch empties the table in O(1), as for
 /// [`Strings`]. A text that is not fixed is compared with the batch's copy at every
 /// use, as the other tables do.
 pub(crate) struct Shapes {
@@ -520,14 +569,25 @@ impl Shapes {
     /// The shape of `key`, if remembered in this batch (its unfixed parts unchecked).
     #[inline(always)]
     pub fn find(&self, key: &ShapeKey) -> Option<&Shape> {
-        let e = &self.table[shape_slot(key) % SHAPES];
+        let home = shape_slot(key) % SHAPES;
+        let e = &self.table[home];
+        if self.holds(e, key) {
+            return Some(e);
+        }
+        let e = &self.table[(home ^ 1) % SHAPES];
+        self.holds(e, key).then_some(e)
+    }
+
+    /// Whether `e` is `key`'s shape, of this batch.
+    #[inline(always)]
+    fn holds(&self, e: &Shape, key: &ShapeKey) -> bool {
         // Every word compared without a branch or a call to `bcmp`.
         let differ = e
             .key
             .iter()
             .zip(key)
             .fold(0, |differ, (a, b)| differ | (a ^ b));
-        (e.generation == self.generation && differ == 0).then_some(e)
+        e.generation == self.generation && differ == 0
     }
 
     /// Remembers a shape.
@@ -539,7 +599,15 @@ impl Shapes {
         offsets: [u32; 4],
         unfixed: u8,
     ) {
-        self.table[shape_slot(&key) % SHAPES] = Shape {
+        let home = shape_slot(&key) % SHAPES;
+        // Home if this batch has not taken it yet, else beside (what was there gives
+        // way): the first shape of a slot stays where the lookup looks first.
+        let at = if self.table[home].generation == self.generation {
+            home ^ 1
+        } else {
+            home
+        };
+        self.table[at % SHAPES] = Shape {
             key,
             generation: self.generation,
             callsite,
@@ -623,6 +691,41 @@ mod tests {
         assert_eq!(s.find("other", &batch), None);
         s.reset();
         assert_eq!(s.find("index", &batch), None);
+    }
+
+    /// Keys made up from a number, each with the slot it hashes to.
+    fn shape_keys() -> impl Iterator<Item = (ShapeKey, usize)> {
+        (1..).map(|n: usize| {
+            let key = [n * 64, 7 | 12 << 32, 0, 0, n * 40, 5, 0, 0];
+            (key, shape_slot(&key) % SHAPES)
+        })
+    }
+
+    #[test]
+    fn two_shapes_of_one_slot_are_both_remembered() {
+        let (first, slot) = shape_keys().next().unwrap();
+        let (second, _) = shape_keys()
+            .skip(1)
+            .find(|&(_, s)| s == slot)
+            .expect("another key of that slot");
+        let mut shapes = Shapes::new();
+        shapes.insert(first, 1, [1, 0, 0], [0; 4], 0);
+        shapes.insert(second, 2, [2, 0, 0], [0; 4], 0);
+        assert_eq!(shapes.find(&first).map(|s| s.callsite), Some(1));
+        assert_eq!(shapes.find(&second).map(|s| s.callsite), Some(2));
+        // A third of that slot takes one of their places, never a wrong one.
+        let (third, _) = shape_keys()
+            .skip(1)
+            .filter(|&(_, s)| s == slot)
+            .nth(1)
+            .expect("a third key of that slot");
+        shapes.insert(third, 3, [3, 0, 0], [0; 4], 0);
+        assert_eq!(shapes.find(&third).map(|s| s.callsite), Some(3));
+        for (key, callsite) in [(first, 1), (second, 2)] {
+            assert!(shapes.find(&key).is_none_or(|s| s.callsite == callsite));
+        }
+        shapes.reset();
+        assert!(shapes.find(&first).is_none() && shapes.find(&second).is_none());
     }
 
     #[test]

@@ -55,6 +55,9 @@ const HEADER_EVERY: u64 = 16;
 /// How long an exit-time flusher waits for a thread that is inside an event.
 const EXIT_WAIT: Duration = Duration::from_millis(50);
 
+/// The gate of a writer that is off: no fork generation reaches it.
+const GATE_CLOSED: u64 = u64::MAX;
+
 /// The idle flusher wakes at most this often, whatever the interval.
 const MIN_FLUSHER_PERIOD: Duration = Duration::from_millis(1);
 
@@ -183,6 +186,7 @@ impl BinaryWriterBuilder {
             epoch: AtomicU64::new(1),
             header_epoch: AtomicU64::new(0),
             fork_gen: AtomicU64::new(FORK_GEN.load(Ordering::Acquire)),
+            gate: AtomicU64::new(FORK_GEN.load(Ordering::Acquire)),
             end_epoch: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
             since_header: AtomicU64::new(0),
@@ -259,10 +263,12 @@ impl BinaryWriter {
     #[inline(always)]
     pub fn record(&self, record: &Record<'_>) {
         let shared = &self.handle.shared;
-        if !shared.enabled.load(Ordering::Relaxed) {
+        // The writer on and not forked since its state was set up, in one comparison.
+        if shared.gate.load(Ordering::Acquire) != FORK_GEN.load(Ordering::Acquire)
+            && !shared.reopen_gate()
+        {
             return;
         }
-        shared.check_fork();
         match own_slot(shared) {
             Some(mut guard) => shared.record_in(&mut guard, record),
             None => with_new_slot(shared, |shared, guard| shared.record_in(guard, record)),
@@ -536,6 +542,10 @@ struct WriterCore {
     header_epoch: AtomicU64,
     /// The fork generation the writer's state belongs to.
     fork_gen: AtomicU64,
+    /// `fork_gen` while the writer is `enabled`, [`GATE_CLOSED`] once it is not: what
+    /// [`BinaryWriter::record`] compares with `FORK_GEN`, so that a record pays one
+    /// comparison for both checks.
+    gate: AtomicU64,
     /// The generation whose END frame was written last.
     end_epoch: AtomicU64,
     /// Whether a batch was written since that END frame.
@@ -573,7 +583,7 @@ impl WriterCore {
         // The usual region or datum, which no flush trigger but the batch's age
         // concerns.
         if data.enc.try_encode_steady(record) {
-            if data_age(guard, record) >= self.flush_interval_ticks {
+            if data.enc.age_of_held(record.time.t_abs_us) >= self.flush_interval_ticks {
                 self.flush_guard(guard);
             }
             return;
@@ -683,7 +693,9 @@ impl WriterCore {
     #[cold]
     fn write_failed(&self, err: &io::Error) {
         self.write_errors.fetch_add(1, Ordering::Relaxed);
-        if self.enabled.swap(false, Ordering::Relaxed) && self.dst_debug {
+        let was_enabled = self.enabled.swap(false, Ordering::Relaxed);
+        self.gate.store(GATE_CLOSED, Ordering::Release);
+        if was_enabled && self.dst_debug {
             crate::dest::warn_write_failed(err);
         }
     }
@@ -918,6 +930,18 @@ impl WriterCore {
         }
     }
 
+    /// Whether a record may go on after the gate (see `gate`) did not match: `false`
+    /// when the writer is off; after a `fork` (this is the child), the child's own
+    /// stream is started first.
+    #[cold]
+    fn reopen_gate(&self) -> bool {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.check_fork();
+        true
+    }
+
     /// Notices a `fork` (this is the child) and starts the child's own stream.
     #[inline]
     fn check_fork(&self) {
@@ -961,6 +985,11 @@ impl WriterCore {
             self.epoch.store(stream.epoch, Ordering::Release);
         }
         self.fork_gen.store(now, Ordering::Release);
+        self.gate.store(now, Ordering::Release);
+        if !self.enabled.load(Ordering::Relaxed) {
+            // Turned off meanwhile (a failed write): the gate stays shut.
+            self.gate.store(GATE_CLOSED, Ordering::Release);
+        }
         self.resetting.store(false, Ordering::Release);
     }
 }
@@ -1055,6 +1084,36 @@ mod tests {
         drop(writer);
         // Its weak reference goes when the thread ends.
         assert!(wait_for(|| Arc::weak_count(&shared) == 0));
+    }
+
+    /// A sink whose every write fails.
+    struct Failing;
+
+    impl Sink for Failing {
+        fn write_line(&self, _line: &[u8]) -> io::Result<()> {
+            Err(io::Error::other("full"))
+        }
+    }
+
+    #[test]
+    fn a_failed_write_stops_the_recording_too() {
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            // No idle flusher visit during the test.
+            .with_flush_interval(Duration::from_secs(3600))
+            .build(Failing);
+        printf(&writer, "one");
+        writer.flush_all();
+        assert!(!writer.is_enabled());
+        assert_eq!(writer.stats().write_errors, 1);
+        // Later records are not even encoded: the thread's batch stays empty.
+        printf(&writer, "two");
+        let shared = &writer.handle.shared;
+        assert!(shared.slots.iter().all(|slot| {
+            slot.acquire_for_flush(EXIT_WAIT)
+                .is_some_and(|guard| guard.enc.is_empty())
+        }));
+        assert_eq!(writer.stats().write_errors, 1);
     }
 
     #[test]

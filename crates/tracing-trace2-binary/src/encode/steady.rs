@@ -104,8 +104,10 @@ struct Hot<'r> {
 
 impl BatchEncoder {
     /// The callsite id and string ids of a record whose shape is not remembered: each
-    /// looked up where its address hashes to (`None` if one is not found there, or its
-    /// text changed), and the shape remembered for next time.
+    /// looked up by its address, at its home slot or along the probe (`None` if one is
+    /// not in the batch, or its text changed), and the shape remembered for next time.
+    /// Not the home slot alone: a string whose home another took would then miss here
+    /// at every record, and its record go the general way.
     #[inline(never)]
     fn steady_refs(&mut self, record: &Record<'_>, key: ShapeKey) -> Option<(u32, [u32; 3])> {
         let texts = texts_of(&record.event);
@@ -116,7 +118,7 @@ impl BatchEncoder {
         let callsite = if site.file.is_none() && site.line == 0 {
             0
         } else {
-            let (id, offset, fixed) = self.callsites.home_entry(site.file, site.line)?;
+            let (id, offset, fixed) = self.callsites.entry(site.file, site.line)?;
             if !fixed {
                 if !site
                     .file
@@ -132,7 +134,7 @@ impl BatchEncoder {
         let mut ids = [0; 3];
         for (i, text) in texts.iter().enumerate() {
             if let Some(text) = text {
-                let (id, offset, fixed) = self.strings.home_entry(text)?;
+                let (id, offset, fixed) = self.strings.entry(text)?;
                 if !fixed {
                     if !holds(batch, offset, text.as_bytes()) {
                         return None;
@@ -560,6 +562,39 @@ mod tests {
         assert!(!enc.try_encode_steady(&new));
         // Not a hot kind.
         assert!(!enc.try_encode_steady(&at(Trace2Event::Printf { msg: None }, 30, 0, 10)));
+    }
+
+    #[test]
+    fn a_label_whose_home_slot_another_took_is_still_steady() {
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        // Labels cut from one text, two of them hashing to one slot of the strings.
+        let text = "abcdefghijklmnopqrstuvwxyz".repeat(2000);
+        let label = |at: usize| &text[at..at + 6];
+        let first = label(0);
+        let second = (1..text.len() - 6)
+            .map(label)
+            .find(|l| enc.strings.home_slot(l) == enc.strings.home_slot(first))
+            .expect("two labels of one slot");
+        let enter = |label, t| {
+            let region = RegionInfo {
+                repo: None,
+                category: None,
+                label: Some(label),
+                msg: None,
+            };
+            at(Trace2Event::RegionEnter { region, nesting: 1 }, t, 0, 10)
+        };
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        for (t, label) in [first, second].into_iter().enumerate() {
+            assert!(enc.try_encode(&enter(label, t as u64), false));
+            assert!(general.try_encode(&enter(label, t as u64), false));
+        }
+        for t in 2..6 {
+            let record = enter(if t % 2 == 0 { first } else { second }, t);
+            assert!(enc.try_encode_steady(&record), "record at {t}");
+            assert!(general.try_encode(&record, false));
+        }
+        assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
     }
 
     #[test]

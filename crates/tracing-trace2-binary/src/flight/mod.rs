@@ -357,8 +357,16 @@ impl FlightRecorder {
             Trace2Event::Start { .. }
             | Trace2Event::Atexit { .. }
             | Trace2Event::Signal { .. }
-            | Trace2Event::Error { .. }
-            | Trace2Event::RegionLeave { .. } => self.after_lifecycle(record),
+            | Trace2Event::Error { .. } => self.after_lifecycle(record),
+            // Every other region record: the slow-region test here, not behind a call.
+            Trace2Event::RegionLeave { t_rel_us, .. }
+                if self
+                    .inner
+                    .slow_region_us
+                    .is_some_and(|limit| t_rel_us > limit) =>
+            {
+                self.after_lifecycle(record);
+            }
             _ => {}
         }
     }
