@@ -240,7 +240,7 @@ impl BatchReader {
         std::str::from_utf8(&self.payload[start..start + len]).unwrap_or_default()
     }
 
-    /// Moves to the next event (after the one [`Self::emit`] last showed).
+    /// Moves to the next event (after the one the decoder's `emit` last showed).
     pub fn advance(&mut self, kinds: &KindTable) {
         self.next = None;
         if self.error.is_some() {
