@@ -169,7 +169,7 @@ impl SinkDrain {
     }
 }
 
-/// A [`Sink`](crate::Sink) that writes already formatted lines through a worker thread. See the
+/// A [`Sink`] that writes already formatted lines through a worker thread. See the
 /// module documentation.
 pub struct BackgroundSink {
     queue: Arc<Queue>,
