@@ -216,10 +216,23 @@ impl Targets {
             if target.is_enabled()
                 && let Err(err) = target.sink.write_line(&lines.buf[start..end])
             {
-                self.disable(index, &err, context().as_ref());
+                self.write_failed(index, err, &context);
             }
             start = end;
         }
+    }
+
+    /// A failed write of [`Self::write_with`], out of line: the context and the error's
+    /// drop stay off the path of every line that is written.
+    #[cold]
+    #[inline(never)]
+    fn write_failed<'r>(
+        &self,
+        index: usize,
+        err: io::Error,
+        context: &impl Fn() -> Option<Record<'r>>,
+    ) {
+        self.disable(index, &err, context().as_ref());
     }
 
     /// Like [`write`](Self::write) for the worker: lines of batching targets join their
