@@ -210,6 +210,16 @@ impl Targets {
     /// every line cost more than the rest of the call).
     #[inline]
     pub fn write_with<'r>(&self, lines: &Lines, context: impl Fn() -> Option<Record<'r>>) {
+        // The usual case: one target, one line.
+        if let [(index, end)] = *lines.ends {
+            let target = &self.list[index];
+            if target.is_enabled()
+                && let Err(err) = target.sink.write_line(&lines.buf[..end])
+            {
+                self.write_failed(index, err, &context);
+            }
+            return;
+        }
         let mut start = 0;
         for &(index, end) in &lines.ends {
             let target = &self.list[index];
