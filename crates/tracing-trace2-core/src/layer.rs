@@ -532,6 +532,7 @@ impl Trace2Layer {
     }
 
     /// [`Self::write_lines`] when something was taken.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn write_taken(&self, t: &ThreadState, pending: &CallbackOutput) {
         // The context of an `error` line, made only if a write fails.
         let context = || {

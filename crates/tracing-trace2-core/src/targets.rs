@@ -220,13 +220,19 @@ impl Targets {
             }
             return;
         }
+        self.write_each(lines, &context);
+    }
+
+    /// [`Self::write_with`] for several lines (or none), out of line.
+    #[inline(never)]
+    fn write_each<'r>(&self, lines: &Lines, context: &impl Fn() -> Option<Record<'r>>) {
         let mut start = 0;
         for &(index, end) in &lines.ends {
             let target = &self.list[index];
             if target.is_enabled()
                 && let Err(err) = target.sink.write_line(&lines.buf[start..end])
             {
-                self.write_failed(index, err, &context);
+                self.write_failed(index, err, context);
             }
             start = end;
         }
