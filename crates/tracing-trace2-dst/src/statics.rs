@@ -9,13 +9,26 @@
 //! layer keeps such a value (a literal, nearly always) by reference ([`as_static`]). The
 //! segments are read once from the program headers (`dl_iterate_phdr`, which reports
 //! the main program first), adjacent ones joined; elsewhere than on Linux the list is
-//! empty and every string is confirmed or copied.
+//! empty and every string is confirmed or copied. The range that holds the literals is
+//! kept apart and checked first, in two loads and two comparisons: the check runs for
+//! every span's `trace2.*` value and every event's text field.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// `[start, end)` of each read-only loaded segment of the main program, adjacent ones
 /// joined (usually one or two ranges).
 static READ_ONLY: OnceLock<Vec<(usize, usize)>> = OnceLock::new();
+
+/// `[start, end)` of the one range of [`READ_ONLY`] that holds the program's string
+/// literals, checked first without the list (nearly every text asked about is a
+/// literal): `[usize::MAX, 0]`, which holds nothing, until the list is read. The end is
+/// stored before the start, and the start read first (release and acquire), so a start
+/// seen set comes with its end; a start not yet set fails the check whatever the end.
+static LITERALS: [AtomicUsize; 2] = [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)];
+
+/// A literal of this crate: the range that holds it holds the program's literals.
+const PROBE: &str = "tracing-trace2: where the literals lie";
 
 /// Whether `len` bytes at `addr` lie in a read-only segment of the program.
 #[inline]
@@ -23,10 +36,30 @@ pub fn is_immutable(addr: usize, len: usize) -> bool {
     let Some(end) = addr.checked_add(len) else {
         return false;
     };
+    (LITERALS[0].load(Ordering::Acquire) <= addr && end <= LITERALS[1].load(Ordering::Relaxed))
+        || is_in_other_segment(addr, end)
+}
+
+/// [`is_immutable`] for text outside the literals' range (or before the segments were
+/// read): the whole list, out of line.
+#[inline(never)]
+fn is_in_other_segment(addr: usize, end: usize) -> bool {
     READ_ONLY
-        .get_or_init(read_only_segments)
+        .get_or_init(|| {
+            let segments = read_only_segments();
+            if let Some(&(start, end)) = holding(&segments, PROBE.as_ptr() as usize) {
+                LITERALS[1].store(end, Ordering::Relaxed);
+                LITERALS[0].store(start, Ordering::Release);
+            }
+            segments
+        })
         .iter()
         .any(|&(s, e)| s <= addr && end <= e)
+}
+
+/// The range of `ranges` that holds `addr`.
+fn holding(ranges: &[(usize, usize)], addr: usize) -> Option<&(usize, usize)> {
+    ranges.iter().find(|&&(s, e)| s <= addr && addr < e)
 }
 
 /// `text` itself for as long as the process runs, when it lies in a read-only segment
@@ -130,6 +163,40 @@ mod tests {
         assert_eq!(as_static(literal).map(str::as_ptr), Some(literal.as_ptr()));
         let owned = String::from(literal);
         assert_eq!(as_static(&owned), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_literals_range_is_one_of_the_segments_and_holds_the_literals() {
+        let literal = "another string literal";
+        assert!(is_immutable(literal.as_ptr() as usize, literal.len()));
+        let range = (
+            LITERALS[0].load(Ordering::Acquire),
+            LITERALS[1].load(Ordering::Relaxed),
+        );
+        let segments = READ_ONLY.get().expect("read at the first check");
+        assert!(segments.contains(&range), "{range:x?} in {segments:x?}");
+        for text in [literal, PROBE, file!()] {
+            let addr = text.as_ptr() as usize;
+            assert!(range.0 <= addr && addr + text.len() <= range.1);
+        }
+        // Past its end, only the list answers: as it did before the range was set.
+        assert_eq!(
+            is_immutable(range.1, 1),
+            segments.iter().any(|&(s, e)| s <= range.1 && range.1 < e)
+        );
+        // Text across its end is in no range (joined ranges never touch).
+        assert!(!is_immutable(range.1 - 1, 2));
+    }
+
+    #[test]
+    fn the_range_holding_an_address_is_found() {
+        let ranges = [(0, 10), (20, 30)];
+        assert_eq!(holding(&ranges, 0), Some(&(0, 10)));
+        assert_eq!(holding(&ranges, 29), Some(&(20, 30)));
+        assert_eq!(holding(&ranges, 10), None);
+        assert_eq!(holding(&ranges, 30), None);
+        assert_eq!(holding(&[], 5), None);
     }
 
     #[test]
