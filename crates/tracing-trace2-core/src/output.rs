@@ -125,7 +125,7 @@ impl Output {
     }
 
     /// [`Self::write`] with the context made only if a direct write fails.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn write_with<'r>(
         &self,
         pending: &CallbackOutput,

@@ -208,7 +208,7 @@ impl Targets {
 
     /// [`Self::write`] with the context made only when a write fails (building it for
     /// every line cost more than the rest of the call).
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn write_with<'r>(&self, lines: &Lines, context: impl Fn() -> Option<Record<'r>>) {
         // The usual case: one target, one line.
         if let [(index, end)] = *lines.ends {
