@@ -297,18 +297,19 @@ thread_local! {
     static RECORD_FIELDS: RefCell<RegionFields> = RefCell::new(RegionFields::default());
 }
 
-fn with_pending<R>(f: impl FnOnce(&mut CallbackOutput) -> R) -> R {
-    let mut f = Some(f);
+fn with_pending<R>(mut f: impl FnMut(&mut CallbackOutput) -> R) -> R {
+    // `FnMut`, called through a reference: a `FnOnce` would be moved out of an
+    // `Option` first, a copy of every word it captured, on every line.
     let result = PENDING.try_with(|cell| {
         cell.try_borrow_mut().ok().map(|mut lines| {
             lines.clear();
-            (f.take().expect("called once"))(&mut lines)
+            f(&mut lines)
         })
     });
     match result {
         Ok(Some(r)) => r,
         // The thread is shutting down or the buffer is in use: use a fresh one.
-        _ => (f.take().expect("called once"))(&mut CallbackOutput::default()),
+        _ => f(&mut CallbackOutput::default()),
     }
 }
 
@@ -532,6 +533,7 @@ impl Trace2Layer {
     }
 
     /// [`Self::write_lines`] when something was taken.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn write_taken(&self, t: &ThreadState, pending: &CallbackOutput) {
         // The context of an `error` line, made only if a write fails.
         let context = || {
@@ -720,7 +722,7 @@ impl Trace2Layer {
         &self,
         id: &Id,
         ctx: &Context<'_, S>,
-        f: impl FnOnce(
+        mut f: impl FnMut(
             &mut ThreadState,
             RegionInfo<'_>,
             Timestamp,
@@ -854,8 +856,12 @@ impl Trace2Layer {
                 (task, thread::lock(task))
             }
         };
+        // Released before the line is written (the closure is called once).
+        let mut extensions = Some(extensions);
         with_pending(|lines| {
-            if let Some(region) = extensions.get_mut::<SpanRegion>() {
+            if let Some(mut extensions) = extensions.take()
+                && let Some(region) = extensions.get_mut::<SpanRegion>()
+            {
                 if let Some(state) = region.state_mut() {
                     // Where the region really opens (a lane of its own starts at 1):
                     // what the children's estimate starts from.
@@ -864,7 +870,6 @@ impl Trace2Layer {
                 }
                 region.set_lane(lane.clone());
             }
-            drop(extensions);
             self.write_lines(&t, lines);
         });
         drop(t);

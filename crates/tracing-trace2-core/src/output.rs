@@ -125,7 +125,7 @@ impl Output {
     }
 
     /// [`Self::write`] with the context made only if a direct write fails.
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn write_with<'r>(
         &self,
         pending: &CallbackOutput,
@@ -133,17 +133,21 @@ impl Output {
     ) {
         match self {
             Output::Direct(targets) => targets.write_with(&pending.lines, context),
-            Output::Deferred { queue, .. } => {
-                if pending.encoded.records > 0 {
-                    // The worker (or, after shutdown, this thread) handles failed writes.
-                    let delivery = if pending.encoded.keep {
-                        Delivery::Keep
-                    } else {
-                        Delivery::MayDrop
-                    };
-                    let _ = queue.send(&pending.encoded.buf, pending.encoded.records, delivery);
-                }
-            }
+            Output::Deferred { queue, .. } => Self::send(queue, &pending.encoded),
+        }
+    }
+
+    /// Sends the encoded records to the deferred writer's worker as one message.
+    #[inline(never)]
+    fn send(queue: &Queue, encoded: &EncodedRecords) {
+        if encoded.records > 0 {
+            // The worker (or, after shutdown, this thread) handles failed writes.
+            let delivery = if encoded.keep {
+                Delivery::Keep
+            } else {
+                Delivery::MayDrop
+            };
+            let _ = queue.send(&encoded.buf, encoded.records, delivery);
         }
     }
 

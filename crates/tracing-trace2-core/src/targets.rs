@@ -32,13 +32,22 @@ pub struct Target {
     too_many_files: bool,
     /// The sink's [`Sink::batch_limit`], read once.
     batch_limit: usize,
+    /// Bit `n - 1` set: the format writes a region that opens at nesting `n` (1 to 64),
+    /// asked once ([`Format`] is pure: its answer depends on the record alone).
+    writes_regions: u64,
 }
+
+/// The deepest nesting [`Target::writes_regions`] answers for.
+const REGION_NESTINGS: u32 = u64::BITS;
 
 impl Target {
     /// A target named `name` (the environment variable that enables it, e.g.
     /// `GIT_TRACE2_EVENT`, used in messages) writing `format`'s lines to `sink`.
     pub fn new(name: &'static str, format: impl Format, sink: impl Sink) -> Target {
         let batch_limit = sink.batch_limit();
+        let writes_regions = (1..=REGION_NESTINGS)
+            .filter(|&nesting| format.writes(&region_probe(nesting)))
+            .fold(0, |bits, nesting| bits | 1 << (nesting - 1));
         Target {
             name,
             format: Box::new(format),
@@ -47,6 +56,7 @@ impl Target {
             dst_debug: false,
             too_many_files: false,
             batch_limit,
+            writes_regions,
         }
     }
 
@@ -81,6 +91,23 @@ impl std::fmt::Debug for Target {
             .field("name", &self.name)
             .field("enabled", &self.is_enabled())
             .finish_non_exhaustive()
+    }
+}
+
+/// The record a target is asked about to learn whether it writes a region that opens
+/// at `nesting` (its fields are formatted only then).
+fn region_probe(nesting: u32) -> Record<'static> {
+    Record {
+        event: Trace2Event::RegionEnter {
+            region: RegionInfo::default(),
+            nesting,
+        },
+        time: Timestamp::default(),
+        sid: "",
+        depth: 0,
+        thread: "",
+        callsite: Callsite::default(),
+        open_regions: nesting.saturating_sub(1),
     }
 }
 
@@ -166,21 +193,16 @@ impl Targets {
     }
 
     /// Whether any target writes a region that opens at `nesting` (a span's fields
-    /// are formatted only then).
+    /// are formatted only then): each enabled target's answer, asked when it was made
+    /// (up to [`REGION_NESTINGS`]; deeper, asked now).
     pub fn any_writes_region(&self, nesting: u32) -> bool {
-        let probe = Record {
-            event: Trace2Event::RegionEnter {
-                region: RegionInfo::default(),
-                nesting,
-            },
-            time: Timestamp::default(),
-            sid: "",
-            depth: 0,
-            thread: "",
-            callsite: Callsite::default(),
-            open_regions: nesting.saturating_sub(1),
-        };
-        self.any_writes(&probe)
+        match nesting.checked_sub(1) {
+            Some(bit) if bit < REGION_NESTINGS => self
+                .list
+                .iter()
+                .any(|target| target.is_enabled() && target.writes_regions & 1 << bit != 0),
+            _ => self.any_writes(&region_probe(nesting)),
+        }
     }
 
     /// Appends the line of every enabled target for `record` (`too_many_files` only for
@@ -208,18 +230,47 @@ impl Targets {
 
     /// [`Self::write`] with the context made only when a write fails (building it for
     /// every line cost more than the rest of the call).
-    #[inline]
+    #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn write_with<'r>(&self, lines: &Lines, context: impl Fn() -> Option<Record<'r>>) {
+        // The usual case: one target, one line.
+        if let [(index, end)] = *lines.ends {
+            let target = &self.list[index];
+            if target.is_enabled()
+                && let Err(err) = target.sink.write_line(&lines.buf[..end])
+            {
+                self.write_failed(index, err, &context);
+            }
+            return;
+        }
+        self.write_each(lines, &context);
+    }
+
+    /// [`Self::write_with`] for several lines (or none), out of line.
+    #[inline(never)]
+    fn write_each<'r>(&self, lines: &Lines, context: &impl Fn() -> Option<Record<'r>>) {
         let mut start = 0;
         for &(index, end) in &lines.ends {
             let target = &self.list[index];
             if target.is_enabled()
                 && let Err(err) = target.sink.write_line(&lines.buf[start..end])
             {
-                self.disable(index, &err, context().as_ref());
+                self.write_failed(index, err, context);
             }
             start = end;
         }
+    }
+
+    /// A failed write of [`Self::write_with`], out of line: the context and the error's
+    /// drop stay off the path of every line that is written.
+    #[cold]
+    #[inline(never)]
+    fn write_failed<'r>(
+        &self,
+        index: usize,
+        err: io::Error,
+        context: &impl Fn() -> Option<Record<'r>>,
+    ) {
+        self.disable(index, &err, context().as_ref());
     }
 
     /// [`format`](Self::format) and [`write`](Self::write) for the worker: a batching
@@ -362,5 +413,59 @@ impl Targets {
             }
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_trace2_dst::NullSink;
+
+    /// Writes regions up to `max` deep, and everything else.
+    struct UpTo(u32);
+
+    impl Format for UpTo {
+        fn format(&self, _record: &Record<'_>, _out: &mut Vec<u8>) {}
+
+        fn writes(&self, record: &Record<'_>) -> bool {
+            record.event.nesting().is_none_or(|n| n <= self.0)
+        }
+    }
+
+    fn targets(list: Vec<Target>) -> Targets {
+        Targets {
+            list,
+            session: Session::global(),
+        }
+    }
+
+    /// The answers asked once when a target is made are those the target gives when
+    /// asked each time, at every nesting, for enabled targets only.
+    #[test]
+    fn region_nestings_are_answered_as_the_formats_answer() {
+        let targets = targets(vec![
+            Target::new("SHALLOW", UpTo(2), NullSink),
+            Target::new("DEEP", UpTo(70), NullSink),
+        ]);
+        let asked = |targets: &Targets, nesting| targets.any_writes(&region_probe(nesting));
+        for nesting in 0..=80 {
+            assert_eq!(
+                targets.any_writes_region(nesting),
+                asked(&targets, nesting),
+                "nesting {nesting}"
+            );
+        }
+        assert!(targets.any_writes_region(64) && targets.any_writes_region(70));
+        assert!(!targets.any_writes_region(71));
+        // The deep target disabled (a failed write): only the shallow one answers.
+        targets.list[1].enabled.store(false, Ordering::Relaxed);
+        for nesting in 0..=80 {
+            assert_eq!(
+                targets.any_writes_region(nesting),
+                asked(&targets, nesting),
+                "nesting {nesting}"
+            );
+        }
+        assert!(targets.any_writes_region(2) && !targets.any_writes_region(3));
     }
 }

@@ -324,6 +324,40 @@ fn a_failing_target_is_disabled_and_reported_to_the_others() {
     assert!(probe.targets()[1].is_enabled());
 }
 
+/// One target alone (its callbacks write one line each, without the loop over several):
+/// its failed write disables it, and it is not written to again.
+#[test]
+fn a_lone_failing_target_is_disabled_and_not_written_again() {
+    struct Counting {
+        calls: Mutex<usize>,
+        failing: Failing,
+    }
+    impl Sink for Counting {
+        fn write_line(&self, line: &[u8]) -> io::Result<()> {
+            *self.calls.lock().unwrap() += 1;
+            self.failing.write_line(line)
+        }
+    }
+    let sink = Arc::new(Counting {
+        calls: Mutex::new(0),
+        failing: Failing { ok: Mutex::new(2) },
+    });
+    let layer = Trace2Layer::builder()
+        .with_target(Target::new("GIT_TRACE2", Describe, sink.clone()).with_dst_debug(true))
+        .build();
+    let probe = layer.clone();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        info!("first");
+        assert!(probe.targets()[0].is_enabled());
+        info!("second");
+        assert!(!probe.targets()[0].is_enabled());
+        info!("third");
+        let _span = tracing::info_span!("region").entered();
+    });
+    // `version`, `first`, then `second`, which fails; nothing after it.
+    assert_eq!(*sink.calls.lock().unwrap(), 3);
+}
+
 #[test]
 fn without_dst_debug_a_failure_is_silent() {
     let good = MemorySink::new();

@@ -9,13 +9,41 @@
 //! layer keeps such a value (a literal, nearly always) by reference ([`as_static`]). The
 //! segments are read once from the program headers (`dl_iterate_phdr`, which reports
 //! the main program first), adjacent ones joined; elsewhere than on Linux the list is
-//! empty and every string is confirmed or copied.
+//! empty and every string is confirmed or copied. The range that holds the literals is
+//! checked first, inline, in two loads and two comparisons (the check runs for every
+//! span's `trace2.*` value and every event's text field); other text is checked against
+//! the second range, then any others, out of line.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// `[start, end)` of each read-only loaded segment of the main program, adjacent ones
-/// joined (usually one or two ranges).
-static READ_ONLY: OnceLock<Vec<(usize, usize)>> = OnceLock::new();
+/// The read-only loaded segments of the main program, `[start, end)`, adjacent ones
+/// joined; read once.
+static READ_ONLY: OnceLock<Segments> = OnceLock::new();
+
+/// The read-only ranges, laid out for the check: the range that holds the program's
+/// string literals first (nearly every text asked about is one), then one other range
+/// (usually the only other: the code), then any further ranges. A range that is not
+/// there is `(usize::MAX, 0)`, which holds nothing.
+#[derive(Debug, PartialEq)]
+struct Segments {
+    literals: (usize, usize),
+    other: (usize, usize),
+    rest: Vec<(usize, usize)>,
+}
+
+/// A range that holds nothing.
+const NONE: (usize, usize) = (usize::MAX, 0);
+
+/// A literal of this crate: the range that holds it holds the program's literals.
+const PROBE: &str = "tracing-trace2: where the literals lie";
+
+/// `[start, end)` of the literals' range (see [`Segments`]) again, for the check inline
+/// without the lock's state: `[usize::MAX, 0]`, which holds nothing, until the segments
+/// are read. The end is stored before the start, and the start read first (release and
+/// acquire), so a start seen set comes with its end; a start not yet set fails the
+/// check whatever the end. Anything else goes to [`Segments::hold`], out of line.
+static LITERALS: [AtomicUsize; 2] = [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)];
 
 /// Whether `len` bytes at `addr` lie in a read-only segment of the program.
 #[inline]
@@ -23,10 +51,54 @@ pub fn is_immutable(addr: usize, len: usize) -> bool {
     let Some(end) = addr.checked_add(len) else {
         return false;
     };
+    (LITERALS[0].load(Ordering::Acquire) <= addr && end <= LITERALS[1].load(Ordering::Relaxed))
+        || is_in_other_segment(addr, end)
+}
+
+/// [`is_immutable`] for text outside the literals' range (or before the segments were
+/// read), out of line.
+#[inline(never)]
+fn is_in_other_segment(addr: usize, end: usize) -> bool {
     READ_ONLY
-        .get_or_init(read_only_segments)
+        .get_or_init(|| {
+            let segments = laid_out(read_only_segments(), PROBE.as_ptr() as usize);
+            let (start, end) = segments.literals;
+            LITERALS[1].store(end, Ordering::Relaxed);
+            LITERALS[0].store(start, Ordering::Release);
+            segments
+        })
+        .hold(addr, end)
+}
+
+impl Segments {
+    /// Whether one of the ranges holds `[addr, end)`: the literals' range, the other,
+    /// then the list (rarely any).
+    #[inline]
+    fn hold(&self, addr: usize, end: usize) -> bool {
+        let holds = |(s, e): (usize, usize)| s <= addr && end <= e;
+        holds(self.literals) || holds(self.other) || self.rest.iter().any(|&r| holds(r))
+    }
+}
+
+/// `ranges` laid out for the check: the one that holds `literal` first, then the
+/// largest of the others.
+fn laid_out(mut ranges: Vec<(usize, usize)>, literal: usize) -> Segments {
+    let literals = match ranges
         .iter()
-        .any(|&(s, e)| s <= addr && end <= e)
+        .position(|&(s, e)| s <= literal && literal < e)
+    {
+        Some(i) => ranges.remove(i),
+        None => NONE,
+    };
+    let other = match (0..ranges.len()).max_by_key(|&i| ranges[i].1 - ranges[i].0) {
+        Some(i) => ranges.remove(i),
+        None => NONE,
+    };
+    Segments {
+        literals,
+        other,
+        rest: ranges,
+    }
 }
 
 /// `text` itself for as long as the process runs, when it lies in a read-only segment
@@ -130,6 +202,79 @@ mod tests {
         assert_eq!(as_static(literal).map(str::as_ptr), Some(literal.as_ptr()));
         let owned = String::from(literal);
         assert_eq!(as_static(&owned), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_literals_range_comes_first_and_holds_the_literals() {
+        let literal = "another string literal";
+        assert!(is_immutable(literal.as_ptr() as usize, literal.len()));
+        let segments = READ_ONLY.get().expect("read at the first check");
+        let range = segments.literals;
+        // The copy checked inline is the same range.
+        assert_eq!(
+            (
+                LITERALS[0].load(Ordering::Acquire),
+                LITERALS[1].load(Ordering::Relaxed)
+            ),
+            range
+        );
+        for text in [literal, PROBE, file!()] {
+            let addr = text.as_ptr() as usize;
+            assert!(
+                range.0 <= addr && addr + text.len() <= range.1,
+                "{segments:x?}"
+            );
+        }
+        // Text across its end is in no range (joined ranges never touch).
+        assert!(!is_immutable(range.1 - 1, 2));
+    }
+
+    #[test]
+    fn ranges_are_laid_out_literals_first_then_the_largest() {
+        let ranges = vec![(0, 10), (20, 30), (40, 100), (200, 205)];
+        assert_eq!(
+            laid_out(ranges.clone(), 25),
+            Segments {
+                literals: (20, 30),
+                other: (40, 100),
+                rest: vec![(0, 10), (200, 205)],
+            }
+        );
+        // No range holds the literal (the program is not the main one): all by size.
+        assert_eq!(
+            laid_out(vec![(0, 10)], 50),
+            Segments {
+                literals: NONE,
+                other: (0, 10),
+                rest: vec![],
+            }
+        );
+        assert_eq!(
+            laid_out(Vec::new(), 5),
+            Segments {
+                literals: NONE,
+                other: NONE,
+                rest: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn every_range_is_checked() {
+        let segments = laid_out(vec![(0, 10), (20, 30), (40, 100), (200, 205)], 25);
+        let holds = |addr: usize, len: usize| segments.hold(addr, addr + len);
+        for (addr, len, held) in [(0, 10, true), (22, 3, true), (50, 50, true), (201, 4, true)]
+            .into_iter()
+            .chain([
+                (9, 2, false),
+                (30, 1, false),
+                (205, 1, false),
+                (150, 1, false),
+            ])
+        {
+            assert_eq!(holds(addr, len), held, "{addr} {len}");
+        }
     }
 
     #[test]
