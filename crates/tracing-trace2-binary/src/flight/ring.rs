@@ -14,11 +14,11 @@
 //! A batch frame's buffer is recycled: an evicted frame that no snapshot copy still
 //! holds is kept aside (a few always, more while frames and spares together stay under
 //! the cap, so that a ring emptied by the minimum age refills without allocating) and
-//! the next frame is copied into it, so a ring that once filled allocates nothing per
-//! batch. With glibc, a fresh 64 KiB buffer per
-//! batch (and the free of an evicted one) made the traced thread merge every small
-//! block the rest of the process had freed since the last such call
-//! (`malloc_consolidate`): the host's allocator housekeeping, paid on the hot path.
+//! the next full batch is copied into it, so a ring that once filled allocates nothing
+//! per batch. With glibc, a fresh 64 KiB buffer per batch (and the free of an evicted
+//! one) made the traced thread merge every small block the rest of the process had
+//! freed since the last such call (`malloc_consolidate`): the host's allocator
+//! housekeeping, paid on the hot path.
 
 use std::io;
 use std::sync::Arc;
@@ -77,36 +77,47 @@ struct RingState {
     spares: Vec<Arc<Vec<u8>>>,
     /// The capacity of those buffers, in bytes.
     spare_bytes: usize,
-    /// The longest batch frame kept so far: the size new buffers are made.
+    /// The longest batch frame kept so far: what a full batch is.
     largest_frame: usize,
 }
 
 impl RingState {
-    /// A batch frame's `bytes` in a recycled buffer if one is free, else in a new one;
-    /// buffers are sized for the largest frame seen, so a longer frame does not make a
-    /// recycled buffer grow.
+    /// A batch frame's `bytes`, in a recycled buffer when the frame is about as long as
+    /// the longest seen (a full batch) and a spare is free, else in a new buffer. Only
+    /// near-full frames are recycled so that a short frame (a flush) never sits in a
+    /// batch-sized buffer: the cap counts frame lengths, and a buffer is at most about
+    /// 4/3 of its frame's.
     fn frame_buffer(&mut self, bytes: &[u8]) -> Arc<Vec<u8>> {
         self.largest_frame = self.largest_frame.max(bytes.len());
+        if !self.is_batch_sized(bytes.len()) {
+            return Arc::new(bytes.to_vec());
+        }
         let spare = self.spares.pop();
         if let Some(spare) = &spare {
             self.spare_bytes -= spare.capacity();
         }
-        refilled(spare, bytes, self.largest_frame)
+        refilled(spare, bytes)
+    }
+
+    /// Whether a buffer of `len` bytes is worth recycling for full batches.
+    fn is_batch_sized(&self, len: usize) -> bool {
+        len >= self.largest_frame - self.largest_frame / 4
     }
 }
 
-/// `bytes` copied into `old`'s buffer when nothing else (a snapshot's copy) holds it,
-/// else into a new buffer of at least `capacity` bytes.
-fn refilled(old: Option<Arc<Vec<u8>>>, bytes: &[u8], capacity: usize) -> Arc<Vec<u8>> {
+/// `bytes` copied into `old`'s buffer when nothing else (a snapshot's copy) holds it
+/// and it has the room, else into a new buffer with room for a slightly longer frame next time (full batches
+/// differ by a record's length).
+fn refilled(old: Option<Arc<Vec<u8>>>, bytes: &[u8]) -> Arc<Vec<u8>> {
     if let Some(mut old) = old
         && let Some(buffer) = Arc::get_mut(&mut old)
+        && buffer.capacity() >= bytes.len()
     {
         buffer.clear();
-        buffer.reserve_exact(capacity);
         buffer.extend_from_slice(bytes);
         return old;
     }
-    let mut buffer = Vec::with_capacity(capacity.max(bytes.len()));
+    let mut buffer = Vec::with_capacity(bytes.len() + bytes.len() / 16);
     buffer.extend_from_slice(bytes);
     Arc::new(buffer)
 }
@@ -201,7 +212,7 @@ impl Ring {
                     return;
                 };
                 let aside = stream_aside(&mut state.streams, header.stream_id);
-                aside.header = Some(refilled(aside.header.take(), bytes, bytes.len()));
+                aside.header = Some(refilled(aside.header.take(), bytes));
             }
             kind::CLOCK => {
                 let Some(id) = stream_id_of(payload) else {
@@ -209,7 +220,7 @@ impl Ring {
                 };
                 let clocks = &mut stream_aside(&mut state.streams, id).clocks;
                 let oldest = (clocks.len() == CLOCKS_KEPT).then(|| clocks.remove(0));
-                clocks.push(refilled(oldest, bytes, bytes.len()));
+                clocks.push(refilled(oldest, bytes));
             }
             kind::BATCH | kind::XBATCH => {
                 let Some(batch) = BatchHeader::parse(payload) else {
@@ -249,9 +260,9 @@ impl Ring {
                 && Arc::get_mut(&mut evicted.bytes).is_some()
             {
                 let capacity = evicted.bytes.capacity();
-                if state.spares.len() < SPARES_KEPT
-                    || state.bytes + state.spare_bytes + capacity <= self.max_bytes
-                {
+                let room = state.spares.len() < SPARES_KEPT
+                    || state.bytes + state.spare_bytes + capacity <= self.max_bytes;
+                if room && state.is_batch_sized(evicted.bytes.len()) {
                     state.spare_bytes += capacity;
                     state.spares.push(evicted.bytes);
                 }
@@ -411,6 +422,26 @@ mod tests {
             new.frames[4].bytes.as_slice(),
             batch(7, 1, 10, 188).as_slice()
         );
+    }
+
+    #[test]
+    fn a_short_frame_never_sits_in_a_batch_sized_buffer() {
+        let ring = Arc::new(Ring::new(4000, u64::MAX));
+        let sink = RingSink(Arc::clone(&ring));
+        // Full batches first, so that spares of their size wait; then flushes.
+        for seq in 1..=20 {
+            sink.write_line(&batch(7, 1, seq, 788)).unwrap();
+        }
+        for seq in 21..=80 {
+            let len = if seq % 3 == 0 { 788 } else { 40 };
+            sink.write_line(&batch(7, 1, seq, len)).unwrap();
+        }
+        let copy = ring.copy(0);
+        assert!(copy.frames.iter().any(|f| f.bytes.len() < 100));
+        for frame in &copy.frames {
+            let (len, capacity) = (frame.bytes.len(), frame.bytes.capacity());
+            assert!(capacity <= len + len / 3, "{len} bytes in {capacity}");
+        }
     }
 
     #[test]
