@@ -169,3 +169,40 @@ fn through_the_layer_nothing_is_allocated_either() {
     assert_eq!(n, 0, "allocations for 80 000 records");
     assert!(writer.stats().frames > 50);
 }
+
+/// The flight recorder's ring, once full, recycles the buffers of the batches it evicts:
+/// no allocation per batch either. (A fresh batch-sized buffer per batch made the
+/// traced thread pay, under glibc, for merging every small block the rest of the
+/// process had freed: `malloc_consolidate`, see docs/performance.md.)
+#[test]
+fn a_full_flight_ring_allocates_nothing_per_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = tracing_trace2_binary::FlightRecorder::builder(dir.path())
+        .with_max_bytes(32 << 10)
+        .with_signal(false)
+        .with_writer(
+            BinaryWriter::builder()
+                .with_batch_size(MIN_BATCH_SIZE)
+                .with_exit_handler(false),
+        )
+        .build()
+        .unwrap();
+    let writer = recorder.writer();
+    let mut text = Vec::with_capacity(32);
+    // Fill the ring well past its cap, so that every new batch evicts an old one.
+    for i in 0..20_000 {
+        records(writer, i, &mut text);
+    }
+    let evicted_before = recorder.stats().evicted_batches;
+    let n = allocations(|| {
+        for i in 0..20_000 {
+            records(writer, i, &mut text);
+        }
+    });
+    assert!(
+        recorder.stats().evicted_batches - evicted_before > 50,
+        "{:?}",
+        recorder.stats()
+    );
+    assert_eq!(n, 0, "allocations for 80 000 records into a full ring");
+}

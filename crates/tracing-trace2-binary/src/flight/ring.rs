@@ -10,6 +10,15 @@
 //! old window still says which process it is. END frames are dropped: a snapshot writes
 //! its own. The lock is held for a copy of one frame at most; after a `fork` the child
 //! starts with an empty ring.
+//!
+//! A batch frame's buffer is recycled: an evicted frame that no snapshot copy still
+//! holds is kept aside (a few always, more while frames and spares together stay under
+//! the cap, so that a ring emptied by the minimum age refills without allocating) and
+//! the next full batch is copied into it, so a ring that once filled allocates nothing
+//! per batch. With glibc, a fresh 64 KiB buffer per batch (and the free of an evicted
+//! one) made the traced thread merge every small block the rest of the process had
+//! freed since the last such call (`malloc_consolidate`): the host's allocator
+//! housekeeping, paid on the hot path.
 
 use std::io;
 use std::sync::Arc;
@@ -26,12 +35,15 @@ use crate::writer::fork_generation;
 const STREAMS_KEPT: usize = 4;
 /// How many CLOCK frames a stream keeps (the newest ones).
 const CLOCKS_KEPT: usize = 8;
+/// How many evicted batch buffers always wait for reuse, whatever the cap (frames vary
+/// a little in length, and a write may evict two small frames for one large one).
+const SPARES_KEPT: usize = 2;
 
 /// One batch frame in the ring.
 #[derive(Clone, Debug)]
 pub(crate) struct RingFrame {
-    /// The whole frame as the writer made it.
-    pub bytes: Arc<[u8]>,
+    /// The whole frame as the writer made it (its buffer is reused once evicted).
+    pub bytes: Arc<Vec<u8>>,
     pub stream_id: u64,
     pub thread_index: u64,
     /// When the ring received it (µs since the process start).
@@ -43,8 +55,8 @@ pub(crate) struct RingFrame {
 pub(crate) struct StreamAside {
     pub stream_id: u64,
     /// The newest copy of the STREAM frame.
-    pub header: Option<Arc<[u8]>>,
-    pub clocks: Vec<Arc<[u8]>>,
+    pub header: Option<Arc<Vec<u8>>>,
+    pub clocks: Vec<Arc<Vec<u8>>>,
     /// The first batch of thread 0 (`version`, `start`).
     pub first_batch: Option<RingFrame>,
 }
@@ -61,6 +73,53 @@ struct RingState {
     frames: std::collections::VecDeque<RingFrame>,
     bytes: usize,
     streams: Vec<StreamAside>,
+    /// Buffers of evicted frames that nothing else held, for the next frames.
+    spares: Vec<Arc<Vec<u8>>>,
+    /// The capacity of those buffers, in bytes.
+    spare_bytes: usize,
+    /// The longest batch frame kept so far: what a full batch is.
+    largest_frame: usize,
+}
+
+impl RingState {
+    /// A batch frame's `bytes`, in a recycled buffer when the frame is about as long as
+    /// the longest seen (a full batch) and a spare is free, else in a new buffer. Only
+    /// near-full frames are recycled so that a short frame (a flush) never sits in a
+    /// batch-sized buffer: the cap counts frame lengths, and a buffer is at most about
+    /// 4/3 of its frame's.
+    fn frame_buffer(&mut self, bytes: &[u8]) -> Arc<Vec<u8>> {
+        self.largest_frame = self.largest_frame.max(bytes.len());
+        if !self.is_batch_sized(bytes.len()) {
+            return Arc::new(bytes.to_vec());
+        }
+        let spare = self.spares.pop();
+        if let Some(spare) = &spare {
+            self.spare_bytes -= spare.capacity();
+        }
+        refilled(spare, bytes)
+    }
+
+    /// Whether a buffer of `len` bytes is worth recycling for full batches.
+    fn is_batch_sized(&self, len: usize) -> bool {
+        len >= self.largest_frame - self.largest_frame / 4
+    }
+}
+
+/// `bytes` copied into `old`'s buffer when nothing else (a snapshot's copy) holds it
+/// and it has the room, else into a new buffer with room for a slightly longer frame next time (full batches
+/// differ by a record's length).
+fn refilled(old: Option<Arc<Vec<u8>>>, bytes: &[u8]) -> Arc<Vec<u8>> {
+    if let Some(mut old) = old
+        && let Some(buffer) = Arc::get_mut(&mut old)
+        && buffer.capacity() >= bytes.len()
+    {
+        buffer.clear();
+        buffer.extend_from_slice(bytes);
+        return old;
+    }
+    let mut buffer = Vec::with_capacity(bytes.len() + bytes.len() / 16);
+    buffer.extend_from_slice(bytes);
+    Arc::new(buffer)
 }
 
 /// The bounded ring; the [`Sink`] of the recorder's writer.
@@ -138,27 +197,37 @@ impl Ring {
         let mut state = self.locked();
         match kind {
             kind::STREAM => {
+                // The writer repeats its STREAM frame unchanged; a copy already kept needs
+                // neither the parse (which allocates its strings) nor a new buffer. The
+                // stream id follows the two version bytes.
+                let id = payload.get(2..).and_then(stream_id_of);
+                let kept = |s: &StreamAside| {
+                    Some(s.stream_id) == id
+                        && s.header.as_deref().is_some_and(|h| h.as_slice() == bytes)
+                };
+                if state.streams.iter().any(kept) {
+                    return;
+                }
                 let Some(header) = crate::header::StreamHeader::parse(payload) else {
                     return;
                 };
-                stream_aside(&mut state.streams, header.stream_id).header = Some(bytes.into());
+                let aside = stream_aside(&mut state.streams, header.stream_id);
+                aside.header = Some(refilled(aside.header.take(), bytes));
             }
             kind::CLOCK => {
                 let Some(id) = stream_id_of(payload) else {
                     return;
                 };
                 let clocks = &mut stream_aside(&mut state.streams, id).clocks;
-                if clocks.len() == CLOCKS_KEPT {
-                    clocks.remove(0);
-                }
-                clocks.push(bytes.into());
+                let oldest = (clocks.len() == CLOCKS_KEPT).then(|| clocks.remove(0));
+                clocks.push(refilled(oldest, bytes));
             }
             kind::BATCH | kind::XBATCH => {
                 let Some(batch) = BatchHeader::parse(payload) else {
                     return;
                 };
                 let ring_frame = RingFrame {
-                    bytes: bytes.into(),
+                    bytes: state.frame_buffer(bytes),
                     stream_id: batch.stream_id,
                     thread_index: batch.thread_index,
                     written_us: now_us,
@@ -187,7 +256,17 @@ impl Ring {
                 break;
             }
             state.bytes -= front.bytes.len();
-            state.frames.pop_front();
+            if let Some(mut evicted) = state.frames.pop_front()
+                && Arc::get_mut(&mut evicted.bytes).is_some()
+            {
+                let capacity = evicted.bytes.capacity();
+                let room = state.spares.len() < SPARES_KEPT
+                    || state.bytes + state.spare_bytes + capacity <= self.max_bytes;
+                if room && state.is_batch_sized(evicted.bytes.len()) {
+                    state.spare_bytes += capacity;
+                    state.spares.push(evicted.bytes);
+                }
+            }
             self.evicted.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -253,6 +332,116 @@ mod tests {
         assert_eq!(ring.evicted.load(Ordering::Relaxed), 15);
         assert!(copy.streams[0].first_batch.is_some());
         assert!(ring.peak_bytes.load(Ordering::Relaxed) <= 1000 + 200);
+    }
+
+    #[test]
+    fn evicted_buffers_are_reused_but_never_one_a_copy_still_holds() {
+        let ring = Arc::new(Ring::new(1000, u64::MAX));
+        let sink = RingSink(Arc::clone(&ring));
+        // 200-byte frames whose payload is filled with their sequence number.
+        let marked = |seq: u64| {
+            let mut out = Vec::new();
+            let start = frame::begin(&mut out, kind::BATCH);
+            out.extend_from_slice(&7u64.to_le_bytes());
+            out.extend_from_slice(&[1, seq as u8, 0, 1, 0]);
+            out.resize(start + frame::HEADER_LEN + 188, seq as u8);
+            frame::seal(&mut out, start);
+            out
+        };
+        for seq in 0..10 {
+            sink.write_line(&marked(seq)).unwrap();
+        }
+        let held = ring.copy(0);
+        let held_bytes: Vec<Vec<u8>> = held.frames.iter().map(|f| f.bytes.to_vec()).collect();
+        let held_at: Vec<*const u8> = held.frames.iter().map(|f| f.bytes.as_ptr()).collect();
+        for seq in 10..40 {
+            sink.write_line(&marked(seq)).unwrap();
+        }
+        // The copy's frames were evicted meanwhile but are intact, and none of their
+        // buffers took a newer frame.
+        let after: Vec<Vec<u8>> = held.frames.iter().map(|f| f.bytes.to_vec()).collect();
+        assert_eq!(after, held_bytes);
+        let now = ring.copy(0);
+        assert!(
+            now.frames
+                .iter()
+                .all(|f| !held_at.contains(&f.bytes.as_ptr()))
+        );
+        assert_eq!(
+            now.frames.last().unwrap().bytes.as_slice(),
+            marked(39).as_slice()
+        );
+        // Once the copy is gone, evicted buffers are recycled: some of the next frames
+        // land in buffers that held this ring's earlier frames.
+        drop((held, now));
+        let before: Vec<*const u8> = ring
+            .copy(0)
+            .frames
+            .iter()
+            .map(|f| f.bytes.as_ptr())
+            .collect();
+        for seq in 40..50 {
+            sink.write_line(&marked(seq)).unwrap();
+        }
+        let reused = ring.copy(0);
+        assert!(
+            reused
+                .frames
+                .iter()
+                .any(|f| before.contains(&f.bytes.as_ptr()))
+        );
+        assert_eq!(
+            reused.frames.last().unwrap().bytes.as_slice(),
+            marked(49).as_slice()
+        );
+    }
+
+    #[test]
+    fn a_ring_emptied_by_the_minimum_age_refills_into_its_old_buffers() {
+        let ring = Arc::new(Ring::new(1000, 1_000));
+        let sink = RingSink(Arc::clone(&ring));
+        for seq in 1..=5 {
+            sink.write_line(&batch(7, 1, seq, 188)).unwrap();
+        }
+        let old: Vec<*const u8> = ring
+            .copy(0)
+            .frames
+            .iter()
+            .map(|f| f.bytes.as_ptr())
+            .collect();
+        assert_eq!(old.len(), 5);
+        // Far in the future: every frame is past the minimum age and goes.
+        assert!(ring.copy(u64::MAX / 2).frames.is_empty());
+        for seq in 6..=10 {
+            sink.write_line(&batch(7, 1, seq, 188)).unwrap();
+        }
+        let new = ring.copy(0);
+        assert_eq!(new.frames.len(), 5);
+        assert!(new.frames.iter().all(|f| old.contains(&f.bytes.as_ptr())));
+        assert_eq!(
+            new.frames[4].bytes.as_slice(),
+            batch(7, 1, 10, 188).as_slice()
+        );
+    }
+
+    #[test]
+    fn a_short_frame_never_sits_in_a_batch_sized_buffer() {
+        let ring = Arc::new(Ring::new(4000, u64::MAX));
+        let sink = RingSink(Arc::clone(&ring));
+        // Full batches first, so that spares of their size wait; then flushes.
+        for seq in 1..=20 {
+            sink.write_line(&batch(7, 1, seq, 788)).unwrap();
+        }
+        for seq in 21..=80 {
+            let len = if seq % 3 == 0 { 788 } else { 40 };
+            sink.write_line(&batch(7, 1, seq, len)).unwrap();
+        }
+        let copy = ring.copy(0);
+        assert!(copy.frames.iter().any(|f| f.bytes.len() < 100));
+        for frame in &copy.frames {
+            let (len, capacity) = (frame.bytes.len(), frame.bytes.capacity());
+            assert!(capacity <= len + len / 3, "{len} bytes in {capacity}");
+        }
     }
 
     #[test]
