@@ -15,12 +15,14 @@
 //! A regular file also takes batches of whole lines ([`Sink::write_lines`], at most
 //! [`FILE_BATCH_LIMIT`] bytes per `write`, for background writers): with `O_APPEND` one
 //! `write` lands whole at the end of the file whatever other processes append, so whole
-//! lines stay whole. A batch goes out one file page at a time (each write ends with the
-//! line that crosses the next page boundary): the kernel gives up a write between pages
-//! when the process is being killed, so a kill can cut only that last line, as it could
-//! cut a single line. A short write (a signal, a full disk) is followed by a write of the
-//! rest: a line is never dropped, though one cut by the kernel arrives in two parts. Under
-//! a file size limit a batch writes the lines that fit, then fails with `EFBIG`.
+//! lines stay whole. A kill can cut a batch's `write` (the kernel gives up a buffered
+//! write between two pages when the process is being killed), and then only where it
+//! stops: the lines before that point land whole, the line across it is cut, the rest
+//! of the batch is never written — at most one cut line, at the end of what the process
+//! wrote, as a kill can cut a single line. A short write (a signal, a full disk) is
+//! followed by a write of the rest: a line is never dropped, though one cut by the kernel
+//! arrives in two parts. Under a file size limit a batch writes the lines that fit, then
+//! fails with `EFBIG`.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -175,28 +177,6 @@ fn write_all_with(
     Ok(())
 }
 
-/// The size of the pages the kernel copies a buffered write in. Between two pages it
-/// gives up a write when the process is being killed (SIGKILL, or a fatal signal
-/// nobody handles), leaving whatever it copied: a write that spans many pages can end
-/// anywhere inside them.
-const PAGE_SIZE: u64 = 4096;
-
-/// The first write of a batch of whole `lines` that starts at file offset `end`: the
-/// lines up to the next page boundary, and the line that crosses it. A kill can then cut
-/// a write only inside its last line, the one line a single-line write would also lose
-/// to a kill at that moment (and git's writes too); the lines before it land whole, and
-/// most writes still carry a page of lines.
-fn lines_to_page_end(lines: &[u8], end: u64, page: u64) -> &[u8] {
-    let to_boundary = (page - end % page) as usize;
-    // Ends at the first newline at or past the boundary (a line that ends exactly at
-    // the boundary crosses nothing).
-    let from = to_boundary.saturating_sub(1).min(lines.len());
-    match lines[from..].iter().position(|&b| b == b'\n') {
-        Some(at) => &lines[..from + at + 1],
-        None => lines,
-    }
-}
-
 /// The whole lines at the start of `lines` that fit in `room` bytes.
 fn whole_lines_within(lines: &[u8], room: usize) -> &[u8] {
     let head = &lines[..room.min(lines.len())];
@@ -307,34 +287,21 @@ impl Sink for FdSink {
             }
             return Ok(());
         }
-        let _turn = self
-            .size_limit
-            .map(|_| self.limit_turn.lock().unwrap_or_else(|e| e.into_inner()));
-        let end = file_size(self.fd)?;
-        if let Some(limit) = self.size_limit {
-            let room = limit.saturating_sub(end);
-            if lines.len() as u64 > room {
-                // The lines that fit go in, as they would one by one; the first that
-                // does not fails.
-                self.write_within_pages(whole_lines_within(lines, room as usize), end)?;
-                return Err(io::Error::from_raw_os_error(libc::EFBIG));
-            }
+        let write_all = |lines: &[u8]| write_all_with(lines, |b| write_fd(self.fd, b, self.mode));
+        let Some(limit) = self.size_limit else {
+            // One `write` for the batch (see the module doc on what a kill can cut).
+            return write_all(lines);
+        };
+        // The size check and the write are one turn, as for a single line.
+        let _turn = self.limit_turn.lock().unwrap_or_else(|e| e.into_inner());
+        let room = limit.saturating_sub(file_size(self.fd)?);
+        if lines.len() as u64 > room {
+            // The lines that fit go in, as they would one by one; the first that does
+            // not fails.
+            write_all(whole_lines_within(lines, room as usize))?;
+            return Err(io::Error::from_raw_os_error(libc::EFBIG));
         }
-        self.write_within_pages(lines, end)
-    }
-}
-
-impl FdSink {
-    /// Writes `lines` (whole lines) from file offset `end` on, one page at a time
-    /// (see [`lines_to_page_end`]).
-    fn write_within_pages(&self, mut lines: &[u8], mut end: u64) -> io::Result<()> {
-        while !lines.is_empty() {
-            let chunk = lines_to_page_end(lines, end, PAGE_SIZE);
-            write_all_with(chunk, |bytes| write_fd(self.fd, bytes, self.mode))?;
-            end += chunk.len() as u64;
-            lines = &lines[chunk.len()..];
-        }
-        Ok(())
+        write_all(lines)
     }
 }
 
@@ -567,52 +534,6 @@ mod tests {
         assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
         assert_eq!(out, b"one\n");
         assert_eq!(calls, 2);
-    }
-
-    /// Each write of a batch crosses at most one page boundary, inside its last line;
-    /// together the writes are the batch, in order.
-    #[test]
-    fn batch_writes_end_with_the_line_that_crosses_a_page() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
-        for _ in 0..200 {
-            let page = [16, 64, 4096][next(3) as usize];
-            let mut lines = Vec::new();
-            while lines.len() < 3 * page as usize {
-                lines.extend(std::iter::repeat_n(b'x', next(page + 40) as usize));
-                lines.push(b'\n');
-            }
-            let start = next(10_000);
-            let (mut rest, mut end, mut joined) = (&lines[..], start, Vec::new());
-            while !rest.is_empty() {
-                let chunk = lines_to_page_end(rest, end, page);
-                assert!(!chunk.is_empty() && chunk.ends_with(b"\n"));
-                let first_boundary = (end / page + 1) * page;
-                let chunk_end = end + chunk.len() as u64;
-                // Every line but the last ends before the first boundary.
-                let last_start = chunk[..chunk.len() - 1]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |i| i + 1) as u64;
-                assert!(end + last_start <= first_boundary, "{page} {end} {chunk:?}");
-                // It stops at the first line that reaches the boundary, or at the end.
-                assert!(chunk_end >= first_boundary || chunk.len() == rest.len());
-                joined.extend_from_slice(chunk);
-                end = chunk_end;
-                rest = &rest[chunk.len()..];
-            }
-            assert_eq!(joined, lines);
-        }
-        // A line ending right at the boundary ends the write; one line per write when
-        // every line crosses.
-        assert_eq!(lines_to_page_end(b"abc\ndef\n", 0, 4), b"abc\n");
-        assert_eq!(lines_to_page_end(b"abc\ndef\n", 1, 4), b"abc\n");
-        assert_eq!(lines_to_page_end(b"ab\ncd\nef\n", 0, 16), b"ab\ncd\nef\n");
     }
 
     #[test]
