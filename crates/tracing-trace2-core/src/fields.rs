@@ -7,6 +7,7 @@
 //! User event fields are written into buffers that live for the whole thread and are
 //! cleared, not freed, between events, so a steady stream of events allocates nothing.
 
+use crate::text_slot::TextSlot;
 use std::fmt::{self, Write};
 
 use tracing_core::field::{Field, Visit};
@@ -23,48 +24,6 @@ pub const VALUE_FIELD: &str = "value";
 pub const JSON_FIELD: &str = "json";
 /// The field `tracing` uses for an event's message.
 pub const MESSAGE_FIELD: &str = "message";
-
-/// A text slot that remembers whether it was set.
-#[derive(Debug, Default)]
-pub(crate) struct FieldText {
-    text: String,
-    /// The value when it is a literal (then `text` is not used): kept by reference, it
-    /// costs no copy, and the formatters can tell it by its address.
-    fixed: Option<&'static str>,
-    set: bool,
-}
-
-impl FieldText {
-    fn start(&mut self) -> &mut String {
-        self.set = true;
-        self.fixed = None;
-        self.text.clear();
-        &mut self.text
-    }
-
-    /// Gives the field `value`: by reference when it is a literal, else copied.
-    fn set_str(&mut self, value: &str) {
-        match tracing_trace2_dst::statics::as_static(value) {
-            Some(fixed) => {
-                self.set = true;
-                self.fixed = Some(fixed);
-            }
-            None => self.start().push_str(value),
-        }
-    }
-
-    fn clear(&mut self) {
-        self.set = false;
-        self.fixed = None;
-    }
-
-    pub fn get(&self) -> Option<&str> {
-        match self.fixed {
-            Some(fixed) => Some(fixed),
-            None => self.set.then_some(self.text.as_str()),
-        }
-    }
-}
 
 /// What a field of a user event is for, by its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,11 +101,11 @@ impl RoleCache {
 /// The fields of one user event.
 #[derive(Debug, Default)]
 pub(crate) struct EventFields {
-    pub message: FieldText,
-    pub category: FieldText,
-    pub key: FieldText,
-    pub value: FieldText,
-    pub json: FieldText,
+    pub message: TextSlot,
+    pub category: TextSlot,
+    pub key: TextSlot,
+    pub value: TextSlot,
+    pub json: TextSlot,
     pub repo: Option<i64>,
     data: Vec<(&'static str, String)>,
     data_len: usize,
@@ -155,11 +114,11 @@ pub(crate) struct EventFields {
 
 impl EventFields {
     pub fn clear(&mut self) {
-        self.message.clear();
-        self.category.clear();
-        self.key.clear();
-        self.value.clear();
-        self.json.clear();
+        self.message.forget();
+        self.category.forget();
+        self.key.forget();
+        self.value.forget();
+        self.json.forget();
         self.repo = None;
         self.data_len = 0;
     }

@@ -62,6 +62,7 @@ pub mod redact;
 mod region;
 pub mod session;
 mod targets;
+mod text_slot;
 mod thread;
 mod timer_table;
 pub mod timers;

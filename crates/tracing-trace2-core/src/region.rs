@@ -15,6 +15,7 @@
 //! opens a Trace2 region with these inputs on the current thread, and leaving it closes
 //! the region.
 
+use crate::text_slot::TextSlot;
 use std::cell::RefCell;
 use std::fmt::{self, Write};
 
@@ -82,64 +83,6 @@ pub fn default_category(target: &'static str) -> &'static str {
 const POOL_SIZE: usize = 64;
 /// A state whose strings grew beyond this many bytes is freed rather than pooled.
 const POOL_MAX_BYTES: usize = 4096;
-
-/// A text field that remembers whether it was given. Cleared, never freed, so that a
-/// recycled state reuses its capacity. A value in a read-only segment of the program
-/// (a literal, as `trace2.*` values nearly always are) is kept by reference instead of
-/// copied; the binary target then finds it by address without comparing its bytes.
-#[derive(Clone, Debug, Default)]
-struct Text {
-    text: String,
-    /// The value when it is a literal (then `text` is not used).
-    fixed: Option<&'static str>,
-    set: bool,
-}
-
-impl Text {
-    fn get(&self) -> Option<&str> {
-        match self.fixed {
-            Some(fixed) => Some(fixed),
-            None => self.set.then_some(self.text.as_str()),
-        }
-    }
-
-    /// Marks the field given and returns its emptied buffer.
-    fn start(&mut self) -> &mut String {
-        self.set = true;
-        self.fixed = None;
-        self.text.clear();
-        &mut self.text
-    }
-
-    /// Gives the field `value`: by reference when it is a literal, else copied.
-    fn set_str(&mut self, value: &str) {
-        match tracing_trace2_dst::statics::as_static(value) {
-            Some(fixed) => {
-                self.set = true;
-                self.fixed = Some(fixed);
-            }
-            None => self.start().push_str(value),
-        }
-    }
-
-    fn copy_from(&mut self, other: &Text) {
-        if other.set {
-            match other.fixed {
-                Some(fixed) => {
-                    self.set = true;
-                    self.fixed = Some(fixed);
-                }
-                None => self.start().push_str(&other.text),
-            }
-        }
-    }
-
-    fn reset(&mut self) {
-        self.set = false;
-        self.fixed = None;
-        self.text.clear();
-    }
-}
 
 /// What a span contributes to its Trace2 region.
 #[derive(Clone, Debug, Default)]
@@ -217,7 +160,7 @@ impl RegionState {
             }
         }
         if values.starts.is_empty() && !values.others.is_empty() {
-            // Text without field boundaries (built by hand): appended as it is.
+            // TextSlot without field boundaries (built by hand): appended as it is.
             if !self.fields.others.is_empty() {
                 self.fields.others.push(' ');
             }
@@ -386,9 +329,9 @@ thread_local! {
 /// `Debug` impl may itself use `tracing`, so no lock may be held while it runs).
 #[derive(Clone, Debug, Default)]
 pub struct RegionFields {
-    category: Text,
-    label: Text,
-    msg: Text,
+    category: TextSlot,
+    label: TextSlot,
+    msg: TextSlot,
     repo: Option<i64>,
     others: String,
     /// Each field in `others`: its name and where that name starts.
@@ -466,9 +409,9 @@ impl RegionFields {
     }
 
     fn capacity(&self) -> usize {
-        self.category.text.capacity()
-            + self.label.text.capacity()
-            + self.msg.text.capacity()
+        self.category.capacity()
+            + self.label.capacity()
+            + self.msg.capacity()
             + self.others.capacity()
     }
 }
@@ -603,12 +546,11 @@ impl Visit for RegionFields {
 mod tests {
     use super::*;
 
-    fn text(value: &str) -> Text {
-        Text {
-            text: value.to_owned(),
-            fixed: None,
-            set: true,
-        }
+    /// A slot holding a copy of `value` (never by reference, even for a literal).
+    fn text(value: &str) -> TextSlot {
+        let mut slot = TextSlot::default();
+        slot.start().push_str(value);
+        slot
     }
 
     #[test]

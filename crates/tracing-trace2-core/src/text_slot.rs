@@ -1,0 +1,73 @@
+//! [`TextSlot`]: a field's text as the layer keeps it between visiting and formatting,
+//! by reference when it is a literal, else in a buffer reused from one value to the next.
+//! Shared by a span's region fields and a user event's fields.
+
+/// A text field that remembers whether it was given. Cleared, never freed, so that a
+/// recycled state reuses its capacity. A value in a read-only segment of the program
+/// (a literal, as `trace2.*` values nearly always are) is kept by reference instead of
+/// copied; the binary target then finds it by address without comparing its bytes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TextSlot {
+    text: String,
+    /// The value when it is a literal (then `text` is not used).
+    fixed: Option<&'static str>,
+    set: bool,
+}
+
+impl TextSlot {
+    pub(crate) fn get(&self) -> Option<&str> {
+        match self.fixed {
+            Some(fixed) => Some(fixed),
+            None => self.set.then_some(self.text.as_str()),
+        }
+    }
+
+    /// Marks the field given and returns its emptied buffer.
+    pub(crate) fn start(&mut self) -> &mut String {
+        self.set = true;
+        self.fixed = None;
+        self.text.clear();
+        &mut self.text
+    }
+
+    /// Gives the field `value`: by reference when it is a literal, else copied.
+    pub(crate) fn set_str(&mut self, value: &str) {
+        match tracing_trace2_dst::statics::as_static(value) {
+            Some(fixed) => {
+                self.set = true;
+                self.fixed = Some(fixed);
+            }
+            None => self.start().push_str(value),
+        }
+    }
+
+    pub(crate) fn copy_from(&mut self, other: &TextSlot) {
+        if other.set {
+            match other.fixed {
+                Some(fixed) => {
+                    self.set = true;
+                    self.fixed = Some(fixed);
+                }
+                None => self.start().push_str(&other.text),
+            }
+        }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.set = false;
+        self.fixed = None;
+        self.text.clear();
+    }
+
+    /// The room of the buffer (what a recycled state keeps).
+    pub(crate) fn capacity(&self) -> usize {
+        self.text.capacity()
+    }
+
+    /// Forgets the value but keeps the buffer's text (cheaper than [`Self::reset`] where
+    /// the next [`Self::start`] clears it anyway).
+    pub(crate) fn forget(&mut self) {
+        self.set = false;
+        self.fixed = None;
+    }
+}
