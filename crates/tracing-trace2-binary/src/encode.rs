@@ -795,9 +795,13 @@ mod tests {
     use super::*;
     use crate::record::{Callsite, RegionInfo, Timestamp};
 
-    const ANCHOR: i64 = 1_700_000_000_000_000;
+    /// The session's start in the tests' records (µs since the epoch).
+    pub(super) const ANCHOR: i64 = 1_700_000_000_000_000;
 
-    fn record(event: Trace2Event<'_>, t: u64) -> Record<'_> {
+    /// A record of `event` at `t` µs after [`ANCHOR`], with `open_regions` and a call
+    /// site at `line` of `src/lib.rs` (none for line 0); shared with the steady path's
+    /// tests.
+    pub(super) fn at(event: Trace2Event<'_>, t: u64, open_regions: u32, line: u32) -> Record<'_> {
         Record {
             event,
             time: Timestamp {
@@ -808,11 +812,15 @@ mod tests {
             depth: 0,
             thread: "main",
             callsite: Callsite {
-                file: Some("src/lib.rs"),
-                line: 10,
+                file: (line != 0).then_some("src/lib.rs"),
+                line,
             },
-            open_regions: 0,
+            open_regions,
         }
+    }
+
+    fn record(event: Trace2Event<'_>, t: u64) -> Record<'_> {
+        at(event, t, 0, 10)
     }
 
     fn enter(t: u64) -> Record<'static> {

@@ -386,27 +386,8 @@ impl BatchEncoder {
 mod tests {
     use super::*;
     use crate::encode::DEFAULT_BATCH_SIZE;
-    use crate::record::{Callsite, RegionInfo, Timestamp};
-
-    const ANCHOR: i64 = 1_700_000_000_000_000;
-
-    fn at(event: Trace2Event<'_>, t: u64, open_regions: u32, line: u32) -> Record<'_> {
-        Record {
-            event,
-            time: Timestamp {
-                wall_us: ANCHOR + t as i64,
-                t_abs_us: t,
-            },
-            sid: "sid",
-            depth: 0,
-            thread: "main",
-            callsite: Callsite {
-                file: (line != 0).then_some("src/lib.rs"),
-                line,
-            },
-            open_regions,
-        }
-    }
+    use crate::encode::tests::{ANCHOR, at};
+    use crate::record::RegionInfo;
 
     /// Records of every hot kind and shape, repeated so that most are steady: regions
     /// with and without strings and a repository, data with packed numbers, text and
