@@ -578,54 +578,42 @@ mod tests {
         assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
     }
 
+    /// A datum `category`/`key` = 1 at `t`, with a call site: the shape the steady path
+    /// remembers by its texts' addresses.
+    fn datum<'a>(category: &'a str, key: &'a str, t: u64) -> Record<'a> {
+        at(
+            Trace2Event::Data {
+                repo: None,
+                category,
+                key,
+                value: "1",
+                nesting: 1,
+                t_rel_us: 0,
+            },
+            t,
+            0,
+            10,
+        )
+    }
+
     #[test]
     fn a_changed_text_at_a_remembered_address_is_not_taken_for_the_old() {
-        fn datum(key: &str, t: u64) -> Record<'_> {
-            at(
-                Trace2Event::Data {
-                    repo: None,
-                    category: "c",
-                    key,
-                    value: "1",
-                    nesting: 1,
-                    t_rel_us: 0,
-                },
-                t,
-                0,
-                10,
-            )
-        }
         let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
         let mut buf = *b"alpha";
         {
             let key = std::str::from_utf8(&buf).unwrap();
-            assert!(enc.try_encode(&datum(key, 1), false));
-            assert!(enc.try_encode_steady(&datum(key, 2)));
-            assert!(enc.try_encode_steady(&datum(key, 3)));
+            assert!(enc.try_encode(&datum("c", key, 1), false));
+            assert!(enc.try_encode_steady(&datum("c", key, 2)));
+            assert!(enc.try_encode_steady(&datum("c", key, 3)));
         }
         // Same address and length, other text.
         buf.copy_from_slice(b"omega");
         let key = std::str::from_utf8(&buf).unwrap();
-        assert!(!enc.try_encode_steady(&datum(key, 4)));
+        assert!(!enc.try_encode_steady(&datum("c", key, 4)));
     }
 
     #[test]
     fn a_datum_whose_copied_category_changed_is_not_taken_for_the_old() {
-        fn datum<'a>(category: &'a str, key: &'a str, t: u64) -> Record<'a> {
-            at(
-                Trace2Event::Data {
-                    repo: None,
-                    category,
-                    key,
-                    value: "1",
-                    nesting: 1,
-                    t_rel_us: 0,
-                },
-                t,
-                0,
-                10,
-            )
-        }
         let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
         let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
         // Both on the stack, as the layer's copies are in its buffer.
