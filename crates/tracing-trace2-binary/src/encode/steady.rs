@@ -17,7 +17,7 @@
 
 use super::BatchEncoder;
 use crate::frame;
-use crate::intern::{Shape, ShapeKey, holds, same_bytes, site_key_parts, text_key};
+use crate::intern::{Shape, ShapeKey, holds, one_byte_refs, same_bytes, site_key_parts, text_key};
 use crate::record::text::copy_short;
 use crate::record::{Record, Trace2Event};
 use crate::spec::{self, kind};
@@ -251,8 +251,8 @@ impl BatchEncoder {
         let [t1, l1] = text_key(texts[1]);
         let [t2, l2] = text_key(texts[2]);
         let key = [file, line, t0, l0, t1, l1, t2, l2];
-        let (callsite, ids) = match self.shapes.find(&key) {
-            Some(shape) if shape.unfixed == 0 => (shape.callsite, shape.ids),
+        let (callsite, ids, one_byte) = match self.shapes.find(&key) {
+            Some(shape) if shape.unfixed == 0 => (shape.callsite, shape.ids, shape.one_byte),
             Some(shape) => {
                 let batch = &self.buf[..self.len];
                 let confirmed = match (KIND, texts) {
@@ -267,10 +267,10 @@ impl BatchEncoder {
                 if !confirmed {
                     return false;
                 }
-                (shape.callsite, shape.ids)
+                (shape.callsite, shape.ids, shape.one_byte)
             }
             None => match self.steady_refs(record, key) {
-                Some(found) => found,
+                Some((callsite, ids)) => (callsite, ids, one_byte_refs(callsite, ids)),
                 None => return false,
             },
         };
@@ -291,13 +291,6 @@ impl BatchEncoder {
             bytes: window,
             at: 0,
         };
-        let mut head = KIND;
-        if callsite != 0 {
-            head |= spec::HAS_CALLSITE;
-        }
-        if repo.is_some() {
-            head |= spec::HAS_REPO;
-        }
         let dt = ticks - self.last_ticks;
         let level = u64::from(nesting);
         let rel = if KIND == kind::REGION_ENTER {
@@ -308,29 +301,31 @@ impl BatchEncoder {
         };
         let region = KIND == kind::REGION_ENTER || KIND == kind::REGION_LEAVE;
         let last_id = if region { ids[2] } else { 0 };
-        if callsite != 0
-            && repo.is_none()
-            && (dt | callsite | level | rel | ids[0] | ids[1] | last_id) < 0x80
-        {
-            // The usual case: a callsite, no repository, every value one byte. The
-            // head, the values and the ids, in their order, in one word.
-            let mut word = u64::from(head) | dt << 8 | callsite << 16 | level << 24;
+        if one_byte != 0 && repo.is_none() && (dt | level | rel) < 0x80 {
+            // The usual case: a callsite, no repository, every value one byte (the ids'
+            // bytes packed with the shape). The head, the values and the ids, in their
+            // order, in one word; a datum's third id byte is 0 and is not counted.
+            let head = u64::from(KIND | spec::HAS_CALLSITE);
+            let mut word = head | dt << 8 | (one_byte & 0xff) << 16 | level << 24;
             let mut n = 4;
             if KIND != kind::REGION_ENTER {
                 word |= rel << 32;
                 n = 5;
             }
-            word |= ids[0] << (8 * n) | ids[1] << (8 * (n + 1));
-            n += 2;
-            if region {
-                word |= last_id << (8 * n);
-                n += 1;
-            }
+            word |= (one_byte >> 8) << (8 * n);
+            n += if region { 3 } else { 2 };
             if let Some(first) = w.bytes.first_chunk_mut::<8>() {
                 *first = word.to_le_bytes();
             }
             w.at = n;
         } else {
+            let mut head = KIND;
+            if callsite != 0 {
+                head |= spec::HAS_CALLSITE;
+            }
+            if repo.is_some() {
+                head |= spec::HAS_REPO;
+            }
             w.byte(head);
             w.u(dt);
             if callsite != 0 {
@@ -576,6 +571,36 @@ mod tests {
             assert!(general.try_encode(&record, false));
         }
         assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
+    }
+
+    #[test]
+    fn ids_past_one_byte_are_written_alike_on_both_paths() {
+        // 300 labels, each defined by the general path and then repeated on the steady
+        // path: their ids cross 0x7f, where the one-word form gives way to varints.
+        let labels: Vec<String> = (0..300).map(|i| format!("label{i}")).collect();
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut steady = 0;
+        for (i, label) in labels.iter().enumerate() {
+            let region = RegionInfo {
+                repo: None,
+                category: Some("index"),
+                label: Some(label),
+                msg: None,
+            };
+            for round in 0..2 {
+                let t = 2 * i as u64 + round;
+                let r = at(Trace2Event::RegionEnter { region, nesting: 1 }, t, 0, 10);
+                if enc.try_encode_steady(&r) {
+                    steady += 1;
+                } else {
+                    assert!(enc.try_encode(&r, false));
+                }
+                assert!(general.try_encode(&r, false));
+            }
+        }
+        assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
+        assert!(steady >= 299, "{steady} steady");
     }
 
     /// A datum `category`/`key` = 1 at `t`, with a call site: the shape the steady path
