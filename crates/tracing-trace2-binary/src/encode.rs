@@ -62,6 +62,10 @@ pub(crate) struct BatchEncoder {
     thread_name: String,
     /// Ticks of the batch's first and last records.
     first_ticks: u64,
+    /// The ticks from which the batch is due to be written (see [`Self::due`]).
+    flush_at: u64,
+    /// The writer's flush interval, in ticks (`u64::MAX`: none).
+    flush_interval: u64,
     last_ticks: u64,
     /// Wall-clock correction in force in the batch (see `control::WALL`).
     wall_offset: i64,
@@ -105,6 +109,8 @@ impl BatchEncoder {
             open_state: 0,
             thread_name: String::with_capacity(32),
             first_ticks: 0,
+            flush_at: u64::MAX,
+            flush_interval: u64::MAX,
             last_ticks: 0,
             wall_offset: 0,
             strings: Strings::new(slots),
@@ -132,12 +138,34 @@ impl BatchEncoder {
         }
     }
 
-    /// [`Self::age`] of a batch known to hold a record (one the steady path just
-    /// wrote): no test of emptiness.
+    /// Sets the interval after which a batch is due to be written ([`Self::due`]).
+    pub fn set_flush_interval(&mut self, ticks: u64) {
+        self.flush_interval = ticks;
+        self.flush_at = Self::flush_at(self.first_ticks, ticks);
+    }
+
+    /// When a batch whose first record is at `first` is due: [`Self::age`] at least
+    /// `interval` from then on (an interval of 0: at once, even for time gone back).
+    /// Past the last tick (an interval that long), at the last tick.
+    fn flush_at(first: u64, interval: u64) -> u64 {
+        if interval == 0 {
+            0
+        } else {
+            first.saturating_add(interval)
+        }
+    }
+
+    /// Whether a batch known to hold a record (one the steady path just wrote) is due
+    /// to be written at `ticks`: its [`Self::age`] is at least the flush interval. One
+    /// comparison with the time worked out at the batch's first record.
     #[inline(always)]
-    pub fn age_of_held(&self, ticks: u64) -> u64 {
+    pub fn due(&self, ticks: u64) -> bool {
         debug_assert!(!self.is_empty());
-        ticks.saturating_sub(self.first_ticks)
+        debug_assert_eq!(
+            ticks >= self.flush_at,
+            self.age(ticks) >= self.flush_interval || ticks == u64::MAX
+        );
+        ticks >= self.flush_at
     }
 
     /// Starts over as another thread of another stream: the batch must be empty.
@@ -358,6 +386,7 @@ impl BatchEncoder {
         self.len = e.pos;
         if first {
             self.first_ticks = ticks;
+            self.flush_at = Self::flush_at(ticks, self.flush_interval);
         }
         self.last_ticks = ticks;
         self.wall_offset = wall_offset;
@@ -883,6 +912,29 @@ mod tests {
         let len = e.pos;
         out.truncate(len);
         out
+    }
+
+    #[test]
+    fn a_batch_is_due_once_its_age_reaches_the_interval() {
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        enc.set_flush_interval(100);
+        assert!(enc.try_encode(&enter(1_000), false));
+        for (t, due) in [(1_000, false), (1_099, false), (1_100, true), (5_000, true)] {
+            assert_eq!(enc.due(t), due, "at {t}");
+            assert_eq!(enc.due(t), enc.age(t) >= 100, "at {t}");
+        }
+        // Time gone back: the age is 0.
+        assert!(!enc.due(10));
+        // The next batch counts from its own first record.
+        enc.seal();
+        enc.next_batch();
+        assert!(enc.try_encode(&enter(3_000), false));
+        assert!(!enc.due(3_050) && enc.due(3_100));
+        // An interval of 0: due at once; an interval past the last tick: never before it.
+        enc.set_flush_interval(0);
+        assert!(enc.due(3_000) && enc.due(10));
+        enc.set_flush_interval(u64::MAX - 10);
+        assert!(!enc.due(u64::MAX - 1));
     }
 
     /// The hot kinds, written by hand, agree with their catalogue rows' layouts: the
