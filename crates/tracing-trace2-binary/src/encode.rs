@@ -69,6 +69,9 @@ pub(crate) struct BatchEncoder {
     last_ticks: u64,
     /// Wall-clock correction in force in the batch (see `control::WALL`).
     wall_offset: i64,
+    /// The anchor plus the correction in force (wrapping): a record needs no new
+    /// correction if its wall clock less its ticks is this.
+    wall_base: i64,
     strings: Strings,
     callsites: Callsites,
     /// The steady path's ids by the addresses of a record's texts.
@@ -113,6 +116,7 @@ impl BatchEncoder {
             flush_interval: u64::MAX,
             last_ticks: 0,
             wall_offset: 0,
+            wall_base: anchor_wall_us,
             strings: Strings::new(slots),
             callsites: Callsites::new(slots / 4),
             shapes: Shapes::new(),
@@ -262,6 +266,7 @@ impl BatchEncoder {
 
     fn start_batch(&mut self) {
         self.wall_offset = 0;
+        self.wall_base = self.anchor_wall_us;
         self.strings.reset();
         self.callsites.reset();
         self.shapes.reset();
@@ -390,6 +395,7 @@ impl BatchEncoder {
         }
         self.last_ticks = ticks;
         self.wall_offset = wall_offset;
+        self.wall_base = self.anchor_wall_us.wrapping_add(wall_offset);
         if !same_thread {
             self.thread_name.clear();
             self.thread_name.push_str(record.thread);

@@ -234,13 +234,9 @@ impl BatchEncoder {
         } = hot;
         // No control record: the predicted open regions, the same wall-clock
         // correction, the same thread.
-        let wall_offset = record
-            .time
-            .wall_us
-            .wrapping_sub(self.anchor_wall_us)
-            .wrapping_sub(ticks as i64);
+        // (The correction is the wall clock less the anchor and the ticks.)
         if record.open_regions != nesting.saturating_sub(1)
-            || wall_offset != self.wall_offset
+            || record.time.wall_us.wrapping_sub(ticks as i64) != self.wall_base
             || !same_bytes(record.thread.as_bytes(), self.thread_name.as_bytes())
         {
             return false;
@@ -569,6 +565,40 @@ mod tests {
             let record = enter(if t % 2 == 0 { first } else { second }, t);
             assert!(enc.try_encode_steady(&record), "record at {t}");
             assert!(general.try_encode(&record, false));
+        }
+        assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
+    }
+
+    #[test]
+    fn a_new_wall_clock_correction_is_refused_then_steady_again() {
+        let region = RegionInfo {
+            repo: None,
+            category: Some("index"),
+            label: Some("read"),
+            msg: None,
+        };
+        // The wall clock steps 5 s ahead of the ticks at 30, and back at 50.
+        let enter = |t: u64, step: i64| {
+            let mut r = at(Trace2Event::RegionEnter { region, nesting: 1 }, t, 0, 10);
+            r.time.wall_us += step;
+            r
+        };
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        for (t, step, steady) in [
+            (10, 0, false),
+            (20, 0, true),
+            (30, 5_000_000, false),
+            (40, 5_000_000, true),
+            (50, 0, false),
+            (60, 0, true),
+        ] {
+            let r = enter(t, step);
+            assert_eq!(enc.try_encode_steady(&r), steady, "at {t}");
+            if !steady {
+                assert!(enc.try_encode(&r, false));
+            }
+            assert!(general.try_encode(&r, false));
         }
         assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
     }
