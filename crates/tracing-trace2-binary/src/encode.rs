@@ -287,7 +287,8 @@ impl BatchEncoder {
     ///
     /// The kind is told apart first, so that a region or datum (a record per region or
     /// datum) is written by straight-line code, and every other kind by its catalogue
-    /// row in a copy of this function of its own, out of line.
+    /// row in a copy of this function of its own, out of line (a `printf`, a line per
+    /// log message, by hand there).
     #[inline(always)]
     fn try_encode(&mut self, record: &Record<'_>, cut: bool) -> bool {
         match record.event {
@@ -309,7 +310,11 @@ impl BatchEncoder {
     #[inline(never)]
     fn try_encode_by_catalogue(&mut self, record: &Record<'_>, cut: bool) -> bool {
         self.try_encode_with(record, cut, |e, record, event_kind, dt, cs, ticks| {
-            e.by_catalogue(&record.event, event_kind, dt, cs, ticks);
+            if let Trace2Event::Printf { msg } = record.event {
+                e.printf(msg, event_kind, dt, cs);
+            } else {
+                e.by_catalogue(&record.event, event_kind, dt, cs, ticks);
+            }
         })
     }
 
@@ -749,6 +754,15 @@ impl Enc<'_> {
         }
     }
 
+    /// A `printf` (a line per log message): its row (no repository, no flags, the
+    /// message as an edit of the batch's last, `d`) written by hand, without the walk
+    /// of [`Self::by_catalogue`].
+    #[inline(always)]
+    fn printf(&mut self, msg: Option<&str>, event_kind: u8, dt: u64, cs: u64) {
+        self.head(event_kind, dt, cs, None);
+        self.delta_text(msg);
+    }
+
     /// An event of a kind that is not hot, as its catalogue row and [`spec::Layout`]
     /// say: the definitions of its `s` strings, its head, then its arguments.
     #[inline(never)]
@@ -990,6 +1004,41 @@ mod tests {
             let by_row = written_by(&r, |e, r, k, t| e.by_catalogue(&r.event, k, 5, 1, t));
             assert_eq!(by_hand, by_row, "{}", r.event.name());
         }
+    }
+
+    /// `printf` by hand writes what its row does, each message an edit of the last.
+    #[test]
+    fn printf_follows_its_layout() {
+        let messages = [
+            None,
+            Some(""),
+            Some("refreshed 1234 index entries"),
+            Some("refreshed 1240 index entries"),
+            None,
+            Some("refreshed 1240 index entries, done"),
+            Some("other"),
+        ];
+        let write = |by_hand: bool| {
+            let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+            for (t, msg) in messages.into_iter().enumerate() {
+                let r = record(Trace2Event::Printf { msg }, t as u64);
+                assert!(enc.try_encode_with(&r, false, |e, r, k, dt, cs, ticks| {
+                    if by_hand {
+                        e.printf(msg, k, dt, cs);
+                    } else {
+                        e.by_catalogue(&r.event, k, dt, cs, ticks);
+                    }
+                }));
+            }
+            enc.buf[..enc.len].to_vec()
+        };
+        assert_eq!(write(true), write(false));
+        // And that is what `try_encode` writes.
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        for (t, msg) in messages.into_iter().enumerate() {
+            assert!(enc.try_encode(&record(Trace2Event::Printf { msg }, t as u64), false));
+        }
+        assert_eq!(enc.buf[..enc.len], write(false));
     }
 
     #[test]
