@@ -11,7 +11,8 @@
 //! two threads at once: add the threads' counts, `--separate-threads=yes`).
 //!
 //! Modes: `records` hands the records of a region around a datum and a message straight
-//! to the writer (the binary crate alone); `binary-<workload>` and `nothing-<workload>`
+//! to the writer (the binary crate alone), 1 µs apart; `records_spaced` the same 1 ms
+//! apart (each record's time delta takes two bytes); `binary-<workload>` and `nothing-<workload>`
 //! run the benches' `regions`, `data` or `mixed` workload through the core layer with
 //! the binary target, or with a target that formats nothing: their difference is the
 //! binary target's share. `event-<workload>` runs them with an Event target writing on
@@ -32,7 +33,7 @@ use tracing::dispatcher::{self, Dispatch};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_trace2_binary::BinaryWriter;
 use tracing_trace2_binary::dest::NullSink;
-use tracing_trace2_core::{Format, Record, Target, Timestamp, Trace2Layer};
+use tracing_trace2_core::{Format, Record, Target, Timestamp, Trace2Event, Trace2Layer};
 
 /// A format that writes nothing: the layer's own cost.
 struct Nothing;
@@ -49,6 +50,31 @@ fn measured_records(writer: &BinaryWriter, records: &[Record<'_>], n: u64) {
             wall_us: 1_700_000_000_000_000 + i as i64,
             t_abs_us: i,
         };
+        writer.record(std::hint::black_box(&r));
+    }
+}
+
+/// [`measured_records`] with the records `SPACING_US` apart, their `t_rel` what the
+/// layer would compute.
+#[inline(never)]
+fn measured_spaced_records(writer: &BinaryWriter, records: &[Record<'_>], n: u64) {
+    const SPACING_US: u64 = 1000;
+    for i in 0..n {
+        let at = (i % records.len() as u64) as usize;
+        let mut r = records[at];
+        let t = i * SPACING_US;
+        r.time = Timestamp {
+            wall_us: 1_700_000_000_000_000 + t as i64,
+            t_abs_us: t,
+        };
+        // The time since the region's enter (the first of the records).
+        let since_enter = at as u64 * SPACING_US;
+        match &mut r.event {
+            Trace2Event::Data { t_rel_us, .. } | Trace2Event::RegionLeave { t_rel_us, .. } => {
+                *t_rel_us = since_enter;
+            }
+            _ => {}
+        }
         writer.record(std::hint::black_box(&r));
     }
 }
@@ -109,11 +135,15 @@ fn main() {
     let writer = BinaryWriter::builder()
         .with_exit_handler(false)
         .build(NullSink);
-    if mode == "records" {
+    if mode == "records" || mode == "records_spaced" {
         let records = sample_records();
         // Warm: the thread's slot and batch exist before the measured part.
         writer.record(&records[2]);
-        measured_records(&writer, &records, n);
+        if mode == "records" {
+            measured_records(&writer, &records, n);
+        } else {
+            measured_spaced_records(&writer, &records, n);
+        }
         println!("{n} records");
         return;
     }

@@ -62,9 +62,16 @@ pub(crate) struct BatchEncoder {
     thread_name: String,
     /// Ticks of the batch's first and last records.
     first_ticks: u64,
+    /// The ticks from which the batch is due to be written (see [`Self::due`]).
+    flush_at: u64,
+    /// The writer's flush interval, in ticks (`u64::MAX`: none).
+    flush_interval: u64,
     last_ticks: u64,
     /// Wall-clock correction in force in the batch (see `control::WALL`).
     wall_offset: i64,
+    /// The anchor plus the correction in force (wrapping): a record needs no new
+    /// correction if its wall clock less its ticks is this.
+    wall_base: i64,
     strings: Strings,
     callsites: Callsites,
     /// The steady path's ids by the addresses of a record's texts.
@@ -105,8 +112,11 @@ impl BatchEncoder {
             open_state: 0,
             thread_name: String::with_capacity(32),
             first_ticks: 0,
+            flush_at: u64::MAX,
+            flush_interval: u64::MAX,
             last_ticks: 0,
             wall_offset: 0,
+            wall_base: anchor_wall_us,
             strings: Strings::new(slots),
             callsites: Callsites::new(slots / 4),
             shapes: Shapes::new(),
@@ -132,12 +142,34 @@ impl BatchEncoder {
         }
     }
 
-    /// [`Self::age`] of a batch known to hold a record (one the steady path just
-    /// wrote): no test of emptiness.
+    /// Sets the interval after which a batch is due to be written ([`Self::due`]).
+    pub fn set_flush_interval(&mut self, ticks: u64) {
+        self.flush_interval = ticks;
+        self.flush_at = Self::flush_at(self.first_ticks, ticks);
+    }
+
+    /// When a batch whose first record is at `first` is due: [`Self::age`] at least
+    /// `interval` from then on (an interval of 0: at once, even for time gone back).
+    /// Past the last tick (an interval that long), at the last tick.
+    fn flush_at(first: u64, interval: u64) -> u64 {
+        if interval == 0 {
+            0
+        } else {
+            first.saturating_add(interval)
+        }
+    }
+
+    /// Whether a batch known to hold a record (one the steady path just wrote) is due
+    /// to be written at `ticks`: its [`Self::age`] is at least the flush interval. One
+    /// comparison with the time worked out at the batch's first record.
     #[inline(always)]
-    pub fn age_of_held(&self, ticks: u64) -> u64 {
+    pub fn due(&self, ticks: u64) -> bool {
         debug_assert!(!self.is_empty());
-        ticks.saturating_sub(self.first_ticks)
+        debug_assert_eq!(
+            ticks >= self.flush_at,
+            self.age(ticks) >= self.flush_interval || ticks == u64::MAX
+        );
+        ticks >= self.flush_at
     }
 
     /// Starts over as another thread of another stream: the batch must be empty.
@@ -234,6 +266,7 @@ impl BatchEncoder {
 
     fn start_batch(&mut self) {
         self.wall_offset = 0;
+        self.wall_base = self.anchor_wall_us;
         self.strings.reset();
         self.callsites.reset();
         self.shapes.reset();
@@ -254,7 +287,8 @@ impl BatchEncoder {
     ///
     /// The kind is told apart first, so that a region or datum (a record per region or
     /// datum) is written by straight-line code, and every other kind by its catalogue
-    /// row in a copy of this function of its own, out of line.
+    /// row in a copy of this function of its own, out of line (a `printf`, a line per
+    /// log message, by hand there).
     #[inline(always)]
     fn try_encode(&mut self, record: &Record<'_>, cut: bool) -> bool {
         match record.event {
@@ -276,7 +310,11 @@ impl BatchEncoder {
     #[inline(never)]
     fn try_encode_by_catalogue(&mut self, record: &Record<'_>, cut: bool) -> bool {
         self.try_encode_with(record, cut, |e, record, event_kind, dt, cs, ticks| {
-            e.by_catalogue(&record.event, event_kind, dt, cs, ticks);
+            if let Trace2Event::Printf { msg } = record.event {
+                e.printf(msg, event_kind, dt, cs);
+            } else {
+                e.by_catalogue(&record.event, event_kind, dt, cs, ticks);
+            }
         })
     }
 
@@ -358,9 +396,11 @@ impl BatchEncoder {
         self.len = e.pos;
         if first {
             self.first_ticks = ticks;
+            self.flush_at = Self::flush_at(ticks, self.flush_interval);
         }
         self.last_ticks = ticks;
         self.wall_offset = wall_offset;
+        self.wall_base = self.anchor_wall_us.wrapping_add(wall_offset);
         if !same_thread {
             self.thread_name.clear();
             self.thread_name.push_str(record.thread);
@@ -714,6 +754,15 @@ impl Enc<'_> {
         }
     }
 
+    /// A `printf` (a line per log message): its row (no repository, no flags, the
+    /// message as an edit of the batch's last, `d`) written by hand, without the walk
+    /// of [`Self::by_catalogue`].
+    #[inline(always)]
+    fn printf(&mut self, msg: Option<&str>, event_kind: u8, dt: u64, cs: u64) {
+        self.head(event_kind, dt, cs, None);
+        self.delta_text(msg);
+    }
+
     /// An event of a kind that is not hot, as its catalogue row and [`spec::Layout`]
     /// say: the definitions of its `s` strings, its head, then its arguments.
     #[inline(never)]
@@ -885,6 +934,29 @@ mod tests {
         out
     }
 
+    #[test]
+    fn a_batch_is_due_once_its_age_reaches_the_interval() {
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        enc.set_flush_interval(100);
+        assert!(enc.try_encode(&enter(1_000), false));
+        for (t, due) in [(1_000, false), (1_099, false), (1_100, true), (5_000, true)] {
+            assert_eq!(enc.due(t), due, "at {t}");
+            assert_eq!(enc.due(t), enc.age(t) >= 100, "at {t}");
+        }
+        // Time gone back: the age is 0.
+        assert!(!enc.due(10));
+        // The next batch counts from its own first record.
+        enc.seal();
+        enc.next_batch();
+        assert!(enc.try_encode(&enter(3_000), false));
+        assert!(!enc.due(3_050) && enc.due(3_100));
+        // An interval of 0: due at once; an interval past the last tick: never before it.
+        enc.set_flush_interval(0);
+        assert!(enc.due(3_000) && enc.due(10));
+        enc.set_flush_interval(u64::MAX - 10);
+        assert!(!enc.due(u64::MAX - 1));
+    }
+
     /// The hot kinds, written by hand, agree with their catalogue rows' layouts: the
     /// generic writer puts down the very same bytes for them.
     #[test]
@@ -932,6 +1004,41 @@ mod tests {
             let by_row = written_by(&r, |e, r, k, t| e.by_catalogue(&r.event, k, 5, 1, t));
             assert_eq!(by_hand, by_row, "{}", r.event.name());
         }
+    }
+
+    /// `printf` by hand writes what its row does, each message an edit of the last.
+    #[test]
+    fn printf_follows_its_layout() {
+        let messages = [
+            None,
+            Some(""),
+            Some("refreshed 1234 index entries"),
+            Some("refreshed 1240 index entries"),
+            None,
+            Some("refreshed 1240 index entries, done"),
+            Some("other"),
+        ];
+        let write = |by_hand: bool| {
+            let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+            for (t, msg) in messages.into_iter().enumerate() {
+                let r = record(Trace2Event::Printf { msg }, t as u64);
+                assert!(enc.try_encode_with(&r, false, |e, r, k, dt, cs, ticks| {
+                    if by_hand {
+                        e.printf(msg, k, dt, cs);
+                    } else {
+                        e.by_catalogue(&r.event, k, dt, cs, ticks);
+                    }
+                }));
+            }
+            enc.buf[..enc.len].to_vec()
+        };
+        assert_eq!(write(true), write(false));
+        // And that is what `try_encode` writes.
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        for (t, msg) in messages.into_iter().enumerate() {
+            assert!(enc.try_encode(&record(Trace2Event::Printf { msg }, t as u64), false));
+        }
+        assert_eq!(enc.buf[..enc.len], write(false));
     }
 
     #[test]

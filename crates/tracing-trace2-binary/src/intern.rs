@@ -527,6 +527,20 @@ pub(crate) struct Shape {
     /// Bit `i` set: part `i` (the file name, then the strings) is not fixed and must be
     /// compared with the batch's copy at every use.
     pub unfixed: u8,
+    /// The callsite's and the strings' ids as one byte each, in their order from the
+    /// low byte (see [`one_byte_refs`]); 0 when one of them takes more than a byte.
+    pub one_byte: u64,
+}
+
+/// The callsite id and string ids as bytes of one word, callsite in the low byte, for
+/// the steady path's one-store record; 0 (never a valid packing: the callsite is not 0)
+/// if there is no callsite or a value takes more than one byte.
+#[inline]
+pub(crate) fn one_byte_refs(callsite: u32, ids: [u32; 3]) -> u64 {
+    if callsite == 0 || (callsite | ids[0] | ids[1] | ids[2]) >= 0x80 {
+        return 0;
+    }
+    u64::from(callsite) | u64::from(ids[0]) << 8 | u64::from(ids[1]) << 16 | u64::from(ids[2]) << 24
 }
 
 /// The ids a steady record's callsite and strings have in the batch, by the addresses
@@ -614,6 +628,7 @@ impl Shapes {
             ids,
             offsets,
             unfixed,
+            one_byte: one_byte_refs(callsite, ids),
         };
     }
 }
@@ -726,6 +741,18 @@ mod tests {
         }
         shapes.reset();
         assert!(shapes.find(&first).is_none() && shapes.find(&second).is_none());
+    }
+
+    #[test]
+    fn one_byte_refs_only_when_every_id_fits_a_byte() {
+        assert_eq!(one_byte_refs(1, [2, 3, 4]), 0x0403_0201);
+        assert_eq!(one_byte_refs(0x7f, [0x7f, 0, 0x7f]), 0x7f00_7f7f);
+        // No callsite, or an id of two bytes.
+        assert_eq!(one_byte_refs(0, [1, 2, 3]), 0);
+        for ids in [[0x80, 0, 0], [0, 0x80, 0], [0, 0, 0x80]] {
+            assert_eq!(one_byte_refs(1, ids), 0);
+        }
+        assert_eq!(one_byte_refs(0x80, [1, 1, 1]), 0);
     }
 
     #[test]

@@ -583,7 +583,7 @@ impl WriterCore {
         // The usual region or datum, which no flush trigger but the batch's age
         // concerns.
         if data.enc.try_encode_steady(record) {
-            if data.enc.age_of_held(record.time.t_abs_us) >= self.flush_interval_ticks {
+            if data.enc.due(record.time.t_abs_us) {
                 self.flush_guard(guard);
             }
             return;
@@ -765,6 +765,7 @@ impl WriterCore {
             flusher_seen: None,
         });
         guard.claim = claim;
+        guard.enc.set_flush_interval(self.flush_interval_ticks);
         guard.sid = (0, 0);
         // What the idle flusher saw was the previous owner's batch.
         guard.flusher_seen = None;

@@ -17,7 +17,7 @@
 
 use super::BatchEncoder;
 use crate::frame;
-use crate::intern::{Shape, ShapeKey, holds, same_bytes, site_key_parts, text_key};
+use crate::intern::{Shape, ShapeKey, holds, one_byte_refs, same_bytes, site_key_parts, text_key};
 use crate::record::text::copy_short;
 use crate::record::{Record, Trace2Event};
 use crate::spec::{self, kind};
@@ -53,6 +53,36 @@ impl Window<'_> {
         }
         self.byte(value as u8);
     }
+}
+
+/// Writes a steady record of kind `KIND` whose `dt` takes two bytes (128 to 16383) and
+/// every other value one (the callsite and ids as [`one_byte_refs`] packs them) into
+/// `window` by one 16-byte store; returns its length.
+#[inline(never)]
+fn two_byte_dt<const KIND: u8>(
+    window: &mut [u8; WINDOW],
+    dt: u64,
+    level: u64,
+    rel: u64,
+    one_byte: u64,
+) -> usize {
+    debug_assert!((0x80..0x4000).contains(&dt) && (level | rel) < 0x80);
+    let head = u128::from(KIND | spec::HAS_CALLSITE);
+    let dt = u128::from(dt & 0x7f | 0x80) | u128::from(dt >> 7) << 8;
+    let one_byte = u128::from(one_byte);
+    let mut word = head | dt << 8 | (one_byte & 0xff) << 24 | u128::from(level) << 32;
+    let mut n = 5;
+    if KIND != kind::REGION_ENTER {
+        word |= u128::from(rel) << 40;
+        n = 6;
+    }
+    word |= (one_byte >> 8) << (8 * n);
+    let region = KIND == kind::REGION_ENTER || KIND == kind::REGION_LEAVE;
+    n += if region { 3 } else { 2 };
+    if let Some(first) = window.first_chunk_mut::<16>() {
+        *first = word.to_le_bytes();
+    }
+    n
 }
 
 /// The strings a steady record refers to: a region's category, label and message, a
@@ -196,6 +226,16 @@ impl BatchEncoder {
                     t_rel: t_rel_us,
                 },
             ),
+            // Out of line: three kinds in the dispatch compare, four would jump
+            // through a table.
+            _ => self.try_encode_steady_json(record),
+        }
+    }
+
+    /// [`Self::try_encode_steady`] of a `data_json` record (`false` for another kind).
+    #[inline(never)]
+    fn try_encode_steady_json(&mut self, record: &Record<'_>) -> bool {
+        match record.event {
             Trace2Event::DataJson {
                 repo,
                 category,
@@ -234,13 +274,9 @@ impl BatchEncoder {
         } = hot;
         // No control record: the predicted open regions, the same wall-clock
         // correction, the same thread.
-        let wall_offset = record
-            .time
-            .wall_us
-            .wrapping_sub(self.anchor_wall_us)
-            .wrapping_sub(ticks as i64);
+        // (The correction is the wall clock less the anchor and the ticks.)
         if record.open_regions != nesting.saturating_sub(1)
-            || wall_offset != self.wall_offset
+            || record.time.wall_us.wrapping_sub(ticks as i64) != self.wall_base
             || !same_bytes(record.thread.as_bytes(), self.thread_name.as_bytes())
         {
             return false;
@@ -251,8 +287,8 @@ impl BatchEncoder {
         let [t1, l1] = text_key(texts[1]);
         let [t2, l2] = text_key(texts[2]);
         let key = [file, line, t0, l0, t1, l1, t2, l2];
-        let (callsite, ids) = match self.shapes.find(&key) {
-            Some(shape) if shape.unfixed == 0 => (shape.callsite, shape.ids),
+        let (callsite, ids, one_byte) = match self.shapes.find(&key) {
+            Some(shape) if shape.unfixed == 0 => (shape.callsite, shape.ids, shape.one_byte),
             Some(shape) => {
                 let batch = &self.buf[..self.len];
                 let confirmed = match (KIND, texts) {
@@ -267,10 +303,10 @@ impl BatchEncoder {
                 if !confirmed {
                     return false;
                 }
-                (shape.callsite, shape.ids)
+                (shape.callsite, shape.ids, shape.one_byte)
             }
             None => match self.steady_refs(record, key) {
-                Some(found) => found,
+                Some((callsite, ids)) => (callsite, ids, one_byte_refs(callsite, ids)),
                 None => return false,
             },
         };
@@ -291,13 +327,6 @@ impl BatchEncoder {
             bytes: window,
             at: 0,
         };
-        let mut head = KIND;
-        if callsite != 0 {
-            head |= spec::HAS_CALLSITE;
-        }
-        if repo.is_some() {
-            head |= spec::HAS_REPO;
-        }
         let dt = ticks - self.last_ticks;
         let level = u64::from(nesting);
         let rel = if KIND == kind::REGION_ENTER {
@@ -308,29 +337,36 @@ impl BatchEncoder {
         };
         let region = KIND == kind::REGION_ENTER || KIND == kind::REGION_LEAVE;
         let last_id = if region { ids[2] } else { 0 };
-        if callsite != 0
-            && repo.is_none()
-            && (dt | callsite | level | rel | ids[0] | ids[1] | last_id) < 0x80
-        {
-            // The usual case: a callsite, no repository, every value one byte. The
-            // head, the values and the ids, in their order, in one word.
-            let mut word = u64::from(head) | dt << 8 | callsite << 16 | level << 24;
+        if one_byte != 0 && repo.is_none() && (dt | level | rel) < 0x80 {
+            // The usual case: a callsite, no repository, every value one byte (the ids'
+            // bytes packed with the shape). The head, the values and the ids, in their
+            // order, in one word; a datum's third id byte is 0 and is not counted.
+            let head = u64::from(KIND | spec::HAS_CALLSITE);
+            let mut word = head | dt << 8 | (one_byte & 0xff) << 16 | level << 24;
             let mut n = 4;
             if KIND != kind::REGION_ENTER {
                 word |= rel << 32;
                 n = 5;
             }
-            word |= ids[0] << (8 * n) | ids[1] << (8 * (n + 1));
-            n += 2;
-            if region {
-                word |= last_id << (8 * n);
-                n += 1;
-            }
+            word |= (one_byte >> 8) << (8 * n);
+            n += if region { 3 } else { 2 };
             if let Some(first) = w.bytes.first_chunk_mut::<8>() {
                 *first = word.to_le_bytes();
             }
             w.at = n;
+        } else if one_byte != 0 && repo.is_none() && (level | rel) < 0x80 && dt < 0x4000 {
+            // The same a record 128 µs to 16 ms after the last (a region's leave after
+            // real work): `dt` in two bytes. Out of line: the usual case's code stays
+            // as small.
+            w.at = two_byte_dt::<KIND>(w.bytes, dt, level, rel, one_byte);
         } else {
+            let mut head = KIND;
+            if callsite != 0 {
+                head |= spec::HAS_CALLSITE;
+            }
+            if repo.is_some() {
+                head |= spec::HAS_REPO;
+            }
             w.byte(head);
             w.u(dt);
             if callsite != 0 {
@@ -576,6 +612,155 @@ mod tests {
             assert!(general.try_encode(&record, false));
         }
         assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
+    }
+
+    #[test]
+    fn a_new_wall_clock_correction_is_refused_then_steady_again() {
+        let region = RegionInfo {
+            repo: None,
+            category: Some("index"),
+            label: Some("read"),
+            msg: None,
+        };
+        // The wall clock steps 5 s ahead of the ticks at 30, and back at 50.
+        let enter = |t: u64, step: i64| {
+            let mut r = at(Trace2Event::RegionEnter { region, nesting: 1 }, t, 0, 10);
+            r.time.wall_us += step;
+            r
+        };
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        for (t, step, steady) in [
+            (10, 0, false),
+            (20, 0, true),
+            (30, 5_000_000, false),
+            (40, 5_000_000, true),
+            (50, 0, false),
+            (60, 0, true),
+        ] {
+            let r = enter(t, step);
+            assert_eq!(enc.try_encode_steady(&r), steady, "at {t}");
+            if !steady {
+                assert!(enc.try_encode(&r, false));
+            }
+            assert!(general.try_encode(&r, false));
+        }
+        assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
+    }
+
+    #[test]
+    fn a_data_json_record_takes_the_steady_path_too() {
+        let json = |t| {
+            at(
+                Trace2Event::DataJson {
+                    repo: None,
+                    category: "c",
+                    key: "k",
+                    json: "{\"a\":1}",
+                    nesting: 1,
+                    t_rel_us: 0,
+                },
+                t,
+                0,
+                10,
+            )
+        };
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        assert!(!enc.try_encode_steady(&json(1)));
+        assert!(enc.try_encode(&json(1), false));
+        assert!(enc.try_encode_steady(&json(2)));
+        for t in [1, 2] {
+            assert!(general.try_encode(&json(t), false));
+        }
+        assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
+    }
+
+    #[test]
+    fn time_deltas_of_one_two_and_three_bytes_are_written_alike_on_both_paths() {
+        let region = RegionInfo {
+            repo: None,
+            category: Some("index"),
+            label: Some("read"),
+            msg: None,
+        };
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut t = 0;
+        let mut steady = 0;
+        for (i, dt) in [0, 1, 0x7f, 0x80, 0x81, 0x3fff, 0x4000, 0x1_0000, 300, 5]
+            .into_iter()
+            .enumerate()
+        {
+            t += dt;
+            // An enter, a datum in it and its leave, each `dt` after the one before.
+            let enter = at(Trace2Event::RegionEnter { region, nesting: 1 }, t, 0, 10);
+            let datum = at(
+                Trace2Event::Data {
+                    repo: None,
+                    category: "index",
+                    key: "entries",
+                    value: "12",
+                    nesting: 2,
+                    t_rel_us: dt,
+                },
+                t + dt,
+                1,
+                11,
+            );
+            let leave = at(
+                Trace2Event::RegionLeave {
+                    region,
+                    nesting: 1,
+                    t_rel_us: 2 * dt,
+                },
+                t + 2 * dt,
+                0,
+                10,
+            );
+            t += 2 * dt;
+            for r in [enter, datum, leave] {
+                if enc.try_encode_steady(&r) {
+                    steady += 1;
+                } else {
+                    assert!(i == 0, "record {i} refused");
+                    assert!(enc.try_encode(&r, false));
+                }
+                assert!(general.try_encode(&r, false));
+                assert_eq!(enc.buf[..enc.len], general.buf[..general.len], "record {i}");
+            }
+        }
+        assert_eq!(steady, 28);
+    }
+
+    #[test]
+    fn ids_past_one_byte_are_written_alike_on_both_paths() {
+        // 300 labels, each defined by the general path and then repeated on the steady
+        // path: their ids cross 0x7f, where the one-word form gives way to varints.
+        let labels: Vec<String> = (0..300).map(|i| format!("label{i}")).collect();
+        let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        let mut steady = 0;
+        for (i, label) in labels.iter().enumerate() {
+            let region = RegionInfo {
+                repo: None,
+                category: Some("index"),
+                label: Some(label),
+                msg: None,
+            };
+            for round in 0..2 {
+                let t = 2 * i as u64 + round;
+                let r = at(Trace2Event::RegionEnter { region, nesting: 1 }, t, 0, 10);
+                if enc.try_encode_steady(&r) {
+                    steady += 1;
+                } else {
+                    assert!(enc.try_encode(&r, false));
+                }
+                assert!(general.try_encode(&r, false));
+            }
+        }
+        assert_eq!(enc.buf[..enc.len], general.buf[..general.len]);
+        assert!(steady >= 299, "{steady} steady");
     }
 
     /// A datum `category`/`key` = 1 at `t`, with a call site: the shape the steady path
