@@ -223,9 +223,13 @@ impl<'a> Appender<'a> {
             return;
         }
         let v = value as usize;
-        let (digits, used) = if v < 10 {
-            ([b'0' + v as u8, 0, 0, 0], 1)
-        } else if v < 100 {
+        if v < 10 {
+            // A nesting level, nearly always: one byte after the prefix, with nothing
+            // to assemble.
+            self.put_all([prefix, &[b'0' + v as u8]]);
+            return;
+        }
+        let (digits, used) = if v < 100 {
             let [a, b] = pair(v);
             ([a, b, 0, 0], 2)
         } else if v < 1000 {
