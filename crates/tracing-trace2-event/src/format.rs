@@ -88,8 +88,12 @@ impl EventFormat {
     /// Writes `{"event":…` up to and including `line`, but not `repo`.
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn push_common(&self, record: &Record<'_>, w: &mut Appender<'_>) {
-        // Event names are fixed ASCII words: nothing to escape.
-        w.put_all([b"{\"event\":\"", record.event.name().as_bytes(), b"\","]);
+        // Event names are fixed ASCII words: nothing to escape. The usual lines' whole
+        // head is one literal, one copy.
+        match hot_event_head(&record.event) {
+            Some(head) => w.put(head),
+            None => w.put_all([b"{\"event\":\"", record.event.name().as_bytes(), b"\","]),
+        }
         // Brief mode still dates the first and the last line of a process, so that a
         // reader can tell when it ran and for how long.
         let keep_time = !self.brief
@@ -105,6 +109,18 @@ impl EventFormat {
             push_file_line(w, file, record.callsite.line);
         }
     }
+}
+
+/// `{"event":"<name>",` for the events that make up nearly every line.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn hot_event_head(event: &Trace2Event<'_>) -> Option<&'static [u8]> {
+    Some(match event {
+        Trace2Event::RegionEnter { .. } => b"{\"event\":\"region_enter\",",
+        Trace2Event::RegionLeave { .. } => b"{\"event\":\"region_leave\",",
+        Trace2Event::Data { .. } => b"{\"event\":\"data\",",
+        Trace2Event::DataJson { .. } => b"{\"event\":\"data_json\",",
+        _ => return None,
+    })
 }
 
 impl Format for EventFormat {
@@ -690,6 +706,44 @@ fn push_timer(w: &mut Appender<'_>, timer: &TimerInfo<'_>) {
 mod sid_thread_tests {
     use super::*;
     use tracing_trace2_record::text::{push_json_str, push_utc_datetime};
+
+    /// The literal heads of the usual lines spell what the general path writes.
+    #[test]
+    fn hot_event_heads_are_the_event_names() {
+        let region = RegionInfo::default();
+        let events = [
+            Trace2Event::RegionEnter { region, nesting: 1 },
+            Trace2Event::RegionLeave {
+                region,
+                nesting: 1,
+                t_rel_us: 0,
+            },
+            Trace2Event::Data {
+                repo: None,
+                category: "c",
+                key: "k",
+                value: "v",
+                nesting: 1,
+                t_rel_us: 0,
+            },
+            Trace2Event::DataJson {
+                repo: None,
+                category: "c",
+                key: "k",
+                json: "{}",
+                nesting: 1,
+                t_rel_us: 0,
+            },
+        ];
+        for event in events {
+            let head = hot_event_head(&event).unwrap();
+            assert_eq!(
+                head,
+                format!("{{\"event\":\"{}\",", event.name()).as_bytes()
+            );
+        }
+        assert!(hot_event_head(&Trace2Event::ThreadStart).is_none());
+    }
 
     /// The per-thread callsite cache never hands out the text of another callsite:
     /// files and lines alternate, share slots, grow past what is kept, need escaping.
