@@ -102,11 +102,33 @@ impl EventFormat {
                 Trace2Event::Version { .. } | Trace2Event::Atexit { .. }
             );
         let wall_us = keep_time.then_some(record.time.wall_us);
-        push_sid_thread(w, record.sid, record.thread, wall_us);
-        if !self.brief
-            && let Some(file) = record.callsite.file.filter(|file| !file.is_empty())
+        let file = match self.brief {
+            false => record.callsite.file.filter(|file| !file.is_empty()),
+            true => None,
+        };
+        let line = record.callsite.line;
+        // Both caches are read under one borrow of the thread's storage; whatever they
+        // do not hold takes the slow paths, in the order of the keys.
+        let done = LINE_CACHE.try_with(|cell| {
+            let Ok(cache) = cell.try_borrow() else {
+                return Done::Nothing;
+            };
+            if !cache.sid_thread.put(w, record.sid, record.thread, wall_us) {
+                return Done::Nothing;
+            }
+            match file {
+                Some(file) if !cache.put_file_line(w, file, line) => Done::SidThread,
+                _ => Done::All,
+            }
+        });
+        let done = done.unwrap_or(Done::Nothing);
+        if done == Done::Nothing {
+            w.with_vec(|out| push_sid_thread_slow(out, record.sid, record.thread, wall_us));
+        }
+        if done != Done::All
+            && let Some(file) = file
         {
-            push_file_line(w, file, record.callsite.line);
+            push_file_line(w, file, line);
         }
     }
 }
@@ -413,28 +435,18 @@ impl SidThread {
     }
 }
 
-thread_local! {
-    static SID_THREAD: RefCell<SidThread> = const { RefCell::new(SidThread::EMPTY) };
-}
-
-/// Appends `"sid":"<sid>","thread":"<thread>"` and, given the wall-clock time of the
-/// line, `,"time":"<date and time>"`.
-#[cfg_attr(not(debug_assertions), inline(always))]
-fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Option<i64>) {
-    // Only the usual case is handled inline: the thread's sid and name as cached, and
-    // the line in the second cached (or no time at all). Anything else takes the slow
-    // path, which also brings the cache up to date.
-    let done = SID_THREAD.try_with(|cell| {
-        let Ok(cached) = cell.try_borrow() else {
-            return false;
-        };
-        if !cached.holds(sid, thread) {
+impl SidThread {
+    /// Appends the kept `"sid":…,"thread":…` and `,"time":"…"` when they are the
+    /// line's; `false` (nothing written) otherwise.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn put(&self, w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Option<i64>) -> bool {
+        if !self.holds(sid, thread) {
             return false;
         }
         match wall_us {
-            None => w.put(&cached.text[..cached.text_len]),
+            None => w.put(&self.text[..self.text_len]),
             Some(wall_us) => {
-                let Some((text, micros)) = cached.with_second(wall_us) else {
+                let Some((text, micros)) = self.with_second(wall_us) else {
                     return false;
                 };
                 w.put(text);
@@ -442,6 +454,61 @@ fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Optio
             }
         }
         true
+    }
+}
+
+/// What the caches of a thread wrote of a line's common keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Done {
+    Nothing,
+    SidThread,
+    All,
+}
+
+/// A thread's caches of the common keys: [`SidThread`] and the [`FileLine`] slots,
+/// behind one borrow.
+struct LineCache {
+    sid_thread: SidThread,
+    file_line: [FileLine; FILE_SLOTS],
+}
+
+impl LineCache {
+    /// Appends the kept `,"file":…,"line":…` when it was made for `file` and `line`;
+    /// `false` (nothing written) otherwise.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn put_file_line(&self, w: &mut Appender<'_>, file: &str, line: u32) -> bool {
+        match self.file_line[file_slot(line)].text_for(file, line) {
+            Some(text) => {
+                w.put(text);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+thread_local! {
+    static LINE_CACHE: RefCell<LineCache> = const {
+        RefCell::new(LineCache {
+            sid_thread: SidThread::EMPTY,
+            file_line: [FileLine::EMPTY; FILE_SLOTS],
+        })
+    };
+}
+
+/// Appends `"sid":"<sid>","thread":"<thread>"` and, given the wall-clock time of the
+/// line, `,"time":"<date and time>"`: what [`EventFormat::push_common`] does for
+/// them, alone (its tests' entry).
+#[cfg(test)]
+fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Option<i64>) {
+    // Only the usual case is handled inline: the thread's sid and name as cached, and
+    // the line in the second cached (or no time at all). Anything else takes the slow
+    // path, which also brings the cache up to date.
+    let done = LINE_CACHE.try_with(|cell| {
+        let Ok(cache) = cell.try_borrow() else {
+            return false;
+        };
+        cache.sid_thread.put(w, sid, thread, wall_us)
     });
     if done != Ok(true) {
         w.with_vec(|out| push_sid_thread_slow(out, sid, thread, wall_us));
@@ -455,11 +522,12 @@ fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Optio
 fn push_sid_thread_slow(out: &mut Vec<u8>, sid: &str, thread: &str, wall_us: Option<i64>) {
     let start = out.len();
     render_sid_thread(out, sid, thread);
-    let _ = SID_THREAD.try_with(|cell| {
+    let _ = LINE_CACHE.try_with(|cell| {
         // In a nested call (or while the thread's storage is torn down): no cache.
-        let Ok(mut cached) = cell.try_borrow_mut() else {
+        let Ok(mut cache) = cell.try_borrow_mut() else {
             return;
         };
+        let cached = &mut cache.sid_thread;
         if !cached.holds(sid, thread) {
             cached.store(sid, thread, &out[start..]);
         }
@@ -558,23 +626,14 @@ impl FileLine {
     }
 }
 
-thread_local! {
-    static FILE_LINE: RefCell<[FileLine; FILE_SLOTS]> =
-        const { RefCell::new([FileLine::EMPTY; FILE_SLOTS]) };
-}
-
 /// Appends `,"file":"<file>","line":<line>`.
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn push_file_line(w: &mut Appender<'_>, file: &str, line: u32) {
-    let done = FILE_LINE.try_with(|cell| {
-        let Ok(slots) = cell.try_borrow() else {
+    let done = LINE_CACHE.try_with(|cell| {
+        let Ok(cache) = cell.try_borrow() else {
             return false;
         };
-        let Some(text) = slots[file_slot(line)].text_for(file, line) else {
-            return false;
-        };
-        w.put(text);
-        true
+        cache.put_file_line(w, file, line)
     });
     if done != Ok(true) {
         w.with_vec(|out| push_file_line_slow(out, file, line));
@@ -588,10 +647,10 @@ fn push_file_line(w: &mut Appender<'_>, file: &str, line: u32) {
 fn push_file_line_slow(out: &mut Vec<u8>, file: &str, line: u32) {
     let start = out.len();
     render_file_line(out, file, line);
-    let _ = FILE_LINE.try_with(|cell| {
+    let _ = LINE_CACHE.try_with(|cell| {
         // In a nested call (or while the thread's storage is torn down): no cache.
-        if let Ok(mut slots) = cell.try_borrow_mut() {
-            slots[file_slot(line)].store(file, line, &out[start..]);
+        if let Ok(mut cache) = cell.try_borrow_mut() {
+            cache.file_line[file_slot(line)].store(file, line, &out[start..]);
         }
     });
 }
@@ -706,6 +765,79 @@ fn push_timer(w: &mut Appender<'_>, timer: &TimerInfo<'_>) {
 mod sid_thread_tests {
     use super::*;
     use tracing_trace2_record::text::{push_json_str, push_utc_datetime};
+
+    /// The common keys of whole lines, both caches read under one borrow: the sid and
+    /// thread kept with the file missed, the other way round, both missed, brief mode
+    /// (no time) and no file; each line is what the keys' uncached text gives.
+    #[test]
+    fn common_keys_follow_every_change_of_either_cache() {
+        use tracing_trace2_record::{Callsite, Timestamp};
+        let sids = ["20261121T232137.816920Z-H0a7c9cdf-P00002a1e", "q\"x"];
+        let threads = ["main", "th01:worker"];
+        let files = [
+            Some("benches/support/mod.rs"),
+            Some("src/a.rs"),
+            None,
+            Some(""),
+        ];
+        let times = [
+            1_795_303_297_816_991,
+            1_795_303_297_999_999,
+            1_795_303_298_000_000,
+        ];
+        for format in [EventFormat::new(), EventFormat::new().with_brief(true)] {
+            for round in 0..2 {
+                for sid in sids {
+                    for thread in threads {
+                        for file in files {
+                            for (i, wall_us) in times.into_iter().enumerate() {
+                                let line = 30 + (i as u32 + round) % 2;
+                                let record = Record {
+                                    event: Trace2Event::RegionEnter {
+                                        region: RegionInfo::default(),
+                                        nesting: 1,
+                                    },
+                                    time: Timestamp {
+                                        wall_us,
+                                        t_abs_us: 0,
+                                    },
+                                    sid,
+                                    depth: 0,
+                                    thread,
+                                    callsite: Callsite { file, line },
+                                    open_regions: 0,
+                                };
+                                let mut cached = b"x".to_vec();
+                                format.format(&record, &mut cached);
+                                let mut direct = b"x{\"event\":\"region_enter\",\"sid\":".to_vec();
+                                push_json_str(&mut direct, sid);
+                                direct.extend_from_slice(b",\"thread\":");
+                                push_json_str(&mut direct, thread);
+                                if !format.brief() {
+                                    direct.extend_from_slice(b",\"time\":\"");
+                                    push_utc_datetime(&mut direct, wall_us);
+                                    direct.push(b'"');
+                                    if let Some(file) = file.filter(|file| !file.is_empty()) {
+                                        direct.extend_from_slice(b",\"file\":");
+                                        push_json_str(&mut direct, file);
+                                        direct.extend_from_slice(
+                                            format!(",\"line\":{line}").as_bytes(),
+                                        );
+                                    }
+                                }
+                                direct.extend_from_slice(b",\"nesting\":1}\n");
+                                assert_eq!(
+                                    String::from_utf8_lossy(&cached),
+                                    String::from_utf8_lossy(&direct),
+                                    "{sid} {thread} {file:?} {wall_us}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// The literal heads of the usual lines spell what the general path writes.
     #[test]
