@@ -700,14 +700,29 @@ fn push_region(w: &mut Appender<'_>, region: &RegionInfo<'_>, t_rel_us: Option<u
         push_seconds_key(w, key!("t_rel"), t_rel_us);
     }
     push_uint_key(w, key!("nesting"), u64::from(nesting));
-    if let Some(category) = region.category {
-        w.put_json_field(key!("category"), category);
-    }
-    if let Some(label) = region.label {
-        w.put_json_field(key!("label"), label);
-    }
-    if let Some(msg) = region.msg {
-        w.put_json_field(key!("msg"), msg);
+    // A region nearly always has its category and label (the span's module and name
+    // by default), often a message: those are written together.
+    match (region.category, region.label, region.msg) {
+        (Some(category), Some(label), Some(msg)) if Appender::plain_json3(category, label, msg) => {
+            w.put_all([
+                b",\"category\":\"",
+                category.as_bytes(),
+                b"\",\"label\":\"",
+                label.as_bytes(),
+            ]);
+            w.put_all([b"\",\"msg\":\"", msg.as_bytes(), b"\""]);
+        }
+        (category, label, msg) => {
+            if let Some(category) = category {
+                w.put_json_field(key!("category"), category);
+            }
+            if let Some(label) = label {
+                w.put_json_field(key!("label"), label);
+            }
+            if let Some(msg) = msg {
+                w.put_json_field(key!("msg"), msg);
+            }
+        }
     }
 }
 
@@ -834,6 +849,44 @@ mod sid_thread_tests {
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// A region's category, label and message are written together when all three are
+    /// there and none needs escaping, else one by one: both give each key's own text.
+    #[test]
+    fn region_strings_together_or_one_by_one_read_the_same() {
+        let texts = [
+            None,
+            Some(""),
+            Some("index"),
+            Some("q\"uote"),
+            Some("a\nlonger_label_text"),
+        ];
+        for category in texts {
+            for label in texts {
+                for msg in texts {
+                    let region = RegionInfo {
+                        repo: None,
+                        category,
+                        label,
+                        msg,
+                    };
+                    let mut line = Vec::new();
+                    push_region(&mut Appender::new(&mut line), &region, None, 1);
+                    let mut direct = b",\"nesting\":1".to_vec();
+                    for (key, text) in [("category", category), ("label", label), ("msg", msg)] {
+                        if let Some(text) = text {
+                            direct.extend_from_slice(format!(",\"{key}\":").as_bytes());
+                            push_json_str(&mut direct, text);
+                        }
+                    }
+                    assert_eq!(
+                        String::from_utf8_lossy(&line),
+                        String::from_utf8_lossy(&direct)
+                    );
                 }
             }
         }

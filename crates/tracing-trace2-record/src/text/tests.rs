@@ -409,3 +409,38 @@ fn time_of_day_matches_the_calendar_breakdown() {
         }
     }
 }
+
+/// The joint test of three texts agrees with testing each: every length to 40, a byte
+/// to escape (or a harmless one) at every position of any of the three.
+#[test]
+fn plain_json3_agrees_with_each_text_tested_alone() {
+    let plain = |text: &str| !text.bytes().any(needs_escape);
+    let mut texts = vec![String::new(), "index".to_owned(), "é/ü\u{7f}~".to_owned()];
+    for len in 0..40 {
+        let base = "abcdefghijklmnopqrstuvwxyz0123456789ABCD"[..len].to_owned();
+        for pos in 0..len {
+            for byte in ['"', '\\', '\u{0}', '\u{1f}', '\n', ' ', '\u{7f}'] {
+                let mut text = base.clone();
+                text.replace_range(pos..pos + 1, &byte.to_string());
+                texts.push(text);
+            }
+        }
+        texts.push(base);
+    }
+    let clean = ["", "lookup", "a_label_longer_than_sixteen"];
+    for text in &texts {
+        for other in clean {
+            for (a, b, c) in [
+                (text.as_str(), other, other),
+                (other, text, other),
+                (other, other, text),
+            ] {
+                assert_eq!(
+                    Appender::plain_json3(a, b, c),
+                    plain(a) && plain(b) && plain(c),
+                    "{a:?} {b:?} {c:?}"
+                );
+            }
+        }
+    }
+}
