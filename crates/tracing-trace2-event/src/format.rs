@@ -167,16 +167,18 @@ impl Format for EventFormat {
         // here with helpers that are all inlined. Every other event goes through a
         // function of its own on a second appender, so that no pointer to `w` ever
         // leaves this function and its fields can live in registers.
-        match record.event {
+        // Matched in place (`&record.event`): bound by value, the fields were copied to
+        // the stack before use.
+        match &record.event {
             Trace2Event::RegionEnter { region, nesting } => {
-                push_region(w, &region, None, nesting);
+                push_region(w, region, None, *nesting);
             }
             Trace2Event::RegionLeave {
                 region,
                 nesting,
                 t_rel_us,
             } => {
-                push_region(w, &region, Some(t_rel_us), nesting);
+                push_region(w, region, Some(*t_rel_us), *nesting);
             }
             Trace2Event::Data {
                 repo,
@@ -186,7 +188,7 @@ impl Format for EventFormat {
                 nesting,
                 t_rel_us,
             } => {
-                push_data_head(w, repo, t_abs_us, t_rel_us, nesting, category, key);
+                push_data_head(w, *repo, t_abs_us, *t_rel_us, *nesting, category, key);
                 // The end of the line goes with the value.
                 w.put_json_field_then(key!("value"), value, b"}\n");
                 return;
@@ -199,7 +201,7 @@ impl Format for EventFormat {
                 nesting,
                 t_rel_us,
             } => {
-                push_data_head(w, repo, t_abs_us, t_rel_us, nesting, category, key);
+                push_data_head(w, *repo, t_abs_us, *t_rel_us, *nesting, category, key);
                 // The text is already JSON; an empty one would leave `"value":}` and
                 // make the whole line unreadable, so it stands for a null value.
                 let json: &[u8] = if json.is_empty() {
