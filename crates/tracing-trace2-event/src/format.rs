@@ -188,9 +188,21 @@ impl Format for EventFormat {
                 nesting,
                 t_rel_us,
             } => {
-                push_data_head(w, *repo, t_abs_us, *t_rel_us, *nesting, category, key);
+                push_data_numbers(w, *repo, t_abs_us, *t_rel_us, *nesting);
                 // The end of the line goes with the value.
-                w.put_json_field_then(key!("value"), value, b"}\n");
+                if Appender::plain_json3(category, key, value) {
+                    w.put_all([
+                        b",\"category\":\"",
+                        category.as_bytes(),
+                        b"\",\"key\":\"",
+                        key.as_bytes(),
+                    ]);
+                    w.put_all([b"\",\"value\":\"", value.as_bytes(), b"\"}\n"]);
+                } else {
+                    w.put_json_field(key!("category"), category);
+                    w.put_json_field(key!("key"), key);
+                    w.put_json_field_then(key!("value"), value, b"}\n");
+                }
                 return;
             }
             Trace2Event::DataJson {
@@ -739,14 +751,26 @@ fn push_data_head(
     category: &str,
     key: &str,
 ) {
+    push_data_numbers(w, repo, t_abs_us, t_rel_us, nesting);
+    w.put_json_field(key!("category"), category);
+    w.put_json_field(key!("key"), key);
+}
+
+/// The keys `data` and `data_json` share before their texts.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_data_numbers(
+    w: &mut Appender<'_>,
+    repo: Option<i64>,
+    t_abs_us: u64,
+    t_rel_us: u64,
+    nesting: u32,
+) {
     if let Some(repo) = repo {
         push_int_key(w, key!("repo"), repo);
     }
     push_seconds_key(w, key!("t_abs"), t_abs_us);
     push_seconds_key(w, key!("t_rel"), t_rel_us);
     push_uint_key(w, key!("nesting"), u64::from(nesting));
-    w.put_json_field(key!("category"), category);
-    w.put_json_field(key!("key"), key);
 }
 
 fn push_child_start(w: &mut Appender<'_>, child: &ChildInfo<'_>) {
@@ -889,6 +913,46 @@ mod sid_thread_tests {
                         String::from_utf8_lossy(&line),
                         String::from_utf8_lossy(&direct)
                     );
+                }
+            }
+        }
+    }
+
+    /// A datum's category, key and value are written together when none needs
+    /// escaping, else one by one: both give each key's own text and end the line.
+    #[test]
+    fn data_strings_together_or_one_by_one_read_the_same() {
+        let texts = ["", "index", "q\"uote", "a\nlonger_text_than_sixteen"];
+        for category in texts {
+            for key in texts {
+                for value in texts {
+                    let record = Record {
+                        event: Trace2Event::Data {
+                            repo: None,
+                            category,
+                            key,
+                            value,
+                            nesting: 1,
+                            t_rel_us: 0,
+                        },
+                        time: Default::default(),
+                        sid: "s",
+                        depth: 0,
+                        thread: "main",
+                        callsite: Default::default(),
+                        open_regions: 0,
+                    };
+                    let mut line = Vec::new();
+                    EventFormat::new().format(&record, &mut line);
+                    let line = String::from_utf8(line).unwrap();
+                    let tail = &line[line.find(",\"nesting\":1").unwrap()..];
+                    let mut direct = b",\"nesting\":1".to_vec();
+                    for (name, text) in [("category", category), ("key", key), ("value", value)] {
+                        direct.extend_from_slice(format!(",\"{name}\":").as_bytes());
+                        push_json_str(&mut direct, text);
+                    }
+                    direct.extend_from_slice(b"}\n");
+                    assert_eq!(tail, String::from_utf8_lossy(&direct));
                 }
             }
         }
