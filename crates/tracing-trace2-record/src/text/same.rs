@@ -11,16 +11,26 @@ pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if n != b.len() {
         return false;
     }
-    // Two blocks, possibly overlapping, cover the whole length (for one to three
-    // bytes: the first, middle and last byte).
+    // Two blocks (four from 33 bytes), possibly overlapping, cover the whole length
+    // (for one to three bytes: the first, middle and last byte); their differences are
+    // joined and tested with one branch.
     if n < 4 {
         n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
     } else if n < 8 {
-        chunk::<4>(a, 0) == chunk::<4>(b, 0) && chunk::<4>(a, n - 4) == chunk::<4>(b, n - 4)
+        let diff = |at: usize| {
+            u32::from_ne_bytes(chunk::<4>(a, at)) ^ u32::from_ne_bytes(chunk::<4>(b, at))
+        };
+        (diff(0) | diff(n - 4)) == 0
     } else if n <= 16 {
-        chunk::<8>(a, 0) == chunk::<8>(b, 0) && chunk::<8>(a, n - 8) == chunk::<8>(b, n - 8)
+        let diff = |at: usize| {
+            u64::from_ne_bytes(chunk::<8>(a, at)) ^ u64::from_ne_bytes(chunk::<8>(b, at))
+        };
+        (diff(0) | diff(n - 8)) == 0
     } else if n <= 32 {
-        chunk::<16>(a, 0) == chunk::<16>(b, 0) && chunk::<16>(a, n - 16) == chunk::<16>(b, n - 16)
+        let diff = |at: usize| {
+            u128::from_ne_bytes(chunk::<16>(a, at)) ^ u128::from_ne_bytes(chunk::<16>(b, at))
+        };
+        (diff(0) | diff(n - 16)) == 0
     } else if n <= 64 {
         // Four sixteen-byte blocks, their differences joined and tested once (compared
         // as two 32-byte arrays, the blocks went through the stack).
