@@ -464,7 +464,9 @@ impl SidThread {
                     return false;
                 };
                 w.put(text);
-                w.put_all([&micros_digits(micros), b"Z\""]);
+                // The digits and the end of the value in one 8-byte store.
+                let [a, b, c, d, e, f] = micros_digits(micros);
+                w.put_array([a, b, c, d, e, f, b'Z', b'"']);
             }
         }
         true
