@@ -458,12 +458,12 @@ impl SidThread {
             return false;
         }
         match wall_us {
-            None => w.put(&self.text[..self.text_len]),
+            None => w.put_long(&self.text[..self.text_len]),
             Some(wall_us) => {
                 let Some((text, micros)) = self.with_second(wall_us) else {
                     return false;
                 };
-                w.put(text);
+                w.put_long(text);
                 // The digits and the end of the value in one 8-byte store.
                 let [a, b, c, d, e, f] = micros_digits(micros);
                 w.put_array([a, b, c, d, e, f, b'Z', b'"']);
@@ -495,7 +495,7 @@ impl LineCache {
     fn put_file_line(&self, w: &mut Appender<'_>, file: &str, line: u32) -> bool {
         match self.file_line[file_slot(line)].text_for(file, line) {
             Some(text) => {
-                w.put(text);
+                w.put_long(text);
                 true
             }
             None => false,

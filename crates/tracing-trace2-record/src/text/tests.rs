@@ -444,3 +444,25 @@ fn plain_json3_agrees_with_each_text_tested_alone() {
         }
     }
 }
+
+/// `put_long` appends what `put` does at every length to 300, at every starting room
+/// (the vector grown when it must), and writes nothing past its piece.
+#[test]
+fn put_long_appends_every_length() {
+    let src: Vec<u8> = (0..300u32).map(|i| (i * 13 + 5) as u8).collect();
+    for n in 0..=src.len() {
+        for capacity in [0, 4, n, n + 3, 400] {
+            let mut out = Vec::with_capacity(capacity);
+            out.extend_from_slice(b"ab");
+            {
+                let w = &mut Appender::new(&mut out);
+                w.put_long(&src[..n]);
+                w.put(b"|");
+            }
+            let mut expected = b"ab".to_vec();
+            expected.extend_from_slice(&src[..n]);
+            expected.push(b'|');
+            assert_eq!(out, expected, "{n} {capacity}");
+        }
+    }
+}
