@@ -14,7 +14,8 @@
 use std::cell::RefCell;
 
 use tracing_trace2_record::text::{
-    Appender, micros_digits, push_timer_seconds, same_bytes, utc_datetime_text, utc_second,
+    Appender, micros_digits, push_timer_seconds, same_bytes, same_long_bytes, utc_datetime_text,
+    utc_second,
 };
 use tracing_trace2_record::{ChildInfo, Format, Record, RegionInfo, TimerInfo, Trace2Event};
 
@@ -425,7 +426,7 @@ impl SidThread {
             && self
                 .sid
                 .get(..sid.len())
-                .is_some_and(|cached| same_bytes(cached, sid))
+                .is_some_and(|cached| same_long_bytes(cached, sid))
             && self
                 .thread
                 .get(..thread.len())
