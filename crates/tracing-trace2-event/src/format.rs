@@ -191,19 +191,9 @@ impl Format for EventFormat {
             } => {
                 push_data_numbers(w, *repo, t_abs_us, *t_rel_us, *nesting);
                 // The end of the line goes with the value.
-                if Appender::plain_json3(category, key, value) {
-                    w.put_all([
-                        b",\"category\":\"",
-                        category.as_bytes(),
-                        b"\",\"key\":\"",
-                        key.as_bytes(),
-                    ]);
-                    w.put_all([b"\",\"value\":\"", value.as_bytes(), b"\"}\n"]);
-                } else {
-                    w.put_json_field(key!("category"), category);
-                    w.put_json_field(key!("key"), key);
-                    w.put_json_field_then(key!("value"), value, b"}\n");
-                }
+                w.put_json_field(key!("category"), category);
+                w.put_json_field(key!("key"), key);
+                w.put_json_field_then(key!("value"), value, b"}\n");
                 return;
             }
             Trace2Event::DataJson {
@@ -717,29 +707,14 @@ fn push_region(w: &mut Appender<'_>, region: &RegionInfo<'_>, t_rel_us: Option<u
         push_seconds_key(w, key!("t_rel"), t_rel_us);
     }
     push_uint_key(w, key!("nesting"), u64::from(nesting));
-    // A region nearly always has its category and label (the span's module and name
-    // by default), often a message: those are written together.
-    match (region.category, region.label, region.msg) {
-        (Some(category), Some(label), Some(msg)) if Appender::plain_json3(category, label, msg) => {
-            w.put_all([
-                b",\"category\":\"",
-                category.as_bytes(),
-                b"\",\"label\":\"",
-                label.as_bytes(),
-            ]);
-            w.put_all([b"\",\"msg\":\"", msg.as_bytes(), b"\""]);
-        }
-        (category, label, msg) => {
-            if let Some(category) = category {
-                w.put_json_field(key!("category"), category);
-            }
-            if let Some(label) = label {
-                w.put_json_field(key!("label"), label);
-            }
-            if let Some(msg) = msg {
-                w.put_json_field(key!("msg"), msg);
-            }
-        }
+    if let Some(category) = region.category {
+        w.put_json_field(key!("category"), category);
+    }
+    if let Some(label) = region.label {
+        w.put_json_field(key!("label"), label);
+    }
+    if let Some(msg) = region.msg {
+        w.put_json_field(key!("msg"), msg);
     }
 }
 
