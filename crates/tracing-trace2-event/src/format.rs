@@ -858,10 +858,10 @@ mod sid_thread_tests {
         }
     }
 
-    /// A region's category, label and message are written together when all three are
-    /// there and none needs escaping, else one by one: both give each key's own text.
+    /// A region's category, label and message, each there or not, plain or to be
+    /// escaped, are each written as their own JSON string.
     #[test]
-    fn region_strings_together_or_one_by_one_read_the_same() {
+    fn region_strings_are_each_their_own_json() {
         let texts = [
             None,
             Some(""),
@@ -896,10 +896,10 @@ mod sid_thread_tests {
         }
     }
 
-    /// A datum's category, key and value are written together when none needs
-    /// escaping, else one by one: both give each key's own text and end the line.
+    /// A datum's category, key and value, plain or to be escaped, are each written as
+    /// their own JSON string, and the line ends after the value.
     #[test]
-    fn data_strings_together_or_one_by_one_read_the_same() {
+    fn data_strings_are_each_their_own_json() {
         let texts = ["", "index", "q\"uote", "a\nlonger_text_than_sixteen"];
         for category in texts {
             for key in texts {
