@@ -77,7 +77,8 @@ impl Default for RoleCache {
 }
 
 impl RoleCache {
-    #[inline]
+    /// The role of `name`: a hit is looked up inline, a miss matched out of line.
+    #[cfg_attr(not(debug_assertions), inline(always))]
     fn role(&mut self, name: &'static str) -> Role {
         let addr = name.as_ptr() as usize;
         // The top bits of a Fibonacci hash pick the pair; its two slots are the ways.
@@ -90,6 +91,13 @@ impl RoleCache {
                 return slot.2;
             }
         }
+        self.role_missed(name, first)
+    }
+
+    /// [`Self::role`] for a name in neither way of its pair: matched, and kept.
+    #[inline(never)]
+    fn role_missed(&mut self, name: &'static str, first: usize) -> Role {
+        let addr = name.as_ptr() as usize;
         let role = Role::of(name);
         // The newest name takes the first way; the one it held moves to the second.
         self.slots[first + 1] = self.slots[first];

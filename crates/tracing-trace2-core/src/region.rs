@@ -488,17 +488,50 @@ pub(crate) fn repo_id(value: &dyn fmt::Debug) -> Option<i64> {
         .and_then(|t| t.parse().ok())
 }
 
-impl Visit for RegionFields {
-    fn record_str(&mut self, field: &Field, value: &str) {
+impl RegionFields {
+    /// A string field that is not one of the three `trace2.*` names as spelled (a
+    /// raw-identifier prefix, a field without a role): out of line, so that the usual
+    /// visit saves no registers for it.
+    #[cold]
+    #[inline(never)]
+    fn record_other_str(&mut self, field: &Field, value: &str) {
         match field_name(field) {
             SPAN_CATEGORY_FIELD => self.category.set_str(value),
             SPAN_LABEL_FIELD => self.label.set_str(value),
-            SPAN_MSG_FIELD => {
-                let kept = floor_boundary(value, self.policy.limit);
-                self.msg.set_str(&value[..kept]);
-                self.cut |= kept < value.len();
-            }
+            SPAN_MSG_FIELD => self.set_msg(value),
             name => self.write_other(name, format_args!("{value}")),
+        }
+    }
+
+    /// The message, cut at the bound (on a char boundary) when it is longer.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn set_msg(&mut self, value: &str) {
+        if value.len() <= self.policy.limit {
+            self.msg.set_str(value);
+        } else {
+            self.set_cut_msg(value);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn set_cut_msg(&mut self, value: &str) {
+        let kept = floor_boundary(value, self.policy.limit);
+        self.msg.set_str(&value[..kept]);
+        self.cut |= kept < value.len();
+    }
+}
+
+impl Visit for RegionFields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        // The name as the call site spells it: the three `trace2.*` names are matched
+        // first, without looking for a raw-identifier prefix; anything else goes out of
+        // line and is matched as before.
+        match field.name() {
+            SPAN_CATEGORY_FIELD => self.category.set_str(value),
+            SPAN_LABEL_FIELD => self.label.set_str(value),
+            SPAN_MSG_FIELD => self.set_msg(value),
+            _ => self.record_other_str(field, value),
         }
     }
 
@@ -725,7 +758,21 @@ mod tests {
             name: "fields",
             target: "test",
             level: tracing_core::Level::INFO,
-            fields: &["msg", "category", "label", "repo", "message", "big", "self", "trace2.msg"],
+            fields: &[
+                "msg",
+                "category",
+                "label",
+                "repo",
+                "message",
+                "big",
+                "self",
+                "trace2.msg",
+                "trace2.category",
+                "trace2.label",
+                "r#trace2.msg",
+                "r#trace2.category",
+                "r#trace2.label",
+            ],
             callsite: &CALLSITE,
             kind: tracing_core::metadata::Kind::SPAN,
         };
@@ -802,6 +849,33 @@ mod tests {
         fields.record_str(&test_field("trace2.msg"), ".git/index");
         state.record(&fields);
         assert_eq!(state.info().msg, Some(".git/index"));
+    }
+
+    /// The `trace2.*` string fields take their roles whether the call site spells them
+    /// plainly (matched first) or with a raw-identifier prefix (matched out of line);
+    /// other string fields are written into the message, and a long message is cut on
+    /// either path.
+    #[test]
+    fn string_roles_are_found_with_or_without_a_raw_prefix() {
+        for raw in ["", "r#"] {
+            let mut fields = RegionFields::default();
+            fields.set_policy(FieldPolicy {
+                others: true,
+                limit: 12,
+            });
+            fields.record_str(&test_field(&format!("{raw}trace2.category")), "index");
+            fields.record_str(&test_field(&format!("{raw}trace2.label")), "lookup");
+            fields.record_str(&test_field(&format!("{raw}trace2.msg")), "0123456789abcdef");
+            fields.record_str(&test_field("label"), "l");
+            assert!(fields.cut, "{raw}");
+            let mut state = RegionState::new("r", "a::b");
+            state.fields_mut().set_policy(fields.policy);
+            state.record(&fields);
+            let info = state.info();
+            assert_eq!(info.category, Some("index"), "{raw}");
+            assert_eq!(info.label, Some("lookup"), "{raw}");
+            assert_eq!(info.msg, Some("012345678..."), "{raw}");
+        }
     }
 
     /// With span fields left out, no value is formatted; the roles stay.

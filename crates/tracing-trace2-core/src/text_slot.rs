@@ -37,8 +37,15 @@ impl TextSlot {
                 self.set = true;
                 self.fixed = Some(fixed);
             }
-            None => self.start().push_str(value),
+            None => self.copy_str(value),
         }
+    }
+
+    /// [`Self::set_str`] for text that is not a literal: out of line, so that a visit
+    /// whose values are literals (nearly every one) saves no registers for the copy.
+    #[inline(never)]
+    fn copy_str(&mut self, value: &str) {
+        self.start().push_str(value);
     }
 
     pub(crate) fn copy_from(&mut self, other: &TextSlot) {

@@ -14,7 +14,8 @@
 use std::cell::RefCell;
 
 use tracing_trace2_record::text::{
-    Appender, micros_digits, push_timer_seconds, same_bytes, utc_datetime_text, utc_second,
+    Appender, micros_digits, push_timer_seconds, same_bytes, same_long_bytes, utc_datetime_text,
+    utc_second,
 };
 use tracing_trace2_record::{ChildInfo, Format, Record, RegionInfo, TimerInfo, Trace2Event};
 
@@ -88,8 +89,12 @@ impl EventFormat {
     /// Writes `{"event":…` up to and including `line`, but not `repo`.
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn push_common(&self, record: &Record<'_>, w: &mut Appender<'_>) {
-        // Event names are fixed ASCII words: nothing to escape.
-        w.put_all([b"{\"event\":\"", record.event.name().as_bytes(), b"\","]);
+        // Event names are fixed ASCII words: nothing to escape. The usual lines' whole
+        // head is one literal, one copy.
+        match hot_event_head(&record.event) {
+            Some(head) => w.put(head),
+            None => w.put_all([b"{\"event\":\"", record.event.name().as_bytes(), b"\","]),
+        }
         // Brief mode still dates the first and the last line of a process, so that a
         // reader can tell when it ran and for how long.
         let keep_time = !self.brief
@@ -98,13 +103,47 @@ impl EventFormat {
                 Trace2Event::Version { .. } | Trace2Event::Atexit { .. }
             );
         let wall_us = keep_time.then_some(record.time.wall_us);
-        push_sid_thread(w, record.sid, record.thread, wall_us);
-        if !self.brief
-            && let Some(file) = record.callsite.file.filter(|file| !file.is_empty())
+        let file = match self.brief {
+            false => record.callsite.file.filter(|file| !file.is_empty()),
+            true => None,
+        };
+        let line = record.callsite.line;
+        // Both caches are read under one borrow of the thread's storage; whatever they
+        // do not hold takes the slow paths, in the order of the keys.
+        let done = LINE_CACHE.try_with(|cell| {
+            let Ok(cache) = cell.try_borrow() else {
+                return Done::Nothing;
+            };
+            if !cache.sid_thread.put(w, record.sid, record.thread, wall_us) {
+                return Done::Nothing;
+            }
+            match file {
+                Some(file) if !cache.put_file_line(w, file, line) => Done::SidThread,
+                _ => Done::All,
+            }
+        });
+        let done = done.unwrap_or(Done::Nothing);
+        if done == Done::Nothing {
+            w.with_vec(|out| push_sid_thread_slow(out, record.sid, record.thread, wall_us));
+        }
+        if done != Done::All
+            && let Some(file) = file
         {
-            push_file_line(w, file, record.callsite.line);
+            push_file_line(w, file, line);
         }
     }
+}
+
+/// `{"event":"<name>",` for the events that make up nearly every line.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn hot_event_head(event: &Trace2Event<'_>) -> Option<&'static [u8]> {
+    Some(match event {
+        Trace2Event::RegionEnter { .. } => b"{\"event\":\"region_enter\",",
+        Trace2Event::RegionLeave { .. } => b"{\"event\":\"region_leave\",",
+        Trace2Event::Data { .. } => b"{\"event\":\"data\",",
+        Trace2Event::DataJson { .. } => b"{\"event\":\"data_json\",",
+        _ => return None,
+    })
 }
 
 impl Format for EventFormat {
@@ -129,16 +168,18 @@ impl Format for EventFormat {
         // here with helpers that are all inlined. Every other event goes through a
         // function of its own on a second appender, so that no pointer to `w` ever
         // leaves this function and its fields can live in registers.
-        match record.event {
+        // Matched in place (`&record.event`): bound by value, the fields were copied to
+        // the stack before use.
+        match &record.event {
             Trace2Event::RegionEnter { region, nesting } => {
-                push_region(w, &region, None, nesting);
+                push_region(w, region, None, *nesting);
             }
             Trace2Event::RegionLeave {
                 region,
                 nesting,
                 t_rel_us,
             } => {
-                push_region(w, &region, Some(t_rel_us), nesting);
+                push_region(w, region, Some(*t_rel_us), *nesting);
             }
             Trace2Event::Data {
                 repo,
@@ -148,8 +189,10 @@ impl Format for EventFormat {
                 nesting,
                 t_rel_us,
             } => {
-                push_data_head(w, repo, t_abs_us, t_rel_us, nesting, category, key);
+                push_data_numbers(w, *repo, t_abs_us, *t_rel_us, *nesting);
                 // The end of the line goes with the value.
+                w.put_json_field(key!("category"), category);
+                w.put_json_field(key!("key"), key);
                 w.put_json_field_then(key!("value"), value, b"}\n");
                 return;
             }
@@ -161,7 +204,7 @@ impl Format for EventFormat {
                 nesting,
                 t_rel_us,
             } => {
-                push_data_head(w, repo, t_abs_us, t_rel_us, nesting, category, key);
+                push_data_head(w, *repo, t_abs_us, *t_rel_us, *nesting, category, key);
                 // The text is already JSON; an empty one would leave `"value":}` and
                 // make the whole line unreadable, so it stands for a null value.
                 let json: &[u8] = if json.is_empty() {
@@ -373,7 +416,7 @@ impl SidThread {
             && self
                 .sid
                 .get(..sid.len())
-                .is_some_and(|cached| same_bytes(cached, sid))
+                .is_some_and(|cached| same_long_bytes(cached, sid))
             && self
                 .thread
                 .get(..thread.len())
@@ -397,35 +440,82 @@ impl SidThread {
     }
 }
 
+impl SidThread {
+    /// Appends the kept `"sid":…,"thread":…` and `,"time":"…"` when they are the
+    /// line's; `false` (nothing written) otherwise.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn put(&self, w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Option<i64>) -> bool {
+        if !self.holds(sid, thread) {
+            return false;
+        }
+        match wall_us {
+            None => w.put_long(&self.text[..self.text_len]),
+            Some(wall_us) => {
+                let Some((text, micros)) = self.with_second(wall_us) else {
+                    return false;
+                };
+                w.put_long(text);
+                // The digits and the end of the value in one 8-byte store.
+                let [a, b, c, d, e, f] = micros_digits(micros);
+                w.put_array([a, b, c, d, e, f, b'Z', b'"']);
+            }
+        }
+        true
+    }
+}
+
+/// What the caches of a thread wrote of a line's common keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Done {
+    Nothing,
+    SidThread,
+    All,
+}
+
+/// A thread's caches of the common keys: [`SidThread`] and the [`FileLine`] slots,
+/// behind one borrow.
+struct LineCache {
+    sid_thread: SidThread,
+    file_line: [FileLine; FILE_SLOTS],
+}
+
+impl LineCache {
+    /// Appends the kept `,"file":…,"line":…` when it was made for `file` and `line`;
+    /// `false` (nothing written) otherwise.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn put_file_line(&self, w: &mut Appender<'_>, file: &str, line: u32) -> bool {
+        match self.file_line[file_slot(line)].text_for(file, line) {
+            Some(text) => {
+                w.put_long(text);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 thread_local! {
-    static SID_THREAD: RefCell<SidThread> = const { RefCell::new(SidThread::EMPTY) };
+    static LINE_CACHE: RefCell<LineCache> = const {
+        RefCell::new(LineCache {
+            sid_thread: SidThread::EMPTY,
+            file_line: [FileLine::EMPTY; FILE_SLOTS],
+        })
+    };
 }
 
 /// Appends `"sid":"<sid>","thread":"<thread>"` and, given the wall-clock time of the
-/// line, `,"time":"<date and time>"`.
-#[cfg_attr(not(debug_assertions), inline(always))]
+/// line, `,"time":"<date and time>"`: what [`EventFormat::push_common`] does for
+/// them, alone (its tests' entry).
+#[cfg(test)]
 fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Option<i64>) {
     // Only the usual case is handled inline: the thread's sid and name as cached, and
     // the line in the second cached (or no time at all). Anything else takes the slow
     // path, which also brings the cache up to date.
-    let done = SID_THREAD.try_with(|cell| {
-        let Ok(cached) = cell.try_borrow() else {
+    let done = LINE_CACHE.try_with(|cell| {
+        let Ok(cache) = cell.try_borrow() else {
             return false;
         };
-        if !cached.holds(sid, thread) {
-            return false;
-        }
-        match wall_us {
-            None => w.put(&cached.text[..cached.text_len]),
-            Some(wall_us) => {
-                let Some((text, micros)) = cached.with_second(wall_us) else {
-                    return false;
-                };
-                w.put(text);
-                w.put_all([&micros_digits(micros), b"Z\""]);
-            }
-        }
-        true
+        cache.sid_thread.put(w, sid, thread, wall_us)
     });
     if done != Ok(true) {
         w.with_vec(|out| push_sid_thread_slow(out, sid, thread, wall_us));
@@ -439,11 +529,12 @@ fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Optio
 fn push_sid_thread_slow(out: &mut Vec<u8>, sid: &str, thread: &str, wall_us: Option<i64>) {
     let start = out.len();
     render_sid_thread(out, sid, thread);
-    let _ = SID_THREAD.try_with(|cell| {
+    let _ = LINE_CACHE.try_with(|cell| {
         // In a nested call (or while the thread's storage is torn down): no cache.
-        let Ok(mut cached) = cell.try_borrow_mut() else {
+        let Ok(mut cache) = cell.try_borrow_mut() else {
             return;
         };
+        let cached = &mut cache.sid_thread;
         if !cached.holds(sid, thread) {
             cached.store(sid, thread, &out[start..]);
         }
@@ -542,23 +633,14 @@ impl FileLine {
     }
 }
 
-thread_local! {
-    static FILE_LINE: RefCell<[FileLine; FILE_SLOTS]> =
-        const { RefCell::new([FileLine::EMPTY; FILE_SLOTS]) };
-}
-
 /// Appends `,"file":"<file>","line":<line>`.
 #[cfg_attr(not(debug_assertions), inline(always))]
 fn push_file_line(w: &mut Appender<'_>, file: &str, line: u32) {
-    let done = FILE_LINE.try_with(|cell| {
-        let Ok(slots) = cell.try_borrow() else {
+    let done = LINE_CACHE.try_with(|cell| {
+        let Ok(cache) = cell.try_borrow() else {
             return false;
         };
-        let Some(text) = slots[file_slot(line)].text_for(file, line) else {
-            return false;
-        };
-        w.put(text);
-        true
+        cache.put_file_line(w, file, line)
     });
     if done != Ok(true) {
         w.with_vec(|out| push_file_line_slow(out, file, line));
@@ -572,10 +654,10 @@ fn push_file_line(w: &mut Appender<'_>, file: &str, line: u32) {
 fn push_file_line_slow(out: &mut Vec<u8>, file: &str, line: u32) {
     let start = out.len();
     render_file_line(out, file, line);
-    let _ = FILE_LINE.try_with(|cell| {
+    let _ = LINE_CACHE.try_with(|cell| {
         // In a nested call (or while the thread's storage is torn down): no cache.
-        if let Ok(mut slots) = cell.try_borrow_mut() {
-            slots[file_slot(line)].store(file, line, &out[start..]);
+        if let Ok(mut cache) = cell.try_borrow_mut() {
+            cache.file_line[file_slot(line)].store(file, line, &out[start..]);
         }
     });
 }
@@ -647,14 +729,26 @@ fn push_data_head(
     category: &str,
     key: &str,
 ) {
+    push_data_numbers(w, repo, t_abs_us, t_rel_us, nesting);
+    w.put_json_field(key!("category"), category);
+    w.put_json_field(key!("key"), key);
+}
+
+/// The keys `data` and `data_json` share before their texts.
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn push_data_numbers(
+    w: &mut Appender<'_>,
+    repo: Option<i64>,
+    t_abs_us: u64,
+    t_rel_us: u64,
+    nesting: u32,
+) {
     if let Some(repo) = repo {
         push_int_key(w, key!("repo"), repo);
     }
     push_seconds_key(w, key!("t_abs"), t_abs_us);
     push_seconds_key(w, key!("t_rel"), t_rel_us);
     push_uint_key(w, key!("nesting"), u64::from(nesting));
-    w.put_json_field(key!("category"), category);
-    w.put_json_field(key!("key"), key);
 }
 
 fn push_child_start(w: &mut Appender<'_>, child: &ChildInfo<'_>) {
@@ -690,6 +784,195 @@ fn push_timer(w: &mut Appender<'_>, timer: &TimerInfo<'_>) {
 mod sid_thread_tests {
     use super::*;
     use tracing_trace2_record::text::{push_json_str, push_utc_datetime};
+
+    /// The common keys of whole lines, both caches read under one borrow: the sid and
+    /// thread kept with the file missed, the other way round, both missed, brief mode
+    /// (no time) and no file; each line is what the keys' uncached text gives.
+    #[test]
+    fn common_keys_follow_every_change_of_either_cache() {
+        use tracing_trace2_record::{Callsite, Timestamp};
+        let sids = ["20261121T232137.816920Z-H0a7c9cdf-P00002a1e", "q\"x"];
+        let threads = ["main", "th01:worker"];
+        let files = [
+            Some("benches/support/mod.rs"),
+            Some("src/a.rs"),
+            None,
+            Some(""),
+        ];
+        let times = [
+            1_795_303_297_816_991,
+            1_795_303_297_999_999,
+            1_795_303_298_000_000,
+        ];
+        for format in [EventFormat::new(), EventFormat::new().with_brief(true)] {
+            for round in 0..2 {
+                for sid in sids {
+                    for thread in threads {
+                        for file in files {
+                            for (i, wall_us) in times.into_iter().enumerate() {
+                                let line = 30 + (i as u32 + round) % 2;
+                                let record = Record {
+                                    event: Trace2Event::RegionEnter {
+                                        region: RegionInfo::default(),
+                                        nesting: 1,
+                                    },
+                                    time: Timestamp {
+                                        wall_us,
+                                        t_abs_us: 0,
+                                    },
+                                    sid,
+                                    depth: 0,
+                                    thread,
+                                    callsite: Callsite { file, line },
+                                    open_regions: 0,
+                                };
+                                let mut cached = b"x".to_vec();
+                                format.format(&record, &mut cached);
+                                let mut direct = b"x{\"event\":\"region_enter\",\"sid\":".to_vec();
+                                push_json_str(&mut direct, sid);
+                                direct.extend_from_slice(b",\"thread\":");
+                                push_json_str(&mut direct, thread);
+                                if !format.brief() {
+                                    direct.extend_from_slice(b",\"time\":\"");
+                                    push_utc_datetime(&mut direct, wall_us);
+                                    direct.push(b'"');
+                                    if let Some(file) = file.filter(|file| !file.is_empty()) {
+                                        direct.extend_from_slice(b",\"file\":");
+                                        push_json_str(&mut direct, file);
+                                        direct.extend_from_slice(
+                                            format!(",\"line\":{line}").as_bytes(),
+                                        );
+                                    }
+                                }
+                                direct.extend_from_slice(b",\"nesting\":1}\n");
+                                assert_eq!(
+                                    String::from_utf8_lossy(&cached),
+                                    String::from_utf8_lossy(&direct),
+                                    "{sid} {thread} {file:?} {wall_us}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A region's category, label and message, each there or not, plain or to be
+    /// escaped, are each written as their own JSON string.
+    #[test]
+    fn region_strings_are_each_their_own_json() {
+        let texts = [
+            None,
+            Some(""),
+            Some("index"),
+            Some("q\"uote"),
+            Some("a\nlonger_label_text"),
+        ];
+        for category in texts {
+            for label in texts {
+                for msg in texts {
+                    let region = RegionInfo {
+                        repo: None,
+                        category,
+                        label,
+                        msg,
+                    };
+                    let mut line = Vec::new();
+                    push_region(&mut Appender::new(&mut line), &region, None, 1);
+                    let mut direct = b",\"nesting\":1".to_vec();
+                    for (key, text) in [("category", category), ("label", label), ("msg", msg)] {
+                        if let Some(text) = text {
+                            direct.extend_from_slice(format!(",\"{key}\":").as_bytes());
+                            push_json_str(&mut direct, text);
+                        }
+                    }
+                    assert_eq!(
+                        String::from_utf8_lossy(&line),
+                        String::from_utf8_lossy(&direct)
+                    );
+                }
+            }
+        }
+    }
+
+    /// A datum's category, key and value, plain or to be escaped, are each written as
+    /// their own JSON string, and the line ends after the value.
+    #[test]
+    fn data_strings_are_each_their_own_json() {
+        let texts = ["", "index", "q\"uote", "a\nlonger_text_than_sixteen"];
+        for category in texts {
+            for key in texts {
+                for value in texts {
+                    let record = Record {
+                        event: Trace2Event::Data {
+                            repo: None,
+                            category,
+                            key,
+                            value,
+                            nesting: 1,
+                            t_rel_us: 0,
+                        },
+                        time: Default::default(),
+                        sid: "s",
+                        depth: 0,
+                        thread: "main",
+                        callsite: Default::default(),
+                        open_regions: 0,
+                    };
+                    let mut line = Vec::new();
+                    EventFormat::new().format(&record, &mut line);
+                    let line = String::from_utf8(line).unwrap();
+                    let tail = &line[line.find(",\"nesting\":1").unwrap()..];
+                    let mut direct = b",\"nesting\":1".to_vec();
+                    for (name, text) in [("category", category), ("key", key), ("value", value)] {
+                        direct.extend_from_slice(format!(",\"{name}\":").as_bytes());
+                        push_json_str(&mut direct, text);
+                    }
+                    direct.extend_from_slice(b"}\n");
+                    assert_eq!(tail, String::from_utf8_lossy(&direct));
+                }
+            }
+        }
+    }
+
+    /// The literal heads of the usual lines spell what the general path writes.
+    #[test]
+    fn hot_event_heads_are_the_event_names() {
+        let region = RegionInfo::default();
+        let events = [
+            Trace2Event::RegionEnter { region, nesting: 1 },
+            Trace2Event::RegionLeave {
+                region,
+                nesting: 1,
+                t_rel_us: 0,
+            },
+            Trace2Event::Data {
+                repo: None,
+                category: "c",
+                key: "k",
+                value: "v",
+                nesting: 1,
+                t_rel_us: 0,
+            },
+            Trace2Event::DataJson {
+                repo: None,
+                category: "c",
+                key: "k",
+                json: "{}",
+                nesting: 1,
+                t_rel_us: 0,
+            },
+        ];
+        for event in events {
+            let head = hot_event_head(&event).unwrap();
+            assert_eq!(
+                head,
+                format!("{{\"event\":\"{}\",", event.name()).as_bytes()
+            );
+        }
+        assert!(hot_event_head(&Trace2Event::ThreadStart).is_none());
+    }
 
     /// The per-thread callsite cache never hands out the text of another callsite:
     /// files and lines alternate, share slots, grow past what is kept, need escaping.

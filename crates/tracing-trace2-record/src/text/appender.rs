@@ -4,7 +4,7 @@
 #![allow(unsafe_code)]
 
 use super::chunk;
-use super::json::{needs_escape_any, push_json_escaped};
+use super::json::{block_needs_escape, needs_escape, needs_escape_any, push_json_escaped};
 use super::numbers::{digits6, pair};
 
 /// An append cursor over a `Vec<u8>` for formatters that write many small pieces per
@@ -125,6 +125,20 @@ impl<'a> Appender<'a> {
         self.room = room;
     }
 
+    /// Appends `bytes` as [`Appender::put`] does, for a piece that is usually longer than
+    /// 32 bytes (a cached run of keys): the copy tests its length from the long end, two
+    /// tests to the usual case instead of four.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    pub fn put_long(&mut self, bytes: &[u8]) {
+        let room = self.room_after(bytes.len());
+        // SAFETY: `room_after` made sure that `bytes.len()` bytes fit after `cur`;
+        // `bytes` is a shared borrow, so it cannot overlap the spare capacity that
+        // `self` borrows mutably.
+        unsafe { copy_long_to(bytes, self.cur) };
+        self.cur = self.cur.wrapping_add(bytes.len());
+        self.room = room;
+    }
+
     /// Appends one byte.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn put_byte(&mut self, byte: u8) {
@@ -187,14 +201,67 @@ impl<'a> Appender<'a> {
     /// single test for room on the usual path.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub fn put_json_field_then(&mut self, prefix: &[u8], text: &str, suffix: &[u8]) {
-        let bytes = text.as_bytes();
-        if needs_escape_any(bytes) {
+        if !self.try_put_plain_json_field_then(prefix, text, suffix) {
             self.put(prefix);
-            self.put_json_escaped(bytes);
+            self.put_json_escaped(text.as_bytes());
             self.put(suffix);
-            return;
         }
-        self.put_all([prefix, b"\"", bytes, b"\"", suffix]);
+    }
+
+    /// Appends `prefix`, `text` between quotes and `suffix` when `text` needs no JSON
+    /// escaping, and returns `true`; otherwise appends nothing and returns `false`.
+    ///
+    /// A text of up to sixteen bytes (nearly all of them) is read once: the blocks that
+    /// copy it are the ones tested, so its length is tested once, not once for the test
+    /// and again for the copy. The copy goes to the spare capacity first and counts only
+    /// when the test passes.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn try_put_plain_json_field_then(&mut self, prefix: &[u8], text: &str, suffix: &[u8]) -> bool {
+        let bytes = text.as_bytes();
+        let n = bytes.len();
+        let total = prefix.len() + n + 2 + suffix.len();
+        let room = self.room_after(total);
+        let body = self.cur.wrapping_add(prefix.len() + 1);
+        // SAFETY (every block): `room_after` made sure that `total` bytes fit after
+        // `cur`, and every write below stays inside them: the prefix and the opening
+        // quote, the text's `n` bytes at `body`, the closing quote and the suffix; the
+        // sources are shared borrows and cannot overlap the spare capacity.
+        let escapes = unsafe {
+            copy_to(prefix, self.cur);
+            body.sub(1).write(b'"');
+            if n > 16 {
+                copy_to(bytes, body);
+                needs_escape_any(bytes)
+            } else if n >= 8 {
+                let (low, high) = (chunk::<8>(bytes, 0), chunk::<8>(bytes, n - 8));
+                body.cast::<[u8; 8]>().write_unaligned(low);
+                body.add(n - 8).cast::<[u8; 8]>().write_unaligned(high);
+                let mut block = [0u8; 16];
+                block[..8].copy_from_slice(&low);
+                block[8..].copy_from_slice(&high);
+                block_needs_escape(block)
+            } else if n >= 4 {
+                let (low, high) = (chunk::<4>(bytes, 0), chunk::<4>(bytes, n - 4));
+                body.cast::<[u8; 4]>().write_unaligned(low);
+                body.add(n - 4).cast::<[u8; 4]>().write_unaligned(high);
+                let ([a, b, c, d], [e, f, g, h]) = (low, high);
+                block_needs_escape([a, b, c, d, e, f, g, h, a, b, c, d, e, f, g, h])
+            } else {
+                copy_to(bytes, body);
+                bytes.iter().any(|&b| needs_escape(b))
+            }
+        };
+        if escapes {
+            return false;
+        }
+        // SAFETY: as above.
+        unsafe {
+            body.add(n).write(b'"');
+            copy_to(suffix, body.add(n + 1));
+        }
+        self.cur = self.cur.wrapping_add(total);
+        self.room = room;
+        true
     }
 
     #[cfg_attr(not(debug_assertions), inline(always))]
@@ -223,9 +290,13 @@ impl<'a> Appender<'a> {
             return;
         }
         let v = value as usize;
-        let (digits, used) = if v < 10 {
-            ([b'0' + v as u8, 0, 0, 0], 1)
-        } else if v < 100 {
+        if v < 10 {
+            // A nesting level, nearly always: one byte after the prefix, with nothing
+            // to assemble.
+            self.put_all([prefix, &[b'0' + v as u8]]);
+            return;
+        }
+        let (digits, used) = if v < 100 {
             let [a, b] = pair(v);
             ([a, b, 0, 0], 2)
         } else if v < 1000 {
@@ -327,6 +398,42 @@ pub fn copy_short(dst: &mut [u8], src: &[u8]) {
             dst[n - 16..].copy_from_slice(&src[n - 16..]);
         }
         _ => dst.copy_from_slice(src),
+    }
+}
+
+/// [`copy_to`] with the length tested from the long end: 65 to 128 bytes and 33 to 64
+/// bytes take two tests each.
+///
+/// # Safety
+///
+/// As [`copy_to`]: `dst` must be valid for writes of `src.len()` bytes and must not
+/// overlap `src`.
+#[cfg_attr(not(debug_assertions), inline(always))]
+unsafe fn copy_long_to(src: &[u8], dst: *mut u8) {
+    let n = src.len();
+    // SAFETY (every block): each write stays inside `dst[..n]`, which the caller
+    // guarantees is writable; `write_unaligned` has no alignment requirement.
+    if n > 64 {
+        if n <= 128 {
+            unsafe {
+                dst.cast::<[u8; 64]>().write_unaligned(chunk(src, 0));
+                dst.add(n - 64)
+                    .cast::<[u8; 64]>()
+                    .write_unaligned(chunk(src, n - 64));
+            }
+        } else {
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, n) };
+        }
+    } else if n > 32 {
+        unsafe {
+            dst.cast::<[u8; 32]>().write_unaligned(chunk(src, 0));
+            dst.add(n - 32)
+                .cast::<[u8; 32]>()
+                .write_unaligned(chunk(src, n - 32));
+        }
+    } else {
+        // SAFETY: as above.
+        unsafe { copy_to(src, dst) };
     }
 }
 

@@ -27,7 +27,7 @@ pub use numbers::{
     digits6, pair, push_i64, push_seconds, push_seconds_9, push_timer_seconds, push_u64,
 };
 pub use quote::{pad_to, push_cut_padded, push_padded, push_quoted, push_quoted_list};
-pub use same::same_bytes;
+pub use same::{same_bytes, same_long_bytes};
 pub use time::{
     DateTime, micros_digits, push_sid_datetime, push_time_of_day, push_utc_datetime,
     utc_datetime_text, utc_second,

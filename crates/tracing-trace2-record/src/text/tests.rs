@@ -409,3 +409,59 @@ fn time_of_day_matches_the_calendar_breakdown() {
         }
     }
 }
+
+/// A JSON field is written as `push_json_str` writes it at every length to 40, with a
+/// byte to escape (or a harmless one) at every position, whatever the room left (the
+/// text is tested where it is copied, and a text that needs escaping is written again).
+#[test]
+fn json_fields_read_the_same_at_every_length_and_escape() {
+    let mut texts = vec!["é/ü\u{7f}~".to_owned()];
+    for len in 0..40 {
+        let base = "abcdefghijklmnopqrstuvwxyz0123456789ABCD"[..len].to_owned();
+        for pos in 0..len {
+            for byte in ['"', '\\', '\u{0}', '\u{1f}', '\n', ' ', '\u{7f}'] {
+                let mut text = base.clone();
+                text.replace_range(pos..pos + 1, &byte.to_string());
+                texts.push(text);
+            }
+        }
+        texts.push(base);
+    }
+    for text in &texts {
+        let mut expected = b"x,\"k\":".to_vec();
+        push_json_str(&mut expected, text);
+        expected.extend_from_slice(b"}\n");
+        for capacity in [0, 5, expected.len() - 1, expected.len(), 200] {
+            let mut out = Vec::with_capacity(capacity);
+            out.push(b'x');
+            Appender::new(&mut out).put_json_field_then(b",\"k\":", text, b"}\n");
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&expected),
+                "{text:?} {capacity}"
+            );
+        }
+    }
+}
+
+/// `put_long` appends what `put` does at every length to 300, at every starting room
+/// (the vector grown when it must), and writes nothing past its piece.
+#[test]
+fn put_long_appends_every_length() {
+    let src: Vec<u8> = (0..300u32).map(|i| (i * 13 + 5) as u8).collect();
+    for n in 0..=src.len() {
+        for capacity in [0, 4, n, n + 3, 400] {
+            let mut out = Vec::with_capacity(capacity);
+            out.extend_from_slice(b"ab");
+            {
+                let w = &mut Appender::new(&mut out);
+                w.put_long(&src[..n]);
+                w.put(b"|");
+            }
+            let mut expected = b"ab".to_vec();
+            expected.extend_from_slice(&src[..n]);
+            expected.push(b'|');
+            assert_eq!(out, expected, "{n} {capacity}");
+        }
+    }
+}
