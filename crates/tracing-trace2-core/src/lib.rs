@@ -61,6 +61,7 @@ pub mod process_info;
 pub mod redact;
 mod region;
 pub mod session;
+mod span_store;
 mod targets;
 mod text_slot;
 mod thread;

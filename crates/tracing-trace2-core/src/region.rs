@@ -139,6 +139,21 @@ impl RegionState {
         }
     }
 
+    /// Copies this region's category (as [`Self::info`] gives it) into `slot`, if it
+    /// has one: by reference when it is a literal, as it nearly always is.
+    pub(crate) fn copy_category_into(&self, slot: &mut TextSlot) {
+        match self.fields.category.get() {
+            Some("") => {}
+            Some(_) => slot.copy_from(&self.fields.category),
+            None => {
+                let category = default_category(self.target);
+                if !category.is_empty() {
+                    slot.set_static(category);
+                }
+            }
+        }
+    }
+
     /// Records span fields (at creation or through `Span::record`).
     pub fn record(&mut self, values: &RegionFields) {
         self.fields.category.copy_from(&values.category);
