@@ -2,8 +2,8 @@
 //! to every enabled target, in the order the targets were added (git's order is
 //! normal, perf, event).
 //!
-//! * Spans are regions. `on_new_span`/`on_record` keep a [`RegionState`] in the span's
-//!   extensions. In the default [`RegionMode::Span`] a span's region opens when the span
+//! * Spans are regions. `on_new_span`/`on_record` keep a [`RegionState`] in the layer's
+//!   span store (`span_store.rs`, by span id, beside the Registry). In the default [`RegionMode::Span`] a span's region opens when the span
 //!   is first entered (`region_enter`) and closes when the span closes (`region_leave`,
 //!   `t_rel` the wall time between): one region per `#[instrument] async fn` call however
 //!   often it is polled. Each region goes on a *lane* (a Trace2 thread, `thread.rs`): the
@@ -1611,5 +1611,95 @@ where
         }
         let Some(_busy) = self.busy() else { return };
         self.on_user_event(event, &ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span_store::shard_of;
+    use std::sync::Mutex;
+    use tracing::{Span, info_span};
+    use tracing_subscriber::prelude::*;
+
+    /// Writes each record's event name: a line per record, so the sink is called.
+    struct Names;
+
+    impl crate::Format for Names {
+        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+            out.extend_from_slice(record.event.name().as_bytes());
+            out.push(b'\n');
+        }
+    }
+
+    fn layer(mode: RegionMode, sink: impl crate::Sink) -> Trace2Layer {
+        Trace2Layer::builder()
+            .with_region_mode(mode)
+            .with_target(Target::new("GIT_TRACE2_EVENT", Names, sink))
+            .build()
+    }
+
+    /// Every span's entry leaves the store when the span closes: in both region modes,
+    /// and when the layer is closed and writes nothing for it.
+    #[test]
+    fn every_closed_span_leaves_the_store() {
+        for mode in [RegionMode::Span, RegionMode::Entry] {
+            let layer = layer(mode, crate::MemorySink::new());
+            let probe = layer.clone();
+            tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+                let outer = info_span!("outer");
+                let inner = info_span!(parent: &outer, "inner");
+                {
+                    let _outer = outer.enter();
+                    let _inner = inner.enter();
+                }
+                assert_eq!(probe.inner.spans.len(), 2, "{mode:?}");
+                drop(inner);
+                assert_eq!(probe.inner.spans.len(), 1, "{mode:?}");
+                probe.close();
+                drop(outer);
+                assert_eq!(probe.inner.spans.len(), 0, "{mode:?}: closed layer");
+            });
+        }
+    }
+
+    /// Spans a sink closes while it writes the first line (`version`, written while the
+    /// entered span's shard is held): those of that same shard are removed when it is
+    /// released, without locking it again (which would deadlock), the others at once.
+    #[test]
+    fn a_span_closed_while_its_shard_is_held_leaves_the_store() {
+        static TO_CLOSE: Mutex<Vec<Span>> = Mutex::new(Vec::new());
+        struct Closing;
+        impl crate::Sink for Closing {
+            fn write_line(&self, _line: &[u8]) -> std::io::Result<()> {
+                let spans = std::mem::take(&mut *TO_CLOSE.lock().unwrap());
+                drop(spans);
+                Ok(())
+            }
+        }
+        let layer = layer(RegionMode::Span, Closing);
+        let probe = layer.clone();
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            let first = info_span!("first");
+            let shard = shard_of(first.id().unwrap().into_u64());
+            let mut same = 0;
+            let mut others = 0;
+            while same < 3 || others < 3 {
+                let span = info_span!("closed_by_the_sink");
+                if shard_of(span.id().unwrap().into_u64()) == shard {
+                    same += 1;
+                } else if others < 3 {
+                    others += 1;
+                } else {
+                    continue;
+                }
+                TO_CLOSE.lock().unwrap().push(span);
+            }
+            assert_eq!(probe.inner.spans.len(), 7);
+            // Its region opens: the process's first line is written under its shard.
+            let _entered = first.enter();
+            assert!(TO_CLOSE.lock().unwrap().is_empty(), "the sink closed them");
+            assert_eq!(probe.inner.spans.len(), 1);
+        });
     }
 }

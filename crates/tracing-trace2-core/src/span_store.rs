@@ -115,7 +115,7 @@ thread_local! {
 
 /// The shard of span `id`.
 #[inline]
-fn shard_of(id: u64) -> usize {
+pub(crate) fn shard_of(id: u64) -> usize {
     (id.wrapping_mul(SHARD_MIX) >> (64 - SHARDS.trailing_zeros())) as usize
 }
 
