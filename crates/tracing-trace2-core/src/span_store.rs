@@ -31,6 +31,9 @@ use tracing_core::Metadata;
 
 use crate::region::SpanRegion;
 
+/// The bit of [`HELD`] that says removals wait for the held shard's release (a shard's
+/// address, aligned on 64 bytes, never has it).
+const PENDING: usize = 1;
 /// The number of shards (a power of two).
 const SHARDS: usize = 64;
 /// Spans each shard has room for before it first grows (a few spans open at once per
@@ -105,8 +108,10 @@ impl std::fmt::Debug for SpanStore {
 }
 
 thread_local! {
-    /// The address of the shard this thread holds (0: none): unique across stores, so
-    /// that a removal from another layer's store is never taken for one of this shard.
+    /// The address of the shard this thread holds (0: none), with [`PENDING`] set when
+    /// removals wait for its release: the address is unique across stores, so that a
+    /// removal from another layer's store is never taken for one of this shard. (One
+    /// cell, read and written once per lock and release.)
     static HELD: Cell<usize> = const { Cell::new(0) };
     /// Removals asked for while this thread held the shard they belong to: the shard's
     /// address and the span id.
@@ -167,8 +172,9 @@ impl SpanStore {
     pub(crate) fn remove(&self, id: u64) -> Option<SpanEntry> {
         let held = HELD.try_with(Cell::get).unwrap_or(0);
         let address = self.shards[shard_of(id)].address();
-        if held == address {
+        if held & !PENDING == address {
             let _ = DEFERRED.try_with(|deferred| deferred.borrow_mut().push((address, id)));
+            let _ = HELD.try_with(|held| held.set(address | PENDING));
             return None;
         }
         self.lock(id).map.remove(&id)
@@ -214,11 +220,8 @@ impl ShardGuard<'_> {
 impl Drop for ShardGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        let _ = HELD.try_with(|held| held.set(self.outer));
-        let pending = DEFERRED
-            .try_with(|deferred| deferred.try_borrow().is_ok_and(|d| !d.is_empty()))
-            .unwrap_or(false);
-        if pending {
+        let held = HELD.try_with(|held| held.replace(self.outer)).unwrap_or(0);
+        if held & PENDING != 0 {
             self.remove_deferred();
         }
     }
@@ -226,8 +229,7 @@ impl Drop for ShardGuard<'_> {
 
 impl ShardGuard<'_> {
     /// The removals deferred while this shard was held, done before it is released (so
-    /// that no other thread can insert a reused id in between); the entries are dropped
-    /// once it is released.
+    /// that no other thread can insert a reused id in between).
     #[cold]
     #[inline(never)]
     fn remove_deferred(&mut self) {
