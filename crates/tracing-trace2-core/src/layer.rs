@@ -1591,13 +1591,21 @@ where
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
-        // The entry goes whatever the layer does now (busy, closed, or per entry), or a
-        // reused id would find it.
-        let Some(entry) = self.inner.spans.remove(id.into_u64()) else {
+        // The entry goes whatever the layer does now (re-entrant, closed, or per entry),
+        // or a reused id would find it.
+        let key = id.into_u64();
+        let Some(mut busy) = Busy::enter() else {
+            // Closed from inside the layer's own work (a sink that drops a span), perhaps
+            // with a lane or a shard held: removed without waiting for a shard.
+            self.inner.spans.remove_reentrant(key);
+            return;
+        };
+        let Some(entry) = self.inner.spans.remove(key) else {
             return;
         };
         if self.inner.mode == RegionMode::Span
-            && let Some(_busy) = self.busy()
+            && self.inner.closed.admits_caller()
+            && busy.mark_layer(self.key(), &self.inner.closed)
         {
             self.span_close(&id, &entry);
         }
@@ -1664,8 +1672,8 @@ mod tests {
     }
 
     /// Spans a sink closes while it writes the first line (`version`, written while the
-    /// entered span's shard is held): those of that same shard are removed when it is
-    /// released, without locking it again (which would deadlock), the others at once.
+    /// entered span's shard is held): those of that same shard are removed by the next
+    /// lock of it, without locking it again (which would deadlock), the others at once.
     #[test]
     fn a_span_closed_while_its_shard_is_held_leaves_the_store() {
         static TO_CLOSE: Mutex<Vec<Span>> = Mutex::new(Vec::new());

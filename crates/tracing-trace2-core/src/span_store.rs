@@ -12,28 +12,28 @@
 //!
 //! Locking rules: a shard is held for one operation; the layer never holds two shards
 //! at once and never takes a shard while it holds a lane (order: shard, then lane, then
-//! the lane book). Nothing of the program runs under a shard lock but a sink's write of
-//! the very first line (`version`, written once when the first line is formatted); if
-//! that (or anything else) closes a span while this thread holds the span's shard, the
-//! removal is deferred and done just before the shard is released, instead of locking
-//! it again (which would deadlock).
+//! the lane book). Every callback that takes a shard runs with the layer's re-entrancy
+//! flag set, so a span closed from inside the layer's own work (a sink that drops a
+//! span while it writes a line, with a lane or even a shard held) is known to be
+//! re-entrant: its removal never waits for a shard ([`SpanStore::remove_reentrant`]).
+//! If the shard is taken (by this thread, or by another that may be waiting for the lane
+//! this one holds), the id is left on the shard's list of closed ids, and whoever locks
+//! that shard next removes it first, before any lookup or insertion: a reused id never
+//! finds the old entry.
 //!
-//! An entry goes when its span closes ([`SpanStore::remove`], from `on_close` whether or
-//! not the layer writes then), so a reused id never finds a stale one; spans leaked with
-//! `mem::forget` keep theirs, as they keep their Registry slot.
+//! An entry goes when its span closes (from `on_close` whether or not the layer writes
+//! then), so a reused id never finds a stale one; spans leaked with `mem::forget` keep
+//! theirs, as they keep their Registry slot.
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
 use tracing_core::Metadata;
 
 use crate::region::SpanRegion;
 
-/// The bit of [`HELD`] that says removals wait for the held shard's release (a shard's
-/// address, aligned on 64 bytes, never has it).
-const PENDING: usize = 1;
 /// The number of shards (a power of two).
 const SHARDS: usize = 64;
 /// Spans each shard has room for before it first grows (a few spans open at once per
@@ -77,17 +77,16 @@ impl Hasher for IdHasher {
 
 type Map = HashMap<u64, SpanEntry, BuildHasherDefault<IdHasher>>;
 
-/// One shard, on a cache line of its own so that threads working on different shards
+/// One shard, on cache lines of its own so that threads working on different shards
 /// do not share one.
 #[repr(align(64))]
-struct Shard(Mutex<Map>);
-
-impl Shard {
-    /// What identifies this shard in [`HELD`].
-    #[inline]
-    fn address(&self) -> usize {
-        std::ptr::from_ref(self) as usize
-    }
+struct Shard {
+    map: Mutex<Map>,
+    /// Whether `closed` holds ids (read after every lock of `map`).
+    has_closed: AtomicBool,
+    /// Ids of spans closed while `map` could not be taken without waiting: removed by
+    /// the next thread that locks `map`. A leaf lock, held only to push or take.
+    closed: Mutex<Vec<u64>>,
 }
 
 /// The table of span entries.
@@ -107,17 +106,6 @@ impl std::fmt::Debug for SpanStore {
     }
 }
 
-thread_local! {
-    /// The address of the shard this thread holds (0: none), with [`PENDING`] set when
-    /// removals wait for its release: the address is unique across stores, so that a
-    /// removal from another layer's store is never taken for one of this shard. (One
-    /// cell, read and written once per lock and release.)
-    static HELD: Cell<usize> = const { Cell::new(0) };
-    /// Removals asked for while this thread held the shard they belong to: the shard's
-    /// address and the span id.
-    static DEFERRED: RefCell<Vec<(usize, u64)>> = const { RefCell::new(Vec::new()) };
-}
-
 /// The shard of span `id`.
 #[inline]
 pub(crate) fn shard_of(id: u64) -> usize {
@@ -131,11 +119,13 @@ impl SpanStore {
             // Each shard has room from the start, so that the first span to land on it
             // allocates nothing (ids move over all shards as the Registry reuses slots).
             shards: (0..SHARDS)
-                .map(|_| {
-                    Shard(Mutex::new(Map::with_capacity_and_hasher(
+                .map(|_| Shard {
+                    map: Mutex::new(Map::with_capacity_and_hasher(
                         SHARD_ROOM,
                         Default::default(),
-                    )))
+                    )),
+                    has_closed: AtomicBool::new(false),
+                    closed: Mutex::new(Vec::new()),
                 })
                 .collect(),
         }
@@ -146,15 +136,21 @@ impl SpanStore {
     pub(crate) fn lock(&self, id: u64) -> ShardGuard<'_> {
         let index = shard_of(id);
         let shard = &self.shards[index];
-        let map = shard.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let address = shard.address();
-        let outer = HELD.try_with(|held| held.replace(address)).unwrap_or(0);
-        ShardGuard {
-            map,
-            index,
-            address,
-            outer,
+        let map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
+        Self::guard(shard, map, index)
+    }
+
+    /// The guard of a shard just locked, after the removals left for it.
+    #[inline]
+    fn guard<'a>(shard: &'a Shard, map: MutexGuard<'a, Map>, index: usize) -> ShardGuard<'a> {
+        let mut guard = ShardGuard { map, index };
+        // Relaxed is enough: a span's close happens before its id is reused (the
+        // Registry's slot is released after `on_close` and taken again with acquiring
+        // atomics), so whoever may look up a reused id sees the flag set.
+        if shard.has_closed.load(Ordering::Relaxed) {
+            guard.remove_closed(shard);
         }
+        guard
     }
 
     /// Keeps `entry` for span `id`, and hands back an entry the id had (a span closed
@@ -165,19 +161,35 @@ impl SpanStore {
         self.lock(id).map.insert(id, entry)
     }
 
-    /// Takes span `id`'s entry out (its span closed). `None` when it has none, or when
-    /// this thread holds that shard already (a span closed from inside the layer's own
-    /// work): the removal is then done before that shard is released.
+    /// Takes span `id`'s entry out (its span closed), to be dropped by the caller after
+    /// the shard is released.
     #[inline]
     pub(crate) fn remove(&self, id: u64) -> Option<SpanEntry> {
-        let held = HELD.try_with(Cell::get).unwrap_or(0);
-        let address = self.shards[shard_of(id)].address();
-        if held & !PENDING == address {
-            let _ = DEFERRED.try_with(|deferred| deferred.borrow_mut().push((address, id)));
-            let _ = HELD.try_with(|held| held.set(address | PENDING));
-            return None;
-        }
         self.lock(id).map.remove(&id)
+    }
+
+    /// Removes span `id`'s entry, its span closed from inside the layer's own work: at
+    /// once if its shard is free, else (the shard is taken, perhaps by this thread, or by
+    /// one waiting for a lane this thread holds) by the next thread to lock the shard.
+    /// Never waits for the shard.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn remove_reentrant(&self, id: u64) {
+        let index = shard_of(id);
+        let shard = &self.shards[index];
+        let map = match shard.map.try_lock() {
+            Ok(map) => map,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                let mut closed = shard.closed.lock().unwrap_or_else(PoisonError::into_inner);
+                closed.push(id);
+                shard.has_closed.store(true, Ordering::Relaxed);
+                return;
+            }
+        };
+        let removed = Self::guard(shard, map, index).map.remove(&id);
+        // Dropped with the shard released.
+        drop(removed);
     }
 
     /// Runs `f` on span `id`'s entry, if it has one, with its shard held.
@@ -186,26 +198,23 @@ impl SpanStore {
         self.lock(id).get_mut(id).map(f)
     }
 
-    /// How many entries the store holds.
+    /// How many entries the store holds (after the removals left for later).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|shard| shard.0.lock().unwrap_or_else(PoisonError::into_inner).len())
+        (0..SHARDS)
+            .map(|index| {
+                let shard = &self.shards[index];
+                let map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
+                Self::guard(shard, map, index).map.len()
+            })
             .sum()
     }
 }
 
-/// A shard locked by this thread; released (after the removals deferred on it) when
-/// dropped.
+/// A shard locked by this thread; released when dropped.
 pub(crate) struct ShardGuard<'a> {
     map: MutexGuard<'a, Map>,
     index: usize,
-    /// The shard's address (see [`HELD`]).
-    address: usize,
-    /// What [`HELD`] said before this guard: the shard this thread held around it (only
-    /// when a span closed while it held one), 0 otherwise.
-    outer: usize,
 }
 
 impl ShardGuard<'_> {
@@ -215,37 +224,17 @@ impl ShardGuard<'_> {
         debug_assert_eq!(shard_of(id), self.index);
         self.map.get_mut(&id)
     }
-}
 
-impl Drop for ShardGuard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        let held = HELD.try_with(|held| held.replace(self.outer)).unwrap_or(0);
-        if held & PENDING != 0 {
-            self.remove_deferred();
-        }
-    }
-}
-
-impl ShardGuard<'_> {
-    /// The removals deferred while this shard was held, done before it is released (so
-    /// that no other thread can insert a reused id in between).
+    /// The removals left for this shard by re-entrant closes.
     #[cold]
     #[inline(never)]
-    fn remove_deferred(&mut self) {
-        let mine = DEFERRED
-            .try_with(|deferred| {
-                let mut deferred = deferred.borrow_mut();
-                let mine: Vec<u64> = deferred
-                    .iter()
-                    .filter(|&&(address, _)| address == self.address)
-                    .map(|&(_, id)| id)
-                    .collect();
-                deferred.retain(|&(address, _)| address != self.address);
-                mine
-            })
-            .unwrap_or_default();
-        for id in mine {
+    fn remove_closed(&mut self, shard: &Shard) {
+        let ids = {
+            let mut closed = shard.closed.lock().unwrap_or_else(PoisonError::into_inner);
+            shard.has_closed.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *closed)
+        };
+        for id in ids {
             // Dropping an entry runs only the layer's own code (its state goes back to
             // this thread's pool, its lane's count down).
             drop(self.map.remove(&id));
@@ -325,11 +314,12 @@ mod tests {
         assert!(used.iter().all(|&n| n < 4 * 256 / SHARDS * 3), "{used:?}");
     }
 
-    /// A span closed while this thread holds its shard (a sink that closes a span while
-    /// the first line is written) is removed when the shard is released, without
-    /// locking it twice (which would deadlock or panic).
+    /// A span closed from inside the layer's work while this thread holds its shard
+    /// (a sink that drops a span while it writes the first line): its entry is removed
+    /// by the next lock of the shard, without locking it twice (which would deadlock or
+    /// panic); one of a free shard is removed at once.
     #[test]
-    fn a_removal_under_the_held_shard_is_deferred_not_deadlocked() {
+    fn a_reentrant_removal_under_the_held_shard_is_left_for_the_next_lock() {
         let store = SpanStore::new();
         let (first, same, other) = ids();
         store.insert(first, entry());
@@ -338,17 +328,41 @@ mod tests {
         {
             let mut guard = store.lock(first);
             assert!(guard.get_mut(first).is_some());
-            // Same shard: deferred.
-            assert!(store.remove(same).is_none());
-            // Another shard: removed at once.
-            assert!(store.remove(other).is_some());
+            store.remove_reentrant(same);
+            store.remove_reentrant(other);
             assert!(guard.get_mut(same).is_some(), "not removed while held");
         }
-        assert!(store.with(same, |_| ()).is_none(), "removed on release");
+        assert!(store.with(other, |_| ()).is_none(), "removed at once");
+        assert!(
+            store.with(same, |_| ()).is_none(),
+            "removed by the next lock"
+        );
         assert!(store.with(first, |_| ()).is_some());
         assert_eq!(store.len(), 1);
-        // The mark is gone: a removal now is direct.
-        assert!(store.remove(first).is_some());
-        assert_eq!(store.len(), 0);
+    }
+
+    /// A re-entrant removal never waits for a shard another thread holds (that thread
+    /// may be waiting for the lane the closing thread holds while its sink writes).
+    #[test]
+    fn a_reentrant_removal_does_not_wait_for_another_thread() {
+        let store = SpanStore::new();
+        let (first, same, _) = ids();
+        store.insert(first, entry());
+        store.insert(same, entry());
+        let (locked, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _guard = store.lock(first);
+                locked.wait();
+                release.wait();
+            });
+            locked.wait();
+            // Would wait forever for the other thread if it blocked (the other thread
+            // is released only after it returns).
+            store.remove_reentrant(same);
+            release.wait();
+        });
+        assert!(store.with(same, |_| ()).is_none());
+        assert_eq!(store.len(), 1);
     }
 }
