@@ -91,7 +91,8 @@ struct Shard {
 
 /// The table of span entries.
 pub(crate) struct SpanStore {
-    shards: Box<[Shard]>,
+    /// A fixed array: the shard's index needs no bounds check.
+    shards: Box<[Shard; SHARDS]>,
 }
 
 impl Default for SpanStore {
@@ -118,16 +119,14 @@ impl SpanStore {
         SpanStore {
             // Each shard has room from the start, so that the first span to land on it
             // allocates nothing (ids move over all shards as the Registry reuses slots).
-            shards: (0..SHARDS)
-                .map(|_| Shard {
-                    map: Mutex::new(Map::with_capacity_and_hasher(
-                        SHARD_ROOM,
-                        Default::default(),
-                    )),
-                    has_closed: AtomicBool::new(false),
-                    closed: Mutex::new(Vec::new()),
-                })
-                .collect(),
+            shards: Box::new(std::array::from_fn(|_| Shard {
+                map: Mutex::new(Map::with_capacity_and_hasher(
+                    SHARD_ROOM,
+                    Default::default(),
+                )),
+                has_closed: AtomicBool::new(false),
+                closed: Mutex::new(Vec::new()),
+            })),
         }
     }
 
