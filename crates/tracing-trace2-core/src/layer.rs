@@ -1671,6 +1671,53 @@ mod tests {
         }
     }
 
+    /// Threads that create, enter and close spans at once, some of them shared (a
+    /// parent entered on every thread, children closed on other threads than their
+    /// own): nothing deadlocks, and every entry leaves the store.
+    #[test]
+    fn spans_shared_between_threads_all_leave_the_store() {
+        let layer = layer(RegionMode::Span, crate::MemorySink::new());
+        let probe = layer.clone();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        let shared = tracing::dispatcher::with_default(&dispatch, || info_span!("shared"));
+        let (send, receive) = std::sync::mpsc::channel::<Span>();
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                let (dispatch, shared, send) = (&dispatch, &shared, send.clone());
+                scope.spawn(move || {
+                    tracing::dispatcher::with_default(dispatch, || {
+                        for i in 0..300 {
+                            let _shared = shared.enter();
+                            let child = info_span!("child", i);
+                            let _child = child.enter();
+                            let grandchild = info_span!("grandchild");
+                            grandchild.in_scope(|| {});
+                            drop(_child);
+                            // Every other child is closed by another thread.
+                            if i % 2 == 0 {
+                                let _ = send.send(child);
+                            }
+                        }
+                    });
+                });
+            }
+            drop(send);
+            let dispatch = &dispatch;
+            scope.spawn(move || {
+                tracing::dispatcher::with_default(dispatch, || {
+                    for child in receive {
+                        drop(child);
+                    }
+                });
+            });
+        });
+        assert_eq!(probe.inner.spans.len(), 1, "the shared span alone");
+        // (Under the dispatcher: the Registry releases a closed span's parent through
+        // the thread's default dispatcher.)
+        tracing::dispatcher::with_default(&dispatch, || drop(shared));
+        assert_eq!(probe.inner.spans.len(), 0);
+    }
+
     /// Spans a sink closes while it writes the first line (`version`, written while the
     /// entered span's shard is held): those of that same shard are removed by the next
     /// lock of it, without locking it again (which would deadlock), the others at once.
