@@ -2,8 +2,8 @@
 //! to every enabled target, in the order the targets were added (git's order is
 //! normal, perf, event).
 //!
-//! * Spans are regions. `on_new_span`/`on_record` keep a [`RegionState`] in the span's
-//!   extensions. In the default [`RegionMode::Span`] a span's region opens when the span
+//! * Spans are regions. `on_new_span`/`on_record` keep a [`RegionState`] in the layer's
+//!   span store (`span_store.rs`, by span id, beside the Registry). In the default [`RegionMode::Span`] a span's region opens when the span
 //!   is first entered (`region_enter`) and closes when the span closes (`region_leave`,
 //!   `t_rel` the wall time between): one region per `#[instrument] async fn` call however
 //!   often it is polled. Each region goes on a *lane* (a Trace2 thread, `thread.rs`): the
@@ -60,7 +60,7 @@ use tracing_core::span::{Attributes, Id, Record as SpanRecord};
 use tracing_core::{Event as TracingEvent, Level, LevelFilter, Metadata, Subscriber};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::Context;
-use tracing_subscriber::registry::{LookupSpan, SpanRef};
+use tracing_subscriber::registry::LookupSpan;
 
 use crate::busy::{self, Busy, Gate};
 use crate::callsite;
@@ -73,7 +73,9 @@ use crate::lanes::{DEFAULT_MAX_TASK_LANES, LaneBook};
 use crate::output::{CallbackOutput, Output};
 use crate::region::{FieldPolicy, RegionFields, RegionState, SpanRegion, default_category};
 use crate::session::Session;
+use crate::span_store::{SpanEntry, SpanStore};
 use crate::targets::Targets;
+use crate::text_slot::TextSlot;
 use crate::thread::{self, Frame, Lane, LaneOwner, ThreadState};
 use crate::timer_table::{self, TotalLine};
 use crate::wire::{ApiCall, ApiRegion};
@@ -234,6 +236,7 @@ impl Trace2LayerBuilder {
                 max_level: self.max_level,
                 announce: self.announce,
                 fields: self.fields,
+                spans: SpanStore::new(),
             }),
         }
     }
@@ -262,6 +265,8 @@ struct LayerState {
     announce: bool,
     /// Which span fields become messages, and their bound.
     fields: FieldPolicy,
+    /// The state of every span the layer records, by id.
+    spans: SpanStore,
 }
 
 /// A span's nearest ancestor with a region had it left out (no task lane was free).
@@ -718,10 +723,9 @@ impl Trace2Layer {
 
     /// Region-per-entry mode: runs `f` with the calling thread's lane and the region of
     /// span `id`, then writes what it formatted.
-    fn with_span_region<S>(
+    fn with_span_region(
         &self,
         id: &Id,
-        ctx: &Context<'_, S>,
         mut f: impl FnMut(
             &mut ThreadState,
             RegionInfo<'_>,
@@ -729,20 +733,27 @@ impl Trace2Layer {
             Callsite<'static>,
             &mut CallbackOutput,
         ),
-    ) where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let Some(span) = ctx.span(id) else { return };
+    ) {
+        let key = id.into_u64();
+        // Held while the lines are formatted (shard, then lane), released before they
+        // are written.
+        let mut shard = self.inner.spans.lock(key);
+        let Some(meta) = shard.get_mut(key).map(|entry| entry.meta) else {
+            return;
+        };
         let now = clock::now();
-        let callsite = callsite::of(span.metadata());
+        let callsite = callsite::of(meta);
         let Some(lane) = thread::base_lane(None, now.t_abs_us) else {
             return;
         };
+        let mut shard = Some(shard);
         with_pending(|lines| {
             let mut t = thread::lock(&lane);
             {
-                let extensions = span.extensions();
-                let Some(state) = extensions.get::<SpanRegion>().and_then(SpanRegion::state) else {
+                let Some(mut shard) = shard.take() else {
+                    return;
+                };
+                let Some(state) = shard.get_mut(key).and_then(|e| e.region.state()) else {
                     return;
                 };
                 f(&mut t, state.info(), now, callsite, lines);
@@ -751,47 +762,55 @@ impl Trace2Layer {
         });
     }
 
-    /// The id of the nearest ancestor of `span` whose region is open (`Err` when that
-    /// ancestor's region was left out).
-    fn parent_region<S>(span: &SpanRef<'_, S>) -> Result<Option<u64>, LeftOut>
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let mut next = span.parent();
-        while let Some(parent) = next {
-            match parent.extensions().get::<SpanRegion>() {
-                Some(r) if r.is_left_out() => return Err(LeftOut),
-                Some(r) if r.lane().is_some() => return Ok(Some(parent.id().into_u64())),
-                _ => {}
+    /// The id of the nearest ancestor whose region is open (`Err` when that ancestor's
+    /// region was left out), walked along the `nearest` links from `next` (a span's
+    /// nearest ancestor with a region state), one store entry at a time: no shard is
+    /// held while another is taken.
+    fn parent_region(&self, mut next: Option<u64>) -> Result<Option<u64>, LeftOut> {
+        while let Some(id) = next {
+            let step = self.inner.spans.with(id, |entry| {
+                let region = &entry.region;
+                if region.is_left_out() {
+                    Err(LeftOut)
+                } else if region.lane().is_some() {
+                    Ok(None)
+                } else {
+                    Ok(Some(region.nearest()))
+                }
+            });
+            match step {
+                Some(Err(LeftOut)) => return Err(LeftOut),
+                Some(Ok(None)) => return Ok(Some(id)),
+                Some(Ok(Some(further))) => next = further,
+                // An ancestor's entry goes only when it closes, after its descendants:
+                // not reached.
+                None => return Ok(None),
             }
-            next = parent.parent();
         }
         Ok(None)
     }
 
     /// Region-per-span mode, `on_enter`: the first entry opens the region on the lane
     /// where it keeps the stack strict; every entry notes the lane for this OS thread.
-    fn span_enter<S>(&self, id: &Id, ctx: &Context<'_, S>, busy: &mut Busy)
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let Some(span) = ctx.span(id) else { return };
+    fn span_enter(&self, id: &Id, busy: &mut Busy) {
         let key = id.into_u64();
-        // Locked once for the whole entry: another thread entering the span at the same
-        // moment waits, then finds the region open. The ancestors' extensions are read
-        // while it is held; locks are only ever nested from a span to its ancestors.
-        let mut extensions = span.extensions_mut();
-        let nearest = match extensions.get_mut::<SpanRegion>() {
+        // The span's shard is held for the whole entry (but the rare walk up the
+        // ancestors): another thread entering the span at the same moment waits, then
+        // finds the region open.
+        let mut shard = self.inner.spans.lock(key);
+        let (nearest, meta) = match shard.get_mut(key) {
             None => return,
-            Some(region) => {
-                if let Some(lane) = region.lane() {
-                    thread::push_entered(key, lane.clone());
+            Some(entry) => {
+                if let Some(lane) = entry.region.lane() {
+                    let lane = lane.clone();
+                    drop(shard);
+                    thread::push_entered(key, lane);
                     return;
                 }
-                if region.state().is_none() || region.is_left_out() {
+                if entry.region.state().is_none() || entry.region.is_left_out() {
                     return;
                 }
-                region.nearest()
+                (entry.region.nearest(), entry.meta)
             }
         };
         // The region opens: a line to write, which a closing layer must wait for.
@@ -799,7 +818,7 @@ impl Trace2Layer {
             return;
         }
         let now = clock::now();
-        let callsite = callsite::of(span.metadata());
+        let callsite = callsite::of(meta);
         // The usual case needs no walk up the parents: no ancestor has a region at all,
         // or the nearest one is the span this thread is in (an entered span's region is
         // open, never left out).
@@ -807,15 +826,32 @@ impl Trace2Layer {
         let parent = match &entered {
             _ if nearest.is_none() => None,
             Some((innermost, _)) if Some(*innermost) == nearest => nearest,
-            _ => match Self::parent_region(&span) {
-                Ok(parent) => parent,
-                Err(LeftOut) => {
-                    if let Some(region) = extensions.get_mut::<SpanRegion>() {
-                        region.leave_out();
-                    }
+            _ => {
+                // The walk reads other entries: the shard is released meanwhile, and
+                // what another thread did to the span then is checked again after.
+                drop(shard);
+                let found = self.parent_region(nearest);
+                shard = self.inner.spans.lock(key);
+                let Some(entry) = shard.get_mut(key) else {
+                    return;
+                };
+                if let Some(lane) = entry.region.lane() {
+                    let lane = lane.clone();
+                    drop(shard);
+                    thread::push_entered(key, lane);
                     return;
                 }
-            },
+                if entry.region.is_left_out() {
+                    return;
+                }
+                match found {
+                    Ok(parent) => parent,
+                    Err(LeftOut) => {
+                        entry.region.leave_out();
+                        return;
+                    }
+                }
+            }
         };
         // The lane this thread writes on now (made only after the parent is known, so
         // that a region left out makes no lane for a thread that has none).
@@ -842,8 +878,8 @@ impl Trace2Layer {
                 Some(task) => Some(task),
                 None => {
                     // Every task lane is busy: the region is left out, and counted.
-                    if let Some(region) = extensions.get_mut::<SpanRegion>() {
-                        region.leave_out();
+                    if let Some(entry) = shard.get_mut(key) {
+                        entry.region.leave_out();
                     }
                     return;
                 }
@@ -857,11 +893,12 @@ impl Trace2Layer {
             }
         };
         // Released before the line is written (the closure is called once).
-        let mut extensions = Some(extensions);
+        let mut shard = Some(shard);
         with_pending(|lines| {
-            if let Some(mut extensions) = extensions.take()
-                && let Some(region) = extensions.get_mut::<SpanRegion>()
+            if let Some(mut shard) = shard.take()
+                && let Some(entry) = shard.get_mut(key)
             {
+                let region = &mut entry.region;
                 if let Some(state) = region.state_mut() {
                     // Where the region really opens (a lane of its own starts at 1):
                     // what the children's estimate starts from.
@@ -878,21 +915,15 @@ impl Trace2Layer {
     }
 
     /// Region-per-span mode, `on_close`: the region's `region_leave`, and the lane's
-    /// `thread_exit` when that was its last region and the lane has ended.
-    fn span_close<S>(&self, id: &Id, ctx: &Context<'_, S>)
-    where
-        S: Subscriber + for<'a> LookupSpan<'a>,
-    {
-        let Some(span) = ctx.span(id) else { return };
-        let extensions = span.extensions();
-        let Some(region) = extensions.get::<SpanRegion>() else {
-            return;
-        };
+    /// `thread_exit` when that was its last region and the lane has ended. `entry` is
+    /// the span's, already taken out of the store.
+    fn span_close(&self, id: &Id, entry: &SpanEntry) {
+        let region = &entry.region;
         let (Some(state), Some(lane)) = (region.state(), region.lane()) else {
             return;
         };
         let now = clock::now();
-        let callsite = callsite::of(span.metadata());
+        let callsite = callsite::of(entry.meta);
         let mut t = thread::lock(lane);
         let idle = with_pending(|lines| {
             self.leave_region(&mut t, id.into_u64(), state.info(), now, callsite, lines);
@@ -924,22 +955,11 @@ impl Trace2Layer {
             };
             fields.clear();
             busy::visiting(|| event.record(&mut *fields));
-            // The enclosing span's region, for its category (kept read-locked while
-            // the lines are formatted: pure code only).
-            let enclosing = if fields.category.get().is_none() {
-                ctx.event_span(event).and_then(|span| {
-                    span.scope()
-                        .find(|s| s.extensions().get::<SpanRegion>().is_some())
-                })
-            } else {
-                None
-            };
-            let extensions = enclosing.as_ref().map(SpanRef::extensions);
-            let inherited = extensions
-                .as_ref()
-                .and_then(|e| e.get::<SpanRegion>())
-                .and_then(SpanRegion::state)
-                .and_then(|s| s.info().category);
+            // The enclosing span's region, for its category (copied: a literal by
+            // reference, else into the event's own slot, which keeps its room).
+            if fields.category.get().is_none() {
+                self.inherit_category(event, ctx, &mut fields.category);
+            }
             thread::with_current_lane(now.t_abs_us, |lane, innermost| {
                 with_pending(|lines| {
                     let mut t = thread::lock(lane);
@@ -950,7 +970,6 @@ impl Trace2Layer {
                     let category = fields
                         .category
                         .get()
-                        .or(inherited)
                         .unwrap_or_else(|| default_category(meta.target()));
                     self.user_event_records(
                         &mut t, &fields, meta, category, depth, now, callsite, lines,
@@ -959,6 +978,102 @@ impl Trace2Layer {
                 });
             });
         });
+    }
+
+    /// The nearest ancestor of a new span with a region state, and the nesting it
+    /// opens (or will open) at. The usual case takes the parent as the Registry records
+    /// it (the explicit one, else the Registry's current span) and finds it in the store:
+    /// a span this layer recorded, so one its filter lets through, which is what the
+    /// filtered walk up the parents would find first. Else (a parent the layer never saw:
+    /// filtered out by level or by a per-layer filter) the Registry's parents are walked.
+    fn nearest_region<S>(
+        &self,
+        attrs: &Attributes<'_>,
+        id: &Id,
+        ctx: &Context<'_, S>,
+    ) -> Option<(u64, u32)>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let parent = if let Some(parent) = attrs.parent() {
+            parent.into_u64()
+        } else if attrs.is_contextual() {
+            ctx.current_span().id()?.into_u64()
+        } else {
+            return None;
+        };
+        let nesting = |id: u64| {
+            self.inner
+                .spans
+                .with(id, |entry| entry.region.state().map(|state| state.nesting))
+                .flatten()
+        };
+        if let Some(n) = nesting(parent) {
+            return Some((parent, n));
+        }
+        let span = ctx.span(id)?;
+        let mut next = span.parent();
+        while let Some(ancestor) = next {
+            let ancestor_id = ancestor.id().into_u64();
+            if let Some(n) = nesting(ancestor_id) {
+                return Some((ancestor_id, n));
+            }
+            next = ancestor.parent();
+        }
+        None
+    }
+
+    /// Gives an event without a category of its own that of the region enclosing it:
+    /// that of the nearest span in the event's span's scope that the layer records (as
+    /// `tracing`'s `event_span` and `scope` find it), if it has one. The usual case, an
+    /// event inside a span the layer records, takes the Registry's current span (or the
+    /// explicit parent) and one store lookup; else the Registry's scope is walked.
+    #[inline(never)]
+    fn inherit_category<S>(
+        &self,
+        event: &TracingEvent<'_>,
+        ctx: &Context<'_, S>,
+        category: &mut TextSlot,
+    ) where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        let span = if event.is_root() {
+            return;
+        } else if event.is_contextual() {
+            // Unfiltered: the Registry's own current span.
+            match ctx.current_span().id() {
+                Some(id) => id.into_u64(),
+                None => return,
+            }
+        } else {
+            match event.parent() {
+                Some(id) => id.into_u64(),
+                None => return,
+            }
+        };
+        // In the store: a span this layer saw (so one its filter lets through, which is
+        // the one `event_span` finds), with a region state.
+        let mut copied = |entry: &mut SpanEntry| {
+            entry.region.state()?.copy_category_into(category);
+            Some(())
+        };
+        if self.inner.spans.with(span, &mut copied).flatten().is_some() {
+            return;
+        }
+        let Some(enclosing) = ctx.event_span(event) else {
+            return;
+        };
+        for span in enclosing.scope() {
+            if self
+                .inner
+                .spans
+                .with(span.id().into_u64(), &mut copied)
+                .flatten()
+                .is_some()
+            {
+                return;
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1381,52 +1496,37 @@ where
         // Writes nothing (the fields are kept for the region's lines), so a closing layer
         // need not wait for it: the re-entrancy flag alone, no in-flight mark.
         let Some(_busy) = Busy::enter() else { return };
-        let Some(span) = ctx.span(id) else { return };
         // The nesting the region will open at, counted along the parents' regions: the
-        // fields are formatted only if some target writes a region that deep. Walked
-        // from the parent (`scope()` would look the span itself up again first).
-        let mut nearest = None;
-        let mut next = span.parent();
-        while let Some(parent) = next {
-            let nesting = parent
-                .extensions()
-                .get::<SpanRegion>()
-                .and_then(SpanRegion::state)
-                .map(|state| state.nesting);
-            if let Some(nesting) = nesting {
-                nearest = Some((parent.id().into_u64(), nesting));
-                break;
-            }
-            next = parent.parent();
-        }
+        // fields are formatted only if some target writes a region that deep.
+        let nearest = self.nearest_region(attrs, id, &ctx);
         let nesting = nearest.map_or(0, |(_, n)| n).saturating_add(1);
         let mut policy = self.inner.fields;
         policy.others &= self.inner.output.targets().any_writes_region(nesting);
-        // A recycled state: its strings keep their room, so this allocates nothing but
-        // the box the span's extensions put every value in.
+        // A recycled state: its strings keep their room, so this allocates nothing.
         let mut state = RegionState::pooled(meta.name(), meta.target());
         state.nesting = nesting;
         state.fields_mut().set_policy(policy);
         busy::visiting(|| attrs.record(state.fields_mut()));
         state.build_msg();
-        // A state already there (never, short of a layer misuse) is recycled when dropped.
-        let nearest = nearest.map(|(id, _)| id);
-        drop(
-            span.extensions_mut()
-                .replace(SpanRegion::new(state, nearest)),
-        );
+        let entry = SpanEntry {
+            region: SpanRegion::new(state, nearest.map(|(id, _)| id)),
+            meta,
+        };
+        // An entry already there (a span whose close the layer did not see) is recycled
+        // when dropped, after its shard is released.
+        drop(self.inner.spans.insert(id.into_u64(), entry));
     }
 
-    fn on_record(&self, id: &Id, values: &SpanRecord<'_>, ctx: Context<'_, S>) {
+    fn on_record(&self, id: &Id, values: &SpanRecord<'_>, _ctx: Context<'_, S>) {
         // Writes nothing: the re-entrancy flag alone, as in `on_new_span`.
         let Some(_busy) = Busy::enter() else { return };
-        let Some(span) = ctx.span(id) else { return };
+        let key = id.into_u64();
         // The span's own policy: fields left out at creation stay out.
-        let Some(policy) = span
-            .extensions()
-            .get::<SpanRegion>()
-            .and_then(SpanRegion::state)
-            .map(RegionState::policy)
+        let Some(policy) = self
+            .inner
+            .spans
+            .with(key, |entry| entry.region.state().map(RegionState::policy))
+            .flatten()
         else {
             return;
         };
@@ -1437,29 +1537,27 @@ where
             fields.clear();
             fields.set_policy(policy);
             busy::visiting(|| values.record(&mut *fields));
-            if let Some(state) = span
-                .extensions_mut()
-                .get_mut::<SpanRegion>()
-                .and_then(SpanRegion::state_mut)
-            {
-                state.record(&fields);
-            }
+            self.inner.spans.with(key, |entry| {
+                if let Some(state) = entry.region.state_mut() {
+                    state.record(&fields);
+                }
+            });
         });
     }
 
-    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+    fn on_enter(&self, id: &Id, _ctx: Context<'_, S>) {
         if self.inner.mode == RegionMode::Span {
             // Entering a span whose region is open writes nothing: the flag alone, and
             // the in-flight mark only for a first entry (`span_enter`).
             let Some(mut busy) = Busy::enter() else {
                 return;
             };
-            self.span_enter(id, &ctx, &mut busy);
+            self.span_enter(id, &mut busy);
             return;
         }
         let Some(_busy) = self.busy() else { return };
         let key = id.into_u64();
-        self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
+        self.with_span_region(id, |t, region, now, callsite, lines| {
             // A span entered again where it is already open is counted, not reopened.
             if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key) {
                 frame.repeats += 1;
@@ -1469,7 +1567,7 @@ where
         });
     }
 
-    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         let key = id.into_u64();
         if self.inner.mode == RegionMode::Span {
             // Writes nothing, so a closing layer need not wait for it (no in-flight
@@ -1479,7 +1577,7 @@ where
             return;
         }
         let Some(_busy) = self.busy() else { return };
-        self.with_span_region(id, &ctx, |t, region, now, callsite, lines| {
+        self.with_span_region(id, |t, region, now, callsite, lines| {
             if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key)
                 && frame.repeats > 0
             {
@@ -1492,12 +1590,27 @@ where
         });
     }
 
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if self.inner.mode != RegionMode::Span {
+    fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
+        // The entry goes whatever the layer does now (re-entrant, closed, or per entry),
+        // or a reused id would find it.
+        let key = id.into_u64();
+        let Some(mut busy) = Busy::enter() else {
+            // Closed from inside the layer's own work (a sink that drops a span), perhaps
+            // with a lane or a shard held: removed without waiting for a shard.
+            self.inner.spans.remove_reentrant(key);
             return;
+        };
+        let Some(entry) = self.inner.spans.remove(key) else {
+            return;
+        };
+        if self.inner.mode == RegionMode::Span
+            && self.inner.closed.admits_caller()
+            && busy.mark_layer(self.key(), &self.inner.closed)
+        {
+            self.span_close(&id, &entry);
         }
-        let Some(_busy) = self.busy() else { return };
-        self.span_close(&id, &ctx);
+        // The state goes back to this thread's pool.
+        drop(entry);
     }
 
     fn on_event(&self, event: &TracingEvent<'_>, ctx: Context<'_, S>) {
@@ -1506,5 +1619,142 @@ where
         }
         let Some(_busy) = self.busy() else { return };
         self.on_user_event(event, &ctx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span_store::shard_of;
+    use std::sync::Mutex;
+    use tracing::{Span, info_span};
+    use tracing_subscriber::prelude::*;
+
+    /// Writes each record's event name: a line per record, so the sink is called.
+    struct Names;
+
+    impl crate::Format for Names {
+        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+            out.extend_from_slice(record.event.name().as_bytes());
+            out.push(b'\n');
+        }
+    }
+
+    fn layer(mode: RegionMode, sink: impl crate::Sink) -> Trace2Layer {
+        Trace2Layer::builder()
+            .with_region_mode(mode)
+            .with_target(Target::new("GIT_TRACE2_EVENT", Names, sink))
+            .build()
+    }
+
+    /// Every span's entry leaves the store when the span closes: in both region modes,
+    /// and when the layer is closed and writes nothing for it.
+    #[test]
+    fn every_closed_span_leaves_the_store() {
+        for mode in [RegionMode::Span, RegionMode::Entry] {
+            let layer = layer(mode, crate::MemorySink::new());
+            let probe = layer.clone();
+            tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+                let outer = info_span!("outer");
+                let inner = info_span!(parent: &outer, "inner");
+                {
+                    let _outer = outer.enter();
+                    let _inner = inner.enter();
+                }
+                assert_eq!(probe.inner.spans.len(), 2, "{mode:?}");
+                drop(inner);
+                assert_eq!(probe.inner.spans.len(), 1, "{mode:?}");
+                probe.close();
+                drop(outer);
+                assert_eq!(probe.inner.spans.len(), 0, "{mode:?}: closed layer");
+            });
+        }
+    }
+
+    /// Threads that create, enter and close spans at once, some of them shared (a
+    /// parent entered on every thread, children closed on other threads than their
+    /// own): nothing deadlocks, and every entry leaves the store.
+    #[test]
+    fn spans_shared_between_threads_all_leave_the_store() {
+        let layer = layer(RegionMode::Span, crate::MemorySink::new());
+        let probe = layer.clone();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        let shared = tracing::dispatcher::with_default(&dispatch, || info_span!("shared"));
+        let (send, receive) = std::sync::mpsc::channel::<Span>();
+        std::thread::scope(|scope| {
+            for _ in 0..3 {
+                let (dispatch, shared, send) = (&dispatch, &shared, send.clone());
+                scope.spawn(move || {
+                    tracing::dispatcher::with_default(dispatch, || {
+                        for i in 0..300 {
+                            let _shared = shared.enter();
+                            let child = info_span!("child", i);
+                            let _child = child.enter();
+                            let grandchild = info_span!("grandchild");
+                            grandchild.in_scope(|| {});
+                            drop(_child);
+                            // Every other child is closed by another thread.
+                            if i % 2 == 0 {
+                                let _ = send.send(child);
+                            }
+                        }
+                    });
+                });
+            }
+            drop(send);
+            let dispatch = &dispatch;
+            scope.spawn(move || {
+                tracing::dispatcher::with_default(dispatch, || {
+                    for child in receive {
+                        drop(child);
+                    }
+                });
+            });
+        });
+        assert_eq!(probe.inner.spans.len(), 1, "the shared span alone");
+        // (Under the dispatcher: the Registry releases a closed span's parent through
+        // the thread's default dispatcher.)
+        tracing::dispatcher::with_default(&dispatch, || drop(shared));
+        assert_eq!(probe.inner.spans.len(), 0);
+    }
+
+    /// Spans a sink closes while it writes the first line (`version`, written while the
+    /// entered span's shard is held): those of that same shard are removed by the next
+    /// lock of it, without locking it again (which would deadlock), the others at once.
+    #[test]
+    fn a_span_closed_while_its_shard_is_held_leaves_the_store() {
+        static TO_CLOSE: Mutex<Vec<Span>> = Mutex::new(Vec::new());
+        struct Closing;
+        impl crate::Sink for Closing {
+            fn write_line(&self, _line: &[u8]) -> std::io::Result<()> {
+                let spans = std::mem::take(&mut *TO_CLOSE.lock().unwrap());
+                drop(spans);
+                Ok(())
+            }
+        }
+        let layer = layer(RegionMode::Span, Closing);
+        let probe = layer.clone();
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            let first = info_span!("first");
+            let shard = shard_of(first.id().unwrap().into_u64());
+            let mut same = 0;
+            let mut others = 0;
+            while same < 3 || others < 3 {
+                let span = info_span!("closed_by_the_sink");
+                if shard_of(span.id().unwrap().into_u64()) == shard {
+                    same += 1;
+                } else if others < 3 {
+                    others += 1;
+                } else {
+                    continue;
+                }
+                TO_CLOSE.lock().unwrap().push(span);
+            }
+            assert_eq!(probe.inner.spans.len(), 7);
+            // Its region opens: the process's first line is written under its shard.
+            let _entered = first.enter();
+            assert!(TO_CLOSE.lock().unwrap().is_empty(), "the sink closed them");
+            assert_eq!(probe.inner.spans.len(), 1);
+        });
     }
 }

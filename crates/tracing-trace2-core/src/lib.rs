@@ -14,7 +14,7 @@
 //! | `layer` | the `tracing` layer: callbacks → records; direct or deferred output |
 //! | `targets` | the fan-out: format for every target, one `write` per line, disable on failure |
 //! | `background` | the background writers: options, guard, queue, deferred replay, single-sink writer |
-//! | `region`, `fields` | span state in extensions; the visitors of user fields |
+//! | `region`, `span_store`, `fields` | span state and the layer's store of it by span id; the visitors of user fields |
 //! | `thread`, `lanes` | per-thread names and region stacks; the layer's announced and task lanes |
 //! | `api`, `wire` | typed Trace2 events handed to the layer; the values they carry |
 //! | `clock`, `session` | the process clock; the session id and depth |
@@ -61,6 +61,7 @@ pub mod process_info;
 pub mod redact;
 mod region;
 pub mod session;
+mod span_store;
 mod targets;
 mod text_slot;
 mod thread;

@@ -1,4 +1,4 @@
-//! Per-span region state, kept in the span's extensions.
+//! Per-span region state, kept in the layer's span store (`span_store.rs`).
 //!
 //! When a span is created the core layer records its fields into a [`RegionState`]:
 //! the category (`trace2.category` field, else the last `::` segment of the span's
@@ -139,6 +139,21 @@ impl RegionState {
         }
     }
 
+    /// Copies this region's category (as [`Self::info`] gives it) into `slot`, if it
+    /// has one: by reference when it is a literal, as it nearly always is.
+    pub(crate) fn copy_category_into(&self, slot: &mut TextSlot) {
+        match self.fields.category.get() {
+            Some("") => {}
+            Some(_) => slot.copy_from(&self.fields.category),
+            None => {
+                let category = default_category(self.target);
+                if !category.is_empty() {
+                    slot.set_static(category);
+                }
+            }
+        }
+    }
+
     /// Records span fields (at creation or through `Span::record`).
     pub fn record(&mut self, values: &RegionFields) {
         self.fields.category.copy_from(&values.category);
@@ -173,7 +188,7 @@ impl RegionState {
     /// Record its fields with [`RegionState::fields_mut`], then call
     /// [`RegionState::build_msg`].
     ///
-    /// Boxed, so that moving a state between the pool and the span's extensions moves a
+    /// Boxed, so that moving a state between the pool and the span store moves a
     /// pointer, not the whole state.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn pooled(label: &'static str, target: &'static str) -> Box<RegionState> {
@@ -249,12 +264,12 @@ impl RegionState {
     }
 }
 
-/// What the layer keeps in a span's extensions: the span's boxed [`RegionState`], and in
-/// the region-per-span mode the lane its region is open on (from its first entry to its
-/// close).
+/// What the layer keeps for a span in its store: the span's boxed [`RegionState`], and
+/// in the region-per-span mode the lane its region is open on (from its first entry to
+/// its close).
 ///
-/// When the span closes, the registry clears its extensions and this hands the state
-/// back to the closing thread's pool, so recycling needs no `on_close`.
+/// When the span closes, `on_close` takes it out of the store and drops it, which hands
+/// the state back to the closing thread's pool.
 pub(crate) struct SpanRegion {
     state: Option<Box<RegionState>>,
     lane: Option<Lane>,
@@ -319,13 +334,13 @@ impl Drop for SpanRegion {
 }
 
 thread_local! {
-    // Boxed on purpose (clippy's `vec_box`): states move between the pool and span
-    // extensions, and a pointer is cheaper to move than the whole state.
+    // Boxed on purpose (clippy's `vec_box`): states move between the pool and the span
+    // store, and a pointer is cheaper to move than the whole state.
     #[allow(clippy::vec_box)]
     static POOL: RefCell<Vec<Box<RegionState>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Span field values gathered before the span's extensions are locked (a field's
+/// Span field values gathered before the span's store entry is locked (a field's
 /// `Debug` impl may itself use `tracing`, so no lock may be held while it runs).
 #[derive(Clone, Debug, Default)]
 pub struct RegionFields {

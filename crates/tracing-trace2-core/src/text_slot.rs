@@ -48,6 +48,12 @@ impl TextSlot {
         self.start().push_str(value);
     }
 
+    /// Sets a text known to live as long as the program, by reference.
+    pub(crate) fn set_static(&mut self, value: &'static str) {
+        self.set = true;
+        self.fixed = Some(value);
+    }
+
     pub(crate) fn copy_from(&mut self, other: &TextSlot) {
         if other.set {
             match other.fixed {

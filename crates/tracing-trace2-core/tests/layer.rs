@@ -750,3 +750,74 @@ fn the_thread_that_writes_atexit_has_no_thread_exit() {
         assert!(lines.iter().all(|l| l.starts_with(thread)), "{lines:?}");
     }
 }
+
+/// A layer that records nothing but wants every span: it keeps the spans our layer
+/// leaves out in the Registry (the program's other layers do that in real use).
+struct WantsAll;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for WantsAll {}
+
+/// Spans the layer does not record (below its level, or behind its per-layer filter)
+/// are looked through: a span created under one nests under the region above it, an
+/// explicit parent that is one does the same, and an event inside one takes the
+/// category of the region above it. (An event whose explicit parent the per-layer
+/// filter hides has no enclosing span for `tracing`'s `event_span`: it keeps the
+/// default category, as it did when the state was kept in the Registry's extensions.)
+#[test]
+fn spans_the_layer_does_not_record_are_looked_through() {
+    let program = || {
+        let outer = info_span!("outer", trace2.category = "outer_cat");
+        let _outer = outer.enter();
+        let hidden = tracing::debug_span!("hidden");
+        let entered_hidden = hidden.enter();
+        info!(key = "under_hidden", value = 1);
+        let inner = info_span!("inner");
+        inner.in_scope(|| info!(key = "in_inner", value = 1));
+        drop(inner);
+        let explicit = info_span!(parent: &hidden, "explicit");
+        drop(entered_hidden);
+        explicit.in_scope(|| info!(parent: &hidden, key = "explicit_parent", value = 1));
+    };
+    let expected = |explicit_parent_category: &str| {
+        [
+            "region_enter outer 1",
+            "data outer_cat 2",
+            "region_enter inner 2",
+            "data layer 3",
+            "region_leave inner 2",
+            "region_enter explicit 2",
+            &format!("data {explicit_parent_category} 3"),
+            "region_leave explicit 2",
+            "region_leave outer 1",
+        ]
+        .map(str::to_owned)
+    };
+    for per_layer_filter in [false, true] {
+        let sink = MemorySink::new();
+        let layer = Trace2Layer::builder()
+            .with_target(Target::new("GIT_TRACE2_EVENT", Lanes, sink.clone()))
+            .build();
+        let registry = tracing_subscriber::registry().with(WantsAll);
+        if per_layer_filter {
+            tracing::subscriber::with_default(registry.with(layer.filtered()), program);
+        } else {
+            tracing::subscriber::with_default(registry.with(layer), program);
+        }
+        let text = sink.to_string_lossy();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.ends_with(" version") && !l.ends_with(" thread_start"))
+            .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest))
+            .collect();
+        let category = if per_layer_filter {
+            "layer"
+        } else {
+            "outer_cat"
+        };
+        assert_eq!(
+            lines,
+            expected(category),
+            "per-layer filter: {per_layer_filter}"
+        );
+    }
+}

@@ -1,0 +1,367 @@
+//! The layer's own home for per-span state: a table from span id to [`SpanEntry`] (the
+//! span's [`SpanRegion`] and its metadata), beside the Registry rather than in its
+//! extensions.
+//!
+//! The Registry keeps a layer's values in a type map per span, each value boxed: a
+//! `malloc` and `free` per span, and a lookup, a lock and a type-map probe per access.
+//! Here the entry is kept by value in one of [`SHARDS`] shards, each a `Mutex` over a
+//! small hash map; the shard is chosen by a multiplicative hash of the id (the
+//! Registry's ids are dense in their low bits and differ per thread in middle bits).
+//! The span's metadata is kept too, so that a first entry and a close need no Registry
+//! lookup at all.
+//!
+//! Locking rules: a shard is held for one operation; the layer never holds two shards
+//! at once and never takes a shard while it holds a lane (order: shard, then lane, then
+//! the lane book). Every callback that takes a shard runs with the layer's re-entrancy
+//! flag set, so a span closed from inside the layer's own work (a sink that drops a
+//! span while it writes a line, with a lane or even a shard held) is known to be
+//! re-entrant: its removal never waits for a shard ([`SpanStore::remove_reentrant`]).
+//! If the shard is taken (by this thread, or by another that may be waiting for the lane
+//! this one holds), the id is left on the shard's list of closed ids, and whoever locks
+//! that shard next removes it first, before any lookup or insertion: a reused id never
+//! finds the old entry.
+//!
+//! An entry goes when its span closes (from `on_close` whether or not the layer writes
+//! then), so a reused id never finds a stale one; spans leaked with `mem::forget` keep
+//! theirs, as they keep their Registry slot.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
+
+use tracing_core::Metadata;
+
+use crate::region::SpanRegion;
+
+/// The number of shards (a power of two).
+const SHARDS: usize = 64;
+/// Spans each shard has room for before it first grows (a few spans open at once per
+/// shard is the usual case).
+const SHARD_ROOM: usize = 8;
+/// Multiplier of the shard hash (2^64 / golden ratio): spreads the id's low and middle
+/// bits into the top bits, which pick the shard.
+const SHARD_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+/// Multiplier of the hash inside a shard, different from [`SHARD_MIX`], so that the map's
+/// own tag bits (the top ones) still differ between the ids of one shard.
+const MAP_MIX: u64 = 0xD6E8_FEB8_6659_FD93;
+
+/// What the layer keeps for a span it records.
+pub(crate) struct SpanEntry {
+    /// The region's state, lane and ancestry.
+    pub region: SpanRegion,
+    /// The span's metadata (its call site, for the region lines).
+    pub meta: &'static Metadata<'static>,
+}
+
+/// Hashes a span id (one `u64` written once) by one multiplication.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Never used for `u64` keys; kept correct for any other.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(MAP_MIX);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(MAP_MIX);
+    }
+}
+
+type Map = HashMap<u64, SpanEntry, BuildHasherDefault<IdHasher>>;
+
+/// One shard, on cache lines of its own so that threads working on different shards
+/// do not share one.
+#[repr(align(64))]
+struct Shard {
+    map: Mutex<Map>,
+    /// Whether `closed` holds ids (read after every lock of `map`).
+    has_closed: AtomicBool,
+    /// Ids of spans closed while `map` could not be taken without waiting: removed by
+    /// the next thread that locks `map`. A leaf lock, held only to push or take.
+    closed: Mutex<Vec<u64>>,
+}
+
+/// The table of span entries.
+pub(crate) struct SpanStore {
+    /// A fixed array: the shard's index needs no bounds check.
+    shards: Box<[Shard; SHARDS]>,
+}
+
+impl Default for SpanStore {
+    fn default() -> Self {
+        SpanStore::new()
+    }
+}
+
+impl std::fmt::Debug for SpanStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpanStore").finish_non_exhaustive()
+    }
+}
+
+/// The shard of span `id`.
+#[inline]
+pub(crate) fn shard_of(id: u64) -> usize {
+    (id.wrapping_mul(SHARD_MIX) >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
+impl SpanStore {
+    /// An empty store.
+    pub(crate) fn new() -> SpanStore {
+        SpanStore {
+            // Each shard has room from the start, so that the first span to land on it
+            // allocates nothing (ids move over all shards as the Registry reuses slots).
+            shards: Box::new(std::array::from_fn(|_| Shard {
+                map: Mutex::new(Map::with_capacity_and_hasher(
+                    SHARD_ROOM,
+                    Default::default(),
+                )),
+                has_closed: AtomicBool::new(false),
+                closed: Mutex::new(Vec::new()),
+            })),
+        }
+    }
+
+    /// Locks the shard of span `id` for one operation (see the module documentation).
+    #[inline]
+    pub(crate) fn lock(&self, id: u64) -> ShardGuard<'_> {
+        let index = shard_of(id);
+        let shard = &self.shards[index];
+        let map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
+        Self::guard(shard, map, index)
+    }
+
+    /// The guard of a shard just locked, after the removals left for it.
+    #[inline]
+    fn guard<'a>(shard: &'a Shard, map: MutexGuard<'a, Map>, index: usize) -> ShardGuard<'a> {
+        let mut guard = ShardGuard { map, index };
+        // Relaxed is enough: a span's close happens before its id is reused (the
+        // Registry's slot is released after `on_close` and taken again with acquiring
+        // atomics), so whoever may look up a reused id sees the flag set.
+        if shard.has_closed.load(Ordering::Relaxed) {
+            guard.remove_closed(shard);
+        }
+        guard
+    }
+
+    /// Keeps `entry` for span `id`, and hands back an entry the id had (a span closed
+    /// while the layer did not see it close, never in practice), to be dropped by the
+    /// caller after the shard is released.
+    #[inline]
+    pub(crate) fn insert(&self, id: u64, entry: SpanEntry) -> Option<SpanEntry> {
+        self.lock(id).map.insert(id, entry)
+    }
+
+    /// Takes span `id`'s entry out (its span closed), to be dropped by the caller after
+    /// the shard is released.
+    #[inline]
+    pub(crate) fn remove(&self, id: u64) -> Option<SpanEntry> {
+        self.lock(id).map.remove(&id)
+    }
+
+    /// Removes span `id`'s entry, its span closed from inside the layer's own work: at
+    /// once if its shard is free, else (the shard is taken, perhaps by this thread, or by
+    /// one waiting for a lane this thread holds) by the next thread to lock the shard.
+    /// Never waits for the shard.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn remove_reentrant(&self, id: u64) {
+        let index = shard_of(id);
+        let shard = &self.shards[index];
+        let map = match shard.map.try_lock() {
+            Ok(map) => map,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                let mut closed = shard.closed.lock().unwrap_or_else(PoisonError::into_inner);
+                closed.push(id);
+                shard.has_closed.store(true, Ordering::Relaxed);
+                return;
+            }
+        };
+        let removed = Self::guard(shard, map, index).map.remove(&id);
+        // Dropped with the shard released.
+        drop(removed);
+    }
+
+    /// Runs `f` on span `id`'s entry, if it has one, with its shard held.
+    #[inline]
+    pub(crate) fn with<R>(&self, id: u64, f: impl FnOnce(&mut SpanEntry) -> R) -> Option<R> {
+        self.lock(id).get_mut(id).map(f)
+    }
+
+    /// How many entries the store holds (after the removals left for later).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        (0..SHARDS)
+            .map(|index| {
+                let shard = &self.shards[index];
+                let map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
+                Self::guard(shard, map, index).map.len()
+            })
+            .sum()
+    }
+}
+
+/// A shard locked by this thread; released when dropped.
+pub(crate) struct ShardGuard<'a> {
+    map: MutexGuard<'a, Map>,
+    index: usize,
+}
+
+impl ShardGuard<'_> {
+    /// The entry of span `id` (which must belong to this shard).
+    #[inline]
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut SpanEntry> {
+        debug_assert_eq!(shard_of(id), self.index);
+        self.map.get_mut(&id)
+    }
+
+    /// The removals left for this shard by re-entrant closes.
+    #[cold]
+    #[inline(never)]
+    fn remove_closed(&mut self, shard: &Shard) {
+        let ids = {
+            let mut closed = shard.closed.lock().unwrap_or_else(PoisonError::into_inner);
+            shard.has_closed.store(false, Ordering::Relaxed);
+            std::mem::take(&mut *closed)
+        };
+        for id in ids {
+            // Dropping an entry runs only the layer's own code (its state goes back to
+            // this thread's pool, its lane's count down).
+            drop(self.map.remove(&id));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::region::RegionState;
+    use tracing_core::{Level, Metadata, callsite::Identifier, field::FieldSet, metadata::Kind};
+
+    struct Site;
+    impl tracing_core::Callsite for Site {
+        fn set_interest(&self, _: tracing_core::Interest) {}
+        fn metadata(&self) -> &Metadata<'_> {
+            &META
+        }
+    }
+    static SITE: Site = Site;
+    static META: Metadata<'static> = Metadata::new(
+        "span",
+        "store",
+        Level::INFO,
+        None,
+        None,
+        None,
+        FieldSet::new(&[], Identifier(&SITE)),
+        Kind::SPAN,
+    );
+
+    fn entry() -> SpanEntry {
+        SpanEntry {
+            region: SpanRegion::new(RegionState::pooled("span", "store"), None),
+            meta: &META,
+        }
+    }
+
+    /// Two ids of the same shard, and one of another.
+    fn ids() -> (u64, u64, u64) {
+        let first = 1;
+        let same = (2..).find(|&id| shard_of(id) == shard_of(first)).unwrap();
+        let other = (2..).find(|&id| shard_of(id) != shard_of(first)).unwrap();
+        (first, same, other)
+    }
+
+    #[test]
+    fn an_entry_is_found_until_removed() {
+        let store = SpanStore::new();
+        assert!(store.insert(7, entry()).is_none());
+        assert_eq!(store.with(7, |e| e.meta.name()), Some("span"));
+        assert!(store.with(8, |_| ()).is_none());
+        assert!(store.remove(7).is_some());
+        assert!(store.with(7, |_| ()).is_none());
+        assert_eq!(store.len(), 0);
+    }
+
+    #[test]
+    fn an_insert_replaces_a_stale_entry() {
+        let store = SpanStore::new();
+        store.insert(3, entry());
+        assert!(store.insert(3, entry()).is_some());
+        assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn ids_spread_over_the_shards() {
+        // Registry-like ids: dense low bits, a thread's bits in the middle.
+        let mut used = [0usize; SHARDS];
+        for thread in 0..4u64 {
+            for slot in 1..=256u64 {
+                used[shard_of((thread << 22) | slot)] += 1;
+            }
+        }
+        assert!(used.iter().all(|&n| n > 0), "{used:?}");
+        assert!(used.iter().all(|&n| n < 4 * 256 / SHARDS * 3), "{used:?}");
+    }
+
+    /// A span closed from inside the layer's work while this thread holds its shard
+    /// (a sink that drops a span while it writes the first line): its entry is removed
+    /// by the next lock of the shard, without locking it twice (which would deadlock or
+    /// panic); one of a free shard is removed at once.
+    #[test]
+    fn a_reentrant_removal_under_the_held_shard_is_left_for_the_next_lock() {
+        let store = SpanStore::new();
+        let (first, same, other) = ids();
+        store.insert(first, entry());
+        store.insert(same, entry());
+        store.insert(other, entry());
+        {
+            let mut guard = store.lock(first);
+            assert!(guard.get_mut(first).is_some());
+            store.remove_reentrant(same);
+            store.remove_reentrant(other);
+            assert!(guard.get_mut(same).is_some(), "not removed while held");
+        }
+        assert!(store.with(other, |_| ()).is_none(), "removed at once");
+        assert!(
+            store.with(same, |_| ()).is_none(),
+            "removed by the next lock"
+        );
+        assert!(store.with(first, |_| ()).is_some());
+        assert_eq!(store.len(), 1);
+    }
+
+    /// A re-entrant removal never waits for a shard another thread holds (that thread
+    /// may be waiting for the lane the closing thread holds while its sink writes).
+    #[test]
+    fn a_reentrant_removal_does_not_wait_for_another_thread() {
+        let store = SpanStore::new();
+        let (first, same, _) = ids();
+        store.insert(first, entry());
+        store.insert(same, entry());
+        let (locked, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _guard = store.lock(first);
+                locked.wait();
+                release.wait();
+            });
+            locked.wait();
+            // Would wait forever for the other thread if it blocked (the other thread
+            // is released only after it returns).
+            store.remove_reentrant(same);
+            release.wait();
+        });
+        assert!(store.with(same, |_| ()).is_none());
+        assert_eq!(store.len(), 1);
+    }
+}
