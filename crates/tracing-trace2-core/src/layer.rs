@@ -3,8 +3,9 @@
 //! normal, perf, event).
 //!
 //! * Spans are regions. `on_new_span`/`on_record` keep a [`RegionState`] in the layer's
-//!   span store (`span_store.rs`, by span id, beside the Registry). In the default [`RegionMode::Span`] a span's region opens when the span
-//!   is first entered (`region_enter`) and closes when the span closes (`region_leave`,
+//!   span store (`span_store.rs`, by span id, beside the Registry). In the default
+//!   [`RegionMode::Span`] a span's region opens when the span is first entered
+//!   (`region_enter`) and closes when the span closes (`region_leave`,
 //!   `t_rel` the wall time between): one region per `#[instrument] async fn` call however
 //!   often it is polled. Each region goes on a *lane* (a Trace2 thread, `thread.rs`): the
 //!   lane the entering OS thread is on when the span's parent region is on top of it (or
