@@ -142,9 +142,11 @@ impl SpanStore {
 
     /// The guard of a shard just locked, after the removals left for it.
     #[inline]
+    #[cfg_attr(not(debug_assertions), allow(unused_variables))]
     fn guard<'a>(shard: &'a Shard, map: MutexGuard<'a, Map>, index: usize) -> ShardGuard<'a> {
         let mut guard = ShardGuard {
             map,
+            #[cfg(debug_assertions)]
             index,
             found_id: 0,
             found: NonNull::dangling(),
@@ -219,6 +221,8 @@ impl SpanStore {
 /// A shard locked by this thread; released when dropped.
 pub(crate) struct ShardGuard<'a> {
     map: MutexGuard<'a, Map>,
+    /// The shard's index, for the check that an id looked up belongs to it.
+    #[cfg(debug_assertions)]
     index: usize,
     /// The id [`Self::get_mut`] found last (0, which no span id is, for none) and
     /// its entry: a first entry looks its span up twice under one guard (before and
@@ -233,7 +237,8 @@ impl ShardGuard<'_> {
     /// The entry of span `id` (which must belong to this shard).
     #[inline]
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut SpanEntry> {
-        debug_assert_eq!(shard_of(id), self.index);
+        #[cfg(debug_assertions)]
+        assert_eq!(shard_of(id), self.index);
         if id == self.found_id {
             // SAFETY: `found` was made from the `&mut` that `map.get_mut(&found_id)`
             // returned under this guard, and the map has not changed since: it is
