@@ -230,8 +230,9 @@ fn numbered_name(base: &str) -> String {
 /// What an OS thread keeps: its base lane and the lanes of the spans it has entered.
 struct OsThread {
     base: Option<Lane>,
-    /// Spans entered on this thread (innermost last), each with the lane of its region.
-    entered: Vec<(u64, Lane)>,
+    /// Spans entered on this thread (innermost last), each with the lane of its region
+    /// and the nesting its region opened at (the span's `RegionState::nesting`).
+    entered: Vec<(u64, Lane, Option<u32>)>,
 }
 
 impl Drop for OsThread {
@@ -281,7 +282,7 @@ pub(crate) fn base_lane(base: Option<&str>, now_us: u64) -> Option<Lane> {
 pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
     OS.try_with(|os| {
         let mut os = os.try_borrow_mut().ok()?;
-        if let Some((span, lane)) = os.entered.last() {
+        if let Some((span, lane, _)) = os.entered.last() {
             return Some((lane.clone(), Some(*span)));
         }
         let base = os
@@ -297,9 +298,11 @@ pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
 /// ([`current_lane`] without making the base lane of a thread that has none).
 pub(crate) fn entered_lane() -> Option<(u64, Lane)> {
     OS.try_with(|os| {
-        os.try_borrow()
-            .ok()
-            .and_then(|os| os.entered.last().map(|(span, lane)| (*span, lane.clone())))
+        os.try_borrow().ok().and_then(|os| {
+            os.entered
+                .last()
+                .map(|(span, lane, _)| (*span, lane.clone()))
+        })
     })
     .ok()
     .flatten()
@@ -325,7 +328,7 @@ pub(crate) fn with_current_lane<R>(
         }
         let os = os.try_borrow().ok()?;
         match os.entered.last() {
-            Some((span, lane)) => Some(f(lane, Some(*span))),
+            Some((span, lane, _)) => Some(f(lane, Some(*span))),
             None => Some(f(os.base.as_ref()?, None)),
         }
     })
@@ -333,14 +336,32 @@ pub(crate) fn with_current_lane<R>(
     .flatten()
 }
 
-/// Notes that `span`, whose region is on `lane`, is entered on this OS thread.
+/// Notes that `span`, whose region is on `lane` and opened at `nesting` (its state's,
+/// `None` if it has none), is entered on this OS thread.
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn push_entered(span: u64, lane: Lane) {
+pub(crate) fn push_entered(span: u64, lane: Lane, nesting: Option<u32>) {
     let _ = OS.try_with(|os| {
         if let Ok(mut os) = os.try_borrow_mut() {
-            os.entered.push((span, lane));
+            os.entered.push((span, lane, nesting));
         }
     });
+}
+
+/// The nesting of `span`'s region when `span` is the innermost span entered on this
+/// OS thread: what its store entry says (a region's nesting no longer changes once it
+/// opens), without taking the span's shard. `None` when it is not the innermost or has
+/// no region state.
+#[inline]
+pub(crate) fn innermost_nesting(span: u64) -> Option<u32> {
+    OS.try_with(|os| {
+        let os = os.try_borrow().ok()?;
+        match os.entered.last() {
+            Some(&(innermost, _, nesting)) if innermost == span => nesting,
+            _ => None,
+        }
+    })
+    .ok()
+    .flatten()
 }
 
 /// Notes that `span` is exited on this OS thread (the innermost entry of it).
@@ -352,9 +373,9 @@ pub(crate) fn pop_entered(span: u64) {
         };
         // The usual case, a span exited where it was entered last: a pop, without the
         // `memmove` call of a removal.
-        if os.entered.last().is_some_and(|(s, _)| *s == span) {
+        if os.entered.last().is_some_and(|(s, _, _)| *s == span) {
             os.entered.pop();
-        } else if let Some(pos) = os.entered.iter().rposition(|(s, _)| *s == span) {
+        } else if let Some(pos) = os.entered.iter().rposition(|(s, _, _)| *s == span) {
             os.entered.remove(pos);
         }
     });
@@ -417,11 +438,14 @@ mod tests {
             let task = ThreadState::task(1, 0);
             assert_eq!(lock(&task).name, "task-lane-01");
             assert!(Arc::ptr_eq(&current_lane(0).unwrap().0, &base));
-            push_entered(7, task.clone());
+            push_entered(7, task.clone(), Some(3));
             let (lane, span) = current_lane(0).unwrap();
             assert!(Arc::ptr_eq(&lane, &task));
             assert_eq!(span, Some(7));
+            assert_eq!(innermost_nesting(7), Some(3));
+            assert_eq!(innermost_nesting(8), None, "not the innermost");
             pop_entered(7);
+            assert_eq!(innermost_nesting(7), None);
             assert!(Arc::ptr_eq(&current_lane(0).unwrap().0, &base));
         })
         .join()
