@@ -637,7 +637,7 @@ impl Trace2Layer {
     /// `atexit`).
     fn end_lane_silently(&self, t: &mut ThreadState) {
         t.announced = false;
-        t.owner = None;
+        drop(t.take_owner());
         self.inner.lanes.ended(&t.me);
     }
 

@@ -81,12 +81,13 @@ pub(crate) struct ThreadState {
     /// region still open on it.
     pub os_gone: bool,
     /// The layer that last wrote on this lane.
-    pub owner: Option<Weak<dyn LaneOwner>>,
+    owner: Option<Weak<dyn LaneOwner>>,
     /// The file:line of this OS thread's `thread_start`, kept for the `thread_exit` its
     /// thread-local destructor writes, which has no caller of its own.
     start_site: Option<(Box<str>, u32)>,
     /// The address of `owner`'s shared state, to tell cheaply on every line whether
-    /// the owner is the same (valid while `owner` is `Some`).
+    /// the owner is the same: 0 (no `Arc` is there) while `owner` is `None`, so that
+    /// one comparison answers (`owner` is set and cleared only with it).
     owner_addr: usize,
     /// Created under the name `thread_start` gave, by that same call.
     fresh: bool,
@@ -205,9 +206,15 @@ impl ThreadState {
     #[inline]
     pub fn set_owner(&mut self, owner: &Arc<impl LaneOwner + 'static>) {
         let addr = Arc::as_ptr(owner) as *const () as usize;
-        if self.owner.is_none() || self.owner_addr != addr {
+        if self.owner_addr != addr {
             self.replace_owner(owner, addr);
         }
+    }
+
+    /// Takes the layer that last wrote on this lane, if any.
+    pub(crate) fn take_owner(&mut self) -> Option<Weak<dyn LaneOwner>> {
+        self.owner_addr = 0;
+        self.owner.take()
     }
 
     #[cold]
@@ -251,7 +258,7 @@ impl Drop for OsThread {
 
 /// Hands a lane whose OS thread ended to the layer that wrote on it.
 pub(crate) fn end_lane_now(state: &mut ThreadState) {
-    if let Some(owner) = state.owner.take().and_then(|w| w.upgrade()) {
+    if let Some(owner) = state.take_owner().and_then(|w| w.upgrade()) {
         owner.end_os_thread(state);
     }
 }
@@ -402,6 +409,29 @@ pub(crate) fn reset() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Owner;
+    impl LaneOwner for Owner {
+        fn end_os_thread(self: Arc<Self>, _lane: &mut ThreadState) {}
+    }
+
+    #[test]
+    fn an_owner_taken_is_set_again_by_the_same_layer() {
+        let (first, second) = (Arc::new(Owner), Arc::new(Owner));
+        let lane = ThreadState::task(1, 0);
+        let mut t = lock(&lane);
+        assert!(t.take_owner().is_none());
+        t.set_owner(&first);
+        assert!(t.take_owner().is_some());
+        assert!(t.take_owner().is_none());
+        t.set_owner(&first);
+        let owner = t.take_owner().and_then(|w| w.upgrade());
+        assert!(owner.is_some(), "the same layer again after a take");
+        t.set_owner(&first);
+        t.set_owner(&second);
+        let owner = t.take_owner().and_then(|w| w.upgrade()).unwrap();
+        assert!(std::ptr::addr_eq(Arc::as_ptr(&owner), Arc::as_ptr(&second)));
+    }
 
     #[test]
     fn names_are_numbered_and_cut() {
