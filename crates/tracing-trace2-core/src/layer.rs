@@ -637,7 +637,7 @@ impl Trace2Layer {
     /// `atexit`).
     fn end_lane_silently(&self, t: &mut ThreadState) {
         t.announced = false;
-        t.owner = None;
+        drop(t.take_owner());
         self.inner.lanes.ended(&t.me);
     }
 
@@ -804,8 +804,9 @@ impl Trace2Layer {
             Some(entry) => {
                 if let Some(lane) = entry.region.lane() {
                     let lane = lane.clone();
+                    let nesting = entry.region.state().map(|state| state.nesting);
                     drop(shard);
-                    thread::push_entered(key, lane);
+                    thread::push_entered(key, lane, nesting);
                     return;
                 }
                 if entry.region.state().is_none() || entry.region.is_left_out() {
@@ -838,8 +839,9 @@ impl Trace2Layer {
                 };
                 if let Some(lane) = entry.region.lane() {
                     let lane = lane.clone();
+                    let nesting = entry.region.state().map(|state| state.nesting);
                     drop(shard);
-                    thread::push_entered(key, lane);
+                    thread::push_entered(key, lane, nesting);
                     return;
                 }
                 if entry.region.is_left_out() {
@@ -895,6 +897,7 @@ impl Trace2Layer {
         };
         // Released before the line is written (the closure is called once).
         let mut shard = Some(shard);
+        let mut opened_at = None;
         with_pending(|lines| {
             if let Some(mut shard) = shard.take()
                 && let Some(entry) = shard.get_mut(key)
@@ -904,6 +907,7 @@ impl Trace2Layer {
                     // Where the region really opens (a lane of its own starts at 1):
                     // what the children's estimate starts from.
                     state.nesting = t.depth() + 1;
+                    opened_at = Some(state.nesting);
                     self.enter_region(&mut t, key, state.info(), now, callsite, lines);
                 }
                 region.set_lane(lane.clone());
@@ -912,7 +916,7 @@ impl Trace2Layer {
         });
         drop(t);
         // The lane's own handle moves into the list of entered spans (no extra count).
-        thread::push_entered(key, task_lane.unwrap_or(current));
+        thread::push_entered(key, task_lane.unwrap_or(current), opened_at);
     }
 
     /// Region-per-span mode, `on_close`: the region's `region_leave`, and the lane's
@@ -1009,7 +1013,9 @@ impl Trace2Layer {
                 .with(id, |entry| entry.region.state().map(|state| state.nesting))
                 .flatten()
         };
-        if let Some(n) = nesting(parent) {
+        // The usual parent, the span this thread is in: its nesting is on the thread's
+        // list of entered spans, no shard taken.
+        if let Some(n) = thread::innermost_nesting(parent).or_else(|| nesting(parent)) {
             return Some((parent, n));
         }
         let span = ctx.span(id)?;

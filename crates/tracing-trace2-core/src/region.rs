@@ -211,10 +211,10 @@ impl RegionState {
         if self.capacity() > POOL_MAX_BYTES {
             return;
         }
+        // What the next span rewrites before it reads it (`msg`, built by `build_msg`,
+        // and `nesting`, set at creation) is left as it is.
         self.fields.clear();
-        self.msg.clear();
         self.built = false;
-        self.nesting = 0;
         let _ = POOL.try_with(|pool| {
             if let Ok(mut pool) = pool.try_borrow_mut()
                 && pool.len() < POOL_SIZE
@@ -358,11 +358,12 @@ pub struct RegionFields {
 }
 
 impl RegionFields {
-    /// Forgets every value, keeping the buffers (and the policy).
+    /// Forgets every value, keeping the buffers (and the policy). A text slot's buffer
+    /// keeps its old text: it is read only once given, and emptied then.
     pub(crate) fn clear(&mut self) {
-        self.category.reset();
-        self.label.reset();
-        self.msg.reset();
+        self.category.forget();
+        self.label.forget();
+        self.msg.forget();
         self.repo = None;
         self.others.clear();
         self.starts.clear();
@@ -670,7 +671,8 @@ mod tests {
             first.build_msg();
             assert_eq!(first.info().msg, Some("old message k=v"));
             first.recycle();
-            let second = RegionState::pooled("second", "crate::b");
+            let mut second = RegionState::pooled("second", "crate::b");
+            second.build_msg();
             let info = second.info();
             assert_eq!(info.label, Some("second"));
             assert_eq!(info.category, Some("b"));
@@ -678,6 +680,10 @@ mod tests {
             assert_eq!(info.repo, None);
             // The recycled strings kept their room.
             assert!(second.capacity() > 0);
+            // A value given again starts from an empty buffer.
+            second.fields_mut().msg.start().push_str("new");
+            second.build_msg();
+            assert_eq!(second.info().msg, Some("new"));
         })
         .join()
         .unwrap();

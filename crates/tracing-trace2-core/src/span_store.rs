@@ -27,6 +27,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
@@ -141,8 +142,15 @@ impl SpanStore {
 
     /// The guard of a shard just locked, after the removals left for it.
     #[inline]
+    #[cfg_attr(not(debug_assertions), allow(unused_variables))]
     fn guard<'a>(shard: &'a Shard, map: MutexGuard<'a, Map>, index: usize) -> ShardGuard<'a> {
-        let mut guard = ShardGuard { map, index };
+        let mut guard = ShardGuard {
+            map,
+            #[cfg(debug_assertions)]
+            index,
+            found_id: 0,
+            found: NonNull::dangling(),
+        };
         // Relaxed is enough: a span's close happens before its id is reused (the
         // Registry's slot is released after `on_close` and taken again with acquiring
         // atomics), so whoever may look up a reused id sees the flag set.
@@ -157,14 +165,14 @@ impl SpanStore {
     /// caller after the shard is released.
     #[inline]
     pub(crate) fn insert(&self, id: u64, entry: SpanEntry) -> Option<SpanEntry> {
-        self.lock(id).map.insert(id, entry)
+        self.lock(id).map_mut().insert(id, entry)
     }
 
     /// Takes span `id`'s entry out (its span closed), to be dropped by the caller after
     /// the shard is released.
     #[inline]
     pub(crate) fn remove(&self, id: u64) -> Option<SpanEntry> {
-        self.lock(id).map.remove(&id)
+        self.lock(id).map_mut().remove(&id)
     }
 
     /// Removes span `id`'s entry, its span closed from inside the layer's own work: at
@@ -186,7 +194,7 @@ impl SpanStore {
                 return;
             }
         };
-        let removed = Self::guard(shard, map, index).map.remove(&id);
+        let removed = Self::guard(shard, map, index).map_mut().remove(&id);
         // Dropped with the shard released.
         drop(removed);
     }
@@ -213,15 +221,45 @@ impl SpanStore {
 /// A shard locked by this thread; released when dropped.
 pub(crate) struct ShardGuard<'a> {
     map: MutexGuard<'a, Map>,
+    /// The shard's index, for the check that an id looked up belongs to it.
+    #[cfg(debug_assertions)]
     index: usize,
+    /// The id [`Self::get_mut`] found last (0, which no span id is, for none) and
+    /// its entry: a first entry looks its span up twice under one guard (before and
+    /// after it locks the lane), and the second look-up is then one comparison. Valid
+    /// while the map is unchanged; everything that changes it goes through
+    /// [`Self::map_mut`], which forgets it.
+    found_id: u64,
+    found: NonNull<SpanEntry>,
 }
 
 impl ShardGuard<'_> {
     /// The entry of span `id` (which must belong to this shard).
     #[inline]
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut SpanEntry> {
-        debug_assert_eq!(shard_of(id), self.index);
-        self.map.get_mut(&id)
+        #[cfg(debug_assertions)]
+        assert_eq!(shard_of(id), self.index);
+        if id == self.found_id {
+            // SAFETY: `found` was made from the `&mut` that `map.get_mut(&found_id)`
+            // returned under this guard, and the map has not changed since: it is
+            // locked by this guard (no other thread reaches it; a re-entrant removal on
+            // this thread never touches a held shard, it uses `try_lock`), and every
+            // change made through this guard goes through `map_mut`, which resets
+            // `found_id`. Moving the guard moves neither the map nor its entries (they
+            // are in the map's heap table). `&mut self` makes the borrow unique.
+            return Some(unsafe { self.found.as_mut() });
+        }
+        let entry = self.map.get_mut(&id)?;
+        self.found = NonNull::from(&mut *entry);
+        self.found_id = id;
+        Some(entry)
+    }
+
+    /// The map, to change it: forgets the entry [`Self::get_mut`] found last.
+    #[inline]
+    fn map_mut(&mut self) -> &mut Map {
+        self.found_id = 0;
+        &mut self.map
     }
 
     /// The removals left for this shard by re-entrant closes.
@@ -236,7 +274,7 @@ impl ShardGuard<'_> {
         for id in ids {
             // Dropping an entry runs only the layer's own code (its state goes back to
             // this thread's pool, its lane's count down).
-            drop(self.map.remove(&id));
+            drop(self.map_mut().remove(&id));
         }
     }
 }
@@ -290,6 +328,26 @@ mod tests {
         assert!(store.remove(7).is_some());
         assert!(store.with(7, |_| ()).is_none());
         assert_eq!(store.len(), 0);
+    }
+
+    #[test]
+    fn a_guard_finds_an_entry_again_until_its_map_changes() {
+        let store = SpanStore::new();
+        let (first, same, _) = ids();
+        store.insert(first, entry());
+        store.insert(same, entry());
+        let mut guard = store.lock(first);
+        let found = guard.get_mut(first).map(|e| e as *mut SpanEntry);
+        assert!(found.is_some());
+        assert_eq!(guard.get_mut(first).map(|e| e as *mut SpanEntry), found);
+        assert!(guard.get_mut(same).is_some(), "another id of the shard");
+        assert_eq!(guard.get_mut(first).map(|e| e as *mut SpanEntry), found);
+        // A change through the guard forgets what it found.
+        assert!(guard.map_mut().remove(&first).is_some());
+        assert!(guard.get_mut(first).is_none());
+        assert!(guard.get_mut(same).is_some());
+        assert!(guard.map_mut().remove(&same).is_some());
+        assert!(guard.get_mut(same).is_none());
     }
 
     #[test]

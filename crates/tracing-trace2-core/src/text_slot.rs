@@ -66,19 +66,13 @@ impl TextSlot {
         }
     }
 
-    pub(crate) fn reset(&mut self) {
-        self.set = false;
-        self.fixed = None;
-        self.text.clear();
-    }
-
     /// The room of the buffer (what a recycled state keeps).
     pub(crate) fn capacity(&self) -> usize {
         self.text.capacity()
     }
 
-    /// Forgets the value but keeps the buffer's text (cheaper than [`Self::reset`] where
-    /// the next [`Self::start`] clears it anyway).
+    /// Forgets the value but keeps the buffer's text (the next [`Self::start`] empties
+    /// it; nothing reads it before).
     pub(crate) fn forget(&mut self) {
         self.set = false;
         self.fixed = None;

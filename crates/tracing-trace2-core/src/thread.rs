@@ -81,12 +81,13 @@ pub(crate) struct ThreadState {
     /// region still open on it.
     pub os_gone: bool,
     /// The layer that last wrote on this lane.
-    pub owner: Option<Weak<dyn LaneOwner>>,
+    owner: Option<Weak<dyn LaneOwner>>,
     /// The file:line of this OS thread's `thread_start`, kept for the `thread_exit` its
     /// thread-local destructor writes, which has no caller of its own.
     start_site: Option<(Box<str>, u32)>,
     /// The address of `owner`'s shared state, to tell cheaply on every line whether
-    /// the owner is the same (valid while `owner` is `Some`).
+    /// the owner is the same: 0 (no `Arc` is there) while `owner` is `None`, so that
+    /// one comparison answers (`owner` is set and cleared only with it).
     owner_addr: usize,
     /// Created under the name `thread_start` gave, by that same call.
     fresh: bool,
@@ -205,9 +206,15 @@ impl ThreadState {
     #[inline]
     pub fn set_owner(&mut self, owner: &Arc<impl LaneOwner + 'static>) {
         let addr = Arc::as_ptr(owner) as *const () as usize;
-        if self.owner.is_none() || self.owner_addr != addr {
+        if self.owner_addr != addr {
             self.replace_owner(owner, addr);
         }
+    }
+
+    /// Takes the layer that last wrote on this lane, if any.
+    pub(crate) fn take_owner(&mut self) -> Option<Weak<dyn LaneOwner>> {
+        self.owner_addr = 0;
+        self.owner.take()
     }
 
     #[cold]
@@ -230,8 +237,9 @@ fn numbered_name(base: &str) -> String {
 /// What an OS thread keeps: its base lane and the lanes of the spans it has entered.
 struct OsThread {
     base: Option<Lane>,
-    /// Spans entered on this thread (innermost last), each with the lane of its region.
-    entered: Vec<(u64, Lane)>,
+    /// Spans entered on this thread (innermost last), each with the lane of its region
+    /// and the nesting its region opened at (the span's `RegionState::nesting`).
+    entered: Vec<(u64, Lane, Option<u32>)>,
 }
 
 impl Drop for OsThread {
@@ -250,7 +258,7 @@ impl Drop for OsThread {
 
 /// Hands a lane whose OS thread ended to the layer that wrote on it.
 pub(crate) fn end_lane_now(state: &mut ThreadState) {
-    if let Some(owner) = state.owner.take().and_then(|w| w.upgrade()) {
+    if let Some(owner) = state.take_owner().and_then(|w| w.upgrade()) {
         owner.end_os_thread(state);
     }
 }
@@ -281,7 +289,7 @@ pub(crate) fn base_lane(base: Option<&str>, now_us: u64) -> Option<Lane> {
 pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
     OS.try_with(|os| {
         let mut os = os.try_borrow_mut().ok()?;
-        if let Some((span, lane)) = os.entered.last() {
+        if let Some((span, lane, _)) = os.entered.last() {
             return Some((lane.clone(), Some(*span)));
         }
         let base = os
@@ -297,9 +305,11 @@ pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {
 /// ([`current_lane`] without making the base lane of a thread that has none).
 pub(crate) fn entered_lane() -> Option<(u64, Lane)> {
     OS.try_with(|os| {
-        os.try_borrow()
-            .ok()
-            .and_then(|os| os.entered.last().map(|(span, lane)| (*span, lane.clone())))
+        os.try_borrow().ok().and_then(|os| {
+            os.entered
+                .last()
+                .map(|(span, lane, _)| (*span, lane.clone()))
+        })
     })
     .ok()
     .flatten()
@@ -325,7 +335,7 @@ pub(crate) fn with_current_lane<R>(
         }
         let os = os.try_borrow().ok()?;
         match os.entered.last() {
-            Some((span, lane)) => Some(f(lane, Some(*span))),
+            Some((span, lane, _)) => Some(f(lane, Some(*span))),
             None => Some(f(os.base.as_ref()?, None)),
         }
     })
@@ -333,14 +343,32 @@ pub(crate) fn with_current_lane<R>(
     .flatten()
 }
 
-/// Notes that `span`, whose region is on `lane`, is entered on this OS thread.
+/// Notes that `span`, whose region is on `lane` and opened at `nesting` (its state's,
+/// `None` if it has none), is entered on this OS thread.
 #[cfg_attr(not(debug_assertions), inline(always))]
-pub(crate) fn push_entered(span: u64, lane: Lane) {
+pub(crate) fn push_entered(span: u64, lane: Lane, nesting: Option<u32>) {
     let _ = OS.try_with(|os| {
         if let Ok(mut os) = os.try_borrow_mut() {
-            os.entered.push((span, lane));
+            os.entered.push((span, lane, nesting));
         }
     });
+}
+
+/// The nesting of `span`'s region when `span` is the innermost span entered on this
+/// OS thread: what its store entry says (a region's nesting no longer changes once it
+/// opens), without taking the span's shard. `None` when it is not the innermost or has
+/// no region state.
+#[inline]
+pub(crate) fn innermost_nesting(span: u64) -> Option<u32> {
+    OS.try_with(|os| {
+        let os = os.try_borrow().ok()?;
+        match os.entered.last() {
+            Some(&(innermost, _, nesting)) if innermost == span => nesting,
+            _ => None,
+        }
+    })
+    .ok()
+    .flatten()
 }
 
 /// Notes that `span` is exited on this OS thread (the innermost entry of it).
@@ -352,9 +380,9 @@ pub(crate) fn pop_entered(span: u64) {
         };
         // The usual case, a span exited where it was entered last: a pop, without the
         // `memmove` call of a removal.
-        if os.entered.last().is_some_and(|(s, _)| *s == span) {
+        if os.entered.last().is_some_and(|(s, _, _)| *s == span) {
             os.entered.pop();
-        } else if let Some(pos) = os.entered.iter().rposition(|(s, _)| *s == span) {
+        } else if let Some(pos) = os.entered.iter().rposition(|(s, _, _)| *s == span) {
             os.entered.remove(pos);
         }
     });
@@ -381,6 +409,29 @@ pub(crate) fn reset() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Owner;
+    impl LaneOwner for Owner {
+        fn end_os_thread(self: Arc<Self>, _lane: &mut ThreadState) {}
+    }
+
+    #[test]
+    fn an_owner_taken_is_set_again_by_the_same_layer() {
+        let (first, second) = (Arc::new(Owner), Arc::new(Owner));
+        let lane = ThreadState::task(1, 0);
+        let mut t = lock(&lane);
+        assert!(t.take_owner().is_none());
+        t.set_owner(&first);
+        assert!(t.take_owner().is_some());
+        assert!(t.take_owner().is_none());
+        t.set_owner(&first);
+        let owner = t.take_owner().and_then(|w| w.upgrade());
+        assert!(owner.is_some(), "the same layer again after a take");
+        t.set_owner(&first);
+        t.set_owner(&second);
+        let owner = t.take_owner().and_then(|w| w.upgrade()).unwrap();
+        assert!(std::ptr::addr_eq(Arc::as_ptr(&owner), Arc::as_ptr(&second)));
+    }
 
     #[test]
     fn names_are_numbered_and_cut() {
@@ -417,11 +468,14 @@ mod tests {
             let task = ThreadState::task(1, 0);
             assert_eq!(lock(&task).name, "task-lane-01");
             assert!(Arc::ptr_eq(&current_lane(0).unwrap().0, &base));
-            push_entered(7, task.clone());
+            push_entered(7, task.clone(), Some(3));
             let (lane, span) = current_lane(0).unwrap();
             assert!(Arc::ptr_eq(&lane, &task));
             assert_eq!(span, Some(7));
+            assert_eq!(innermost_nesting(7), Some(3));
+            assert_eq!(innermost_nesting(8), None, "not the innermost");
             pop_entered(7);
+            assert_eq!(innermost_nesting(7), None);
             assert!(Arc::ptr_eq(&current_lane(0).unwrap().0, &base));
         })
         .join()

@@ -105,7 +105,15 @@ fn laid_out(mut ranges: Vec<(usize, usize)>, literal: usize) -> Segments {
 /// of the program (a string literal); `None` otherwise (the caller copies it).
 #[inline]
 pub fn as_static(text: &str) -> Option<&'static str> {
-    if !is_immutable(text.as_ptr() as usize, text.len()) {
+    let addr = text.as_ptr() as usize;
+    // The test of [`is_immutable`] without its overflow check: a slice never wraps
+    // around the address space (`slice::from_raw_parts`' contract), so its end is
+    // `addr + len` exactly. This runs on every literal span field.
+    let end = addr.wrapping_add(text.len());
+    let held = (LITERALS[0].load(Ordering::Acquire) <= addr
+        && end <= LITERALS[1].load(Ordering::Relaxed))
+        || is_in_other_segment(addr, end);
+    if !held {
         return None;
     }
     // SAFETY: the bytes lie in a loaded segment of the main program without write
