@@ -27,7 +27,6 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
@@ -148,8 +147,6 @@ impl SpanStore {
             map,
             #[cfg(debug_assertions)]
             index,
-            found_id: 0,
-            found: NonNull::dangling(),
         };
         // Relaxed is enough: a span's close happens before its id is reused (the
         // Registry's slot is released after `on_close` and taken again with acquiring
@@ -224,13 +221,6 @@ pub(crate) struct ShardGuard<'a> {
     /// The shard's index, for the check that an id looked up belongs to it.
     #[cfg(debug_assertions)]
     index: usize,
-    /// The id [`Self::get_mut`] found last (0, which no span id is, for none) and
-    /// its entry: a first entry looks its span up twice under one guard (before and
-    /// after it locks the lane), and the second look-up is then one comparison. Valid
-    /// while the map is unchanged; everything that changes it goes through
-    /// [`Self::map_mut`], which forgets it.
-    found_id: u64,
-    found: NonNull<SpanEntry>,
 }
 
 impl ShardGuard<'_> {
@@ -239,26 +229,12 @@ impl ShardGuard<'_> {
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut SpanEntry> {
         #[cfg(debug_assertions)]
         assert_eq!(shard_of(id), self.index);
-        if id == self.found_id {
-            // SAFETY: `found` was made from the `&mut` that `map.get_mut(&found_id)`
-            // returned under this guard, and the map has not changed since: it is
-            // locked by this guard (no other thread reaches it; a re-entrant removal on
-            // this thread never touches a held shard, it uses `try_lock`), and every
-            // change made through this guard goes through `map_mut`, which resets
-            // `found_id`. Moving the guard moves neither the map nor its entries (they
-            // are in the map's heap table). `&mut self` makes the borrow unique.
-            return Some(unsafe { self.found.as_mut() });
-        }
-        let entry = self.map.get_mut(&id)?;
-        self.found = NonNull::from(&mut *entry);
-        self.found_id = id;
-        Some(entry)
+        self.map.get_mut(&id)
     }
 
-    /// The map, to change it: forgets the entry [`Self::get_mut`] found last.
+    /// The map, to change it.
     #[inline]
     fn map_mut(&mut self) -> &mut Map {
-        self.found_id = 0;
         &mut self.map
     }
 
@@ -331,7 +307,7 @@ mod tests {
     }
 
     #[test]
-    fn a_guard_finds_an_entry_again_until_its_map_changes() {
+    fn a_guard_finds_each_entry_of_its_shard_until_removed() {
         let store = SpanStore::new();
         let (first, same, _) = ids();
         store.insert(first, entry());
@@ -342,7 +318,12 @@ mod tests {
         assert_eq!(guard.get_mut(first).map(|e| e as *mut SpanEntry), found);
         assert!(guard.get_mut(same).is_some(), "another id of the shard");
         assert_eq!(guard.get_mut(first).map(|e| e as *mut SpanEntry), found);
-        // A change through the guard forgets what it found.
+        // Written through what it handed out, then found again: the same entry.
+        if let Some(entry) = guard.get_mut(first) {
+            entry.region.leave_out();
+        }
+        assert!(guard.get_mut(first).is_some_and(|e| e.region.is_left_out()));
+        // Removed through the guard: found no more.
         assert!(guard.map_mut().remove(&first).is_some());
         assert!(guard.get_mut(first).is_none());
         assert!(guard.get_mut(same).is_some());
