@@ -802,9 +802,7 @@ impl Trace2Layer {
         let (nearest, meta) = match shard.get_mut(key) {
             None => return,
             Some(entry) => {
-                if let Some(lane) = entry.region.lane() {
-                    let lane = lane.clone();
-                    let nesting = entry.region.state().map(|state| state.nesting);
+                if let Some((lane, nesting)) = entry.region.entered_again() {
                     drop(shard);
                     thread::push_entered(key, lane, nesting);
                     return;
@@ -837,9 +835,7 @@ impl Trace2Layer {
                 let Some(entry) = shard.get_mut(key) else {
                     return;
                 };
-                if let Some(lane) = entry.region.lane() {
-                    let lane = lane.clone();
-                    let nesting = entry.region.state().map(|state| state.nesting);
+                if let Some((lane, nesting)) = entry.region.entered_again() {
                     drop(shard);
                     thread::push_entered(key, lane, nesting);
                     return;

@@ -310,6 +310,13 @@ impl SpanRegion {
         self.lane.as_ref()
     }
 
+    /// For an entry of a span whose region is already open: its lane and the nesting it
+    /// opened at, as the thread's list of entered spans keeps them.
+    pub(crate) fn entered_again(&self) -> Option<(Lane, Option<u32>)> {
+        let lane = self.lane.clone()?;
+        Some((lane, self.state().map(|state| state.nesting)))
+    }
+
     pub(crate) fn set_lane(&mut self, lane: Lane) {
         self.lane = Some(lane);
     }
