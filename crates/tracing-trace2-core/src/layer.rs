@@ -292,8 +292,8 @@ impl std::fmt::Debug for LayerState {
 }
 
 impl LaneOwner for LayerState {
-    fn end_os_thread(self: Arc<Self>, lane: &mut ThreadState) {
-        Trace2Layer { inner: self }.end_os_thread(lane);
+    fn end_os_thread(self: Arc<Self>, lane: &Lane, state: &mut ThreadState) {
+        Trace2Layer { inner: self }.end_os_thread(lane, state);
     }
 }
 
@@ -317,19 +317,6 @@ fn with_pending<R>(mut f: impl FnMut(&mut CallbackOutput) -> R) -> R {
         // The thread is shutting down or the buffer is in use: use a fresh one.
         _ => f(&mut CallbackOutput::default()),
     }
-}
-
-/// The depth of the innermost region a line written now belongs to: in the
-/// region-per-span mode a lane may hold regions of suspended spans above the one the
-/// thread is in, so the depth is that of the innermost span entered on this thread (or
-/// of a region opened by the API, which belongs to the thread), not the stack's length.
-fn active_depth(t: &ThreadState, innermost: Option<u64>) -> u32 {
-    t.stack
-        .iter()
-        .rposition(|f| {
-            Some(f.span) == innermost || f.span == API_REGION || f.span == THREAD_ON_MAIN
-        })
-        .map_or(0, |pos| pos as u32 + 1)
 }
 
 impl Trace2Layer {
@@ -645,11 +632,19 @@ impl Trace2Layer {
     /// the thread's `th_timer`/`th_counter` lines, then `thread_exit`. Nothing in the
     /// program called for them: they name the call site of the thread's `thread_start`
     /// (where the thread first traced, or announced itself).
-    fn end_os_thread(&self, t: &mut ThreadState) {
+    ///
+    /// A thread that ends while the process does may find the layer closed to it (the
+    /// process end is ending the other threads' lanes, or has written `atexit`): its
+    /// lane then stays in the book, alive, for that end to write its `thread_exit`
+    /// (dropped, the book's weak handle would miss it and the thread would have none).
+    fn end_os_thread(&self, lane: &Lane, t: &mut ThreadState) {
         if !self.inner.announce {
             return;
         }
-        let Some(_busy) = self.busy() else { return };
+        let Some(_busy) = self.busy() else {
+            self.inner.lanes.keep_until_ended(lane);
+            return;
+        };
         let now = clock::now();
         let start_site = t.take_start_site();
         let callsite = Callsite {
@@ -961,13 +956,13 @@ impl Trace2Layer {
             if fields.category.get().is_none() {
                 self.inherit_category(event, ctx, &mut fields.category);
             }
-            thread::with_current_lane(now.t_abs_us, |lane, innermost| {
+            thread::with_current_lane(now.t_abs_us, |lane, _| {
                 with_pending(|lines| {
                     let mut t = thread::lock(lane);
-                    let depth = match self.inner.mode {
-                        RegionMode::Span => active_depth(&t, innermost),
-                        RegionMode::Entry => t.depth(),
-                    };
+                    // As in git, a line is as deep as the regions open on its Trace2
+                    // thread, whether or not the thread is inside them now (a span
+                    // exited but not closed keeps its region open).
+                    let depth = t.depth();
                     let category = fields
                         .category
                         .get()
@@ -1230,16 +1225,14 @@ impl Trace2Layer {
             ApiCall::ThreadExit => thread::base_lane(None, now.t_abs_us).map(|lane| (lane, None)),
             _ => thread::current_lane(now.t_abs_us),
         };
-        let Some((lane, innermost)) = lane else {
+        let Some((lane, _)) = lane else {
             return;
         };
         let mut reset = false;
         with_pending(|lines| {
             let mut t = thread::lock(&lane);
-            let depth = match self.inner.mode {
-                RegionMode::Span => active_depth(&t, innermost),
-                RegionMode::Entry => t.depth(),
-            };
+            // The regions open on the line's Trace2 thread (see `on_user_event`).
+            let depth = t.depth();
             reset = matches!(call, ApiCall::ThreadExit) && !t.is_main;
             self.api_records(&mut t, call, depth, now, callsite, lines);
             self.write_lines(&t, lines);
