@@ -63,6 +63,7 @@ use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::bound::write_bounded;
 use crate::busy::{self, Busy, Gate};
 use crate::callsite;
 use crate::clock;
@@ -176,10 +177,15 @@ impl Trace2LayerBuilder {
         self
     }
 
-    /// The most bytes of a region's message (default:
-    /// [`DEFAULT_MESSAGE_LIMIT`](crate::DEFAULT_MESSAGE_LIMIT)); a longer one is cut on
-    /// a character boundary and ends with `...`. A field's `Debug` text is formatted
-    /// only up to the bound.
+    /// The most bytes of every text formatted from the program's values (default:
+    /// [`DEFAULT_MESSAGE_LIMIT`](crate::DEFAULT_MESSAGE_LIMIT)): a region's message,
+    /// category and label, an event's message and each of its field values. A longer
+    /// one is cut on a character boundary and ends with `...`, the same for every
+    /// target; a value's `Debug` or `Display` text is formatted only up to the bound. A
+    /// `json` field longer than the bound becomes a `data` line with its text cut (cut
+    /// JSON is no JSON). Numbers and booleans are written whole; the typed
+    /// [`api`](crate::api) calls are not bounded (the program's own Trace2 calls, as in
+    /// git).
     pub fn with_message_limit(mut self, bytes: usize) -> Self {
         self.fields.limit = bytes;
         self
@@ -950,6 +956,7 @@ impl Trace2Layer {
                 return;
             };
             fields.clear();
+            fields.limit = self.inner.fields.limit;
             busy::visiting(|| event.record(&mut *fields));
             // The enclosing span's region, for its category (copied: a literal by
             // reference, else into the event's own slot, which keeps its room).
@@ -1090,15 +1097,14 @@ impl Trace2Layer {
         let message = fields.message.get();
         if *meta.level() <= Level::WARN {
             // Errors carry the other fields after the message; `fmt` is the message alone,
-            // which is what stands closest to git's format string.
+            // which is what stands closest to git's format string. Both are bounded.
+            let limit = fields.limit;
             let mut msg = String::from(message.unwrap_or(""));
             for (name, value) in fields.data() {
-                if !msg.is_empty() {
-                    msg.push(' ');
+                let sep = if msg.is_empty() { "" } else { " " };
+                if write_bounded(&mut msg, limit, format_args!("{sep}{name}={value}")) {
+                    break;
                 }
-                msg.push_str(name);
-                msg.push('=');
-                msg.push_str(value);
             }
             let present = |s: &str| (!s.is_empty()).then(|| s.to_owned());
             let (msg, fmt) = (present(&msg), message.and_then(present).or(present(&msg)));
@@ -1151,7 +1157,11 @@ impl Trace2Layer {
         };
         if let Some(key) = fields.key.get() {
             if let Some(json) = fields.json.get() {
-                match tracing_trace2_record::text::compact_json(json) {
+                // JSON cut at the bound is no JSON: its text goes out as a plain datum.
+                let compact = (!fields.json_cut)
+                    .then(|| tracing_trace2_record::text::compact_json(json))
+                    .flatten();
+                match compact {
                     Some(compact) => datum(t, lines, key, &compact, true),
                     None => datum(t, lines, key, json, false),
                 }
