@@ -193,7 +193,12 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut trace2 = Trace2::from_env().with_exe_version(env!("CARGO_PKG_VERSION"));
+    // The padded messages are written whole: the bound on text from values is raised
+    // to hold them (a padded line is how the fault tests fill a destination).
+    let limit = tracing_trace2::core::DEFAULT_MESSAGE_LIMIT.max(args.line_bytes + 64);
+    let mut trace2 = Trace2::from_env()
+        .with_exe_version(env!("CARGO_PKG_VERSION"))
+        .with_message_limit(limit);
     if let Some(options) = &args.background {
         trace2 = trace2.with_background_writer(options.clone());
     }

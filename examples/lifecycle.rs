@@ -23,6 +23,7 @@
 //! | `flood-sigpipe` | the same with SIGPIPE's default action, as git has it |
 //! | `run <cmd> [args] [-- <cmd> [args]]…` | runs each command as a traced child; the code of the last |
 //! | `exec <cmd> [args]` | replaces itself with the command; if that fails, exits with code 1 |
+//! | `pool-at-exit` | two rayon workers write a line each; the pool is dropped (which does not wait for its workers) and `main` returns at once |
 
 use std::io::Write;
 use std::process::{Command, ExitCode};
@@ -30,6 +31,29 @@ use std::process::{Command, ExitCode};
 use tracing_subscriber::prelude::*;
 use tracing_trace2::api;
 use tracing_trace2::command::Trace2CommandExt;
+
+/// Takes its number of microseconds to drop (at its thread's end).
+struct SlowDrop(std::cell::Cell<u64>);
+
+impl SlowDrop {
+    fn set(&self, micros: u64) {
+        self.0.set(micros);
+    }
+}
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        // Spun, not slept: a sleep takes a scheduler's tick more than asked.
+        let until = std::time::Instant::now() + std::time::Duration::from_micros(self.0.get());
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+thread_local! {
+    static SLOW_DROP: SlowDrop = const { SlowDrop(std::cell::Cell::new(0)) };
+}
 
 /// Panics when dropped: a second panic during unwinding makes Rust abort.
 struct PanicOnDrop(String);
@@ -102,6 +126,24 @@ pub(crate) fn main() -> ExitCode {
             let err = Command::new(program).args(rest).trace2().exec();
             let _ = writeln!(std::io::stderr(), "{program}: {err}");
             trace2.exit(1)
+        }
+        "pool-at-exit" => {
+            // The workers end while the process does: each must get exactly one
+            // `thread_exit` (its own, or the lifecycle's) before `atexit`.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .expect("a rayon pool");
+            pool.broadcast(|context| {
+                tracing::info!(worker = context.index());
+                // A thread-local of the program's that takes a moment to drop, different
+                // in every process: the worker's own end (its later thread-local
+                // destructor) then falls anywhere in the process's last lines.
+                let pause = (std::process::id() as u64 * 7 + context.index() as u64 * 13) % 200;
+                SLOW_DROP.with(|slow| slow.set(pause));
+            });
+            drop(pool);
+            ExitCode::SUCCESS
         }
         _ => ExitCode::SUCCESS, // `return`: the guard is dropped here
     }

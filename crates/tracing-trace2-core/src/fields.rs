@@ -6,14 +6,20 @@
 //!
 //! User event fields are written into buffers that live for the whole thread and are
 //! cleared, not freed, between events, so a steady stream of events allocates nothing.
+//! Every text value is bounded ([`EventFields::limit`] bytes, see `bound.rs`): a value's
+//! `Debug` or `Display` text is formatted no further than the bound, so a huge value
+//! neither makes a huge line nor allocates its size. Numbers and booleans (at most 20
+//! bytes) are written whole.
 
+use crate::bound::{push_bounded, write_bounded};
 use crate::text_slot::TextSlot;
-use std::fmt::{self, Write};
+use std::fmt;
 
 use tracing_core::field::{Field, Visit};
 
 use crate::region::{
-    CATEGORY_FIELD, REPO_FIELD, SPAN_CATEGORY_FIELD, SPAN_REPO_FIELD, field_name, repo_id,
+    CATEGORY_FIELD, DEFAULT_MESSAGE_LIMIT, REPO_FIELD, SPAN_CATEGORY_FIELD, SPAN_REPO_FIELD,
+    field_name, repo_id,
 };
 
 /// Field naming a datum's key.
@@ -107,7 +113,7 @@ impl RoleCache {
 }
 
 /// The fields of one user event.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct EventFields {
     pub message: TextSlot,
     pub category: TextSlot,
@@ -115,9 +121,31 @@ pub(crate) struct EventFields {
     pub value: TextSlot,
     pub json: TextSlot,
     pub repo: Option<i64>,
+    /// The JSON text was longer than the bound: what is kept is no JSON any more.
+    pub json_cut: bool,
+    /// The most bytes of each text value (the layer's message bound).
+    pub limit: usize,
     data: Vec<(&'static str, String)>,
     data_len: usize,
     roles: RoleCache,
+}
+
+impl Default for EventFields {
+    fn default() -> Self {
+        EventFields {
+            message: TextSlot::default(),
+            category: TextSlot::default(),
+            key: TextSlot::default(),
+            value: TextSlot::default(),
+            json: TextSlot::default(),
+            repo: None,
+            json_cut: false,
+            limit: DEFAULT_MESSAGE_LIMIT,
+            data: Vec::new(),
+            data_len: 0,
+            roles: RoleCache::default(),
+        }
+    }
 }
 
 impl EventFields {
@@ -128,6 +156,7 @@ impl EventFields {
         self.value.forget();
         self.json.forget();
         self.repo = None;
+        self.json_cut = false;
         self.data_len = 0;
     }
 
@@ -195,11 +224,17 @@ impl Visit for EventFields {
             Role::Value => &mut self.value,
             Role::Json => &mut self.json,
             Role::Repo | Role::Data => {
-                self.slot(role, field).push_str(value);
+                let limit = self.limit;
+                push_bounded(self.slot(role, field), limit, value);
                 return;
             }
         };
-        text.set_str(value);
+        if value.len() <= self.limit {
+            text.set_str(value);
+        } else {
+            push_bounded(text.start(), self.limit, value);
+            self.json_cut |= role == Role::Json;
+        }
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
@@ -226,12 +261,19 @@ impl Visit for EventFields {
     }
 
     fn record_bytes(&mut self, field: &Field, value: &[u8]) {
-        self.text_slot(field)
-            .push_str(&String::from_utf8_lossy(value));
+        // No more bytes than the bound can hold are decoded: one character more, so
+        // that a longer value is still cut (a decoded text is never shorter than its
+        // bytes).
+        let shown = &value[..value.len().min(self.limit.saturating_add(4))];
+        let text = String::from_utf8_lossy(shown);
+        let role = self.role(field);
+        let limit = self.limit;
+        let cut = push_bounded(self.slot(role, field), limit, &text);
+        self.json_cut |= cut && role == Role::Json;
     }
 
     fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        let _ = write!(self.text_slot(field), "{value}");
+        self.record_bounded(field, format_args!("{value}"));
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
@@ -242,7 +284,21 @@ impl Visit for EventFields {
             self.repo = Some(id);
             return;
         }
-        let _ = write!(self.slot(role, field), "{value:?}");
+        self.record_bounded_as(role, field, format_args!("{value:?}"));
+    }
+}
+
+impl EventFields {
+    /// Writes a formatted value into the field's buffer, no further than the bound.
+    fn record_bounded(&mut self, field: &Field, value: fmt::Arguments<'_>) {
+        let role = self.role(field);
+        self.record_bounded_as(role, field, value);
+    }
+
+    fn record_bounded_as(&mut self, role: Role, field: &Field, value: fmt::Arguments<'_>) {
+        let limit = self.limit;
+        let cut = write_bounded(self.slot(role, field), limit, value);
+        self.json_cut |= cut && role == Role::Json;
     }
 }
 

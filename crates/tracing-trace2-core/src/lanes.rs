@@ -11,7 +11,7 @@
 //!
 //! The book's lock is a leaf: it is taken with a lane locked, never the other way round.
 
-use std::sync::{Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use crate::thread::{Lane, ThreadState};
 
@@ -29,6 +29,9 @@ pub(crate) struct LaneBook {
 struct Book {
     /// Lanes announced and not ended yet (a lane that was dropped is skipped).
     announced: Vec<Weak<Mutex<ThreadState>>>,
+    /// Lanes of OS threads that ended while the layer was closed to them: held here
+    /// until the process end writes their `thread_exit`.
+    kept: Vec<Lane>,
     /// Task lanes with an empty stack, ready for the next span that needs one.
     idle: Vec<Lane>,
     /// Task lanes made so far (the number of the last one).
@@ -62,7 +65,18 @@ impl LaneBook {
 
     /// Notes a lane that was just ended (`thread_exit`).
     pub(crate) fn ended(&self, lane: &Weak<Mutex<ThreadState>>) {
-        self.book().announced.retain(|l| !l.ptr_eq(lane));
+        let mut book = self.book();
+        book.announced.retain(|l| !l.ptr_eq(lane));
+        if !book.kept.is_empty() {
+            book.kept
+                .retain(|l| !std::ptr::eq(Arc::as_ptr(l), lane.as_ptr()));
+        }
+    }
+
+    /// Keeps `lane` (announced, its OS thread gone) alive until it is ended, so that
+    /// [`Self::open_lanes`] still finds it.
+    pub(crate) fn keep_until_ended(&self, lane: &Lane) {
+        self.book().kept.push(lane.clone());
     }
 
     /// The lanes announced and not ended yet.

@@ -63,6 +63,7 @@ use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
+use crate::bound::write_bounded;
 use crate::busy::{self, Busy, Gate};
 use crate::callsite;
 use crate::clock;
@@ -176,10 +177,15 @@ impl Trace2LayerBuilder {
         self
     }
 
-    /// The most bytes of a region's message (default:
-    /// [`DEFAULT_MESSAGE_LIMIT`](crate::DEFAULT_MESSAGE_LIMIT)); a longer one is cut on
-    /// a character boundary and ends with `...`. A field's `Debug` text is formatted
-    /// only up to the bound.
+    /// The most bytes of every text formatted from the program's values (default:
+    /// [`DEFAULT_MESSAGE_LIMIT`](crate::DEFAULT_MESSAGE_LIMIT)): a region's message,
+    /// category and label, an event's message and each of its field values. A longer
+    /// one is cut on a character boundary and ends with `...`, the same for every
+    /// target; a value's `Debug` or `Display` text is formatted only up to the bound. A
+    /// `json` field longer than the bound becomes a `data` line with its text cut (cut
+    /// JSON is no JSON). Numbers and booleans are written whole; the typed
+    /// [`api`](crate::api) calls are not bounded (the program's own Trace2 calls, as in
+    /// git).
     pub fn with_message_limit(mut self, bytes: usize) -> Self {
         self.fields.limit = bytes;
         self
@@ -292,8 +298,8 @@ impl std::fmt::Debug for LayerState {
 }
 
 impl LaneOwner for LayerState {
-    fn end_os_thread(self: Arc<Self>, lane: &mut ThreadState) {
-        Trace2Layer { inner: self }.end_os_thread(lane);
+    fn end_os_thread(self: Arc<Self>, lane: &Lane, state: &mut ThreadState) {
+        Trace2Layer { inner: self }.end_os_thread(lane, state);
     }
 }
 
@@ -317,19 +323,6 @@ fn with_pending<R>(mut f: impl FnMut(&mut CallbackOutput) -> R) -> R {
         // The thread is shutting down or the buffer is in use: use a fresh one.
         _ => f(&mut CallbackOutput::default()),
     }
-}
-
-/// The depth of the innermost region a line written now belongs to: in the
-/// region-per-span mode a lane may hold regions of suspended spans above the one the
-/// thread is in, so the depth is that of the innermost span entered on this thread (or
-/// of a region opened by the API, which belongs to the thread), not the stack's length.
-fn active_depth(t: &ThreadState, innermost: Option<u64>) -> u32 {
-    t.stack
-        .iter()
-        .rposition(|f| {
-            Some(f.span) == innermost || f.span == API_REGION || f.span == THREAD_ON_MAIN
-        })
-        .map_or(0, |pos| pos as u32 + 1)
 }
 
 impl Trace2Layer {
@@ -645,11 +638,19 @@ impl Trace2Layer {
     /// the thread's `th_timer`/`th_counter` lines, then `thread_exit`. Nothing in the
     /// program called for them: they name the call site of the thread's `thread_start`
     /// (where the thread first traced, or announced itself).
-    fn end_os_thread(&self, t: &mut ThreadState) {
+    ///
+    /// A thread that ends while the process does may find the layer closed to it (the
+    /// process end is ending the other threads' lanes, or has written `atexit`): its
+    /// lane then stays in the book, alive, for that end to write its `thread_exit`
+    /// (dropped, the book's weak handle would miss it and the thread would have none).
+    fn end_os_thread(&self, lane: &Lane, t: &mut ThreadState) {
         if !self.inner.announce {
             return;
         }
-        let Some(_busy) = self.busy() else { return };
+        let Some(_busy) = self.busy() else {
+            self.inner.lanes.keep_until_ended(lane);
+            return;
+        };
         let now = clock::now();
         let start_site = t.take_start_site();
         let callsite = Callsite {
@@ -955,19 +956,20 @@ impl Trace2Layer {
                 return;
             };
             fields.clear();
+            fields.limit = self.inner.fields.limit;
             busy::visiting(|| event.record(&mut *fields));
             // The enclosing span's region, for its category (copied: a literal by
             // reference, else into the event's own slot, which keeps its room).
             if fields.category.get().is_none() {
                 self.inherit_category(event, ctx, &mut fields.category);
             }
-            thread::with_current_lane(now.t_abs_us, |lane, innermost| {
+            thread::with_current_lane(now.t_abs_us, |lane, _| {
                 with_pending(|lines| {
                     let mut t = thread::lock(lane);
-                    let depth = match self.inner.mode {
-                        RegionMode::Span => active_depth(&t, innermost),
-                        RegionMode::Entry => t.depth(),
-                    };
+                    // As in git, a line is as deep as the regions open on its Trace2
+                    // thread, whether or not the thread is inside them now (a span
+                    // exited but not closed keeps its region open).
+                    let depth = t.depth();
                     let category = fields
                         .category
                         .get()
@@ -1095,15 +1097,14 @@ impl Trace2Layer {
         let message = fields.message.get();
         if *meta.level() <= Level::WARN {
             // Errors carry the other fields after the message; `fmt` is the message alone,
-            // which is what stands closest to git's format string.
+            // which is what stands closest to git's format string. Both are bounded.
+            let limit = fields.limit;
             let mut msg = String::from(message.unwrap_or(""));
             for (name, value) in fields.data() {
-                if !msg.is_empty() {
-                    msg.push(' ');
+                let sep = if msg.is_empty() { "" } else { " " };
+                if write_bounded(&mut msg, limit, format_args!("{sep}{name}={value}")) {
+                    break;
                 }
-                msg.push_str(name);
-                msg.push('=');
-                msg.push_str(value);
             }
             let present = |s: &str| (!s.is_empty()).then(|| s.to_owned());
             let (msg, fmt) = (present(&msg), message.and_then(present).or(present(&msg)));
@@ -1156,7 +1157,11 @@ impl Trace2Layer {
         };
         if let Some(key) = fields.key.get() {
             if let Some(json) = fields.json.get() {
-                match tracing_trace2_record::text::compact_json(json) {
+                // JSON cut at the bound is no JSON: its text goes out as a plain datum.
+                let compact = (!fields.json_cut)
+                    .then(|| tracing_trace2_record::text::compact_json(json))
+                    .flatten();
+                match compact {
                     Some(compact) => datum(t, lines, key, &compact, true),
                     None => datum(t, lines, key, json, false),
                 }
@@ -1230,16 +1235,14 @@ impl Trace2Layer {
             ApiCall::ThreadExit => thread::base_lane(None, now.t_abs_us).map(|lane| (lane, None)),
             _ => thread::current_lane(now.t_abs_us),
         };
-        let Some((lane, innermost)) = lane else {
+        let Some((lane, _)) = lane else {
             return;
         };
         let mut reset = false;
         with_pending(|lines| {
             let mut t = thread::lock(&lane);
-            let depth = match self.inner.mode {
-                RegionMode::Span => active_depth(&t, innermost),
-                RegionMode::Entry => t.depth(),
-            };
+            // The regions open on the line's Trace2 thread (see `on_user_event`).
+            let depth = t.depth();
             reset = matches!(call, ApiCall::ThreadExit) && !t.is_main;
             self.api_records(&mut t, call, depth, now, callsite, lines);
             self.write_lines(&t, lines);

@@ -50,6 +50,7 @@
 
 pub mod api;
 pub mod background;
+mod bound;
 mod busy;
 pub mod callsite;
 pub mod clock;

@@ -8,13 +8,15 @@
 //! function argument recorded by `#[instrument]` can never be named so, so it never
 //! takes one by accident.
 //!
-//! The message is bounded ([`FieldPolicy::limit`] bytes, cut with `...`), and a field's
+//! The message, category and label are bounded ([`FieldPolicy::limit`] bytes, cut with
+//! `...`, see `bound.rs`), and a field's
 //! `Debug` text is formatted only up to that bound: formatting stops as soon as the
 //! message is full. When the span's fields are left out ([`FieldPolicy::others`] off,
 //! or a region no target writes) they are not formatted at all. Entering the span then
 //! opens a Trace2 region with these inputs on the current thread, and leaving it closes
 //! the region.
 
+use crate::bound::{Bounded, cut_at, floor_boundary, write_bounded};
 use crate::text_slot::TextSlot;
 use std::cell::RefCell;
 use std::fmt::{self, Write};
@@ -39,10 +41,9 @@ pub const SPAN_REPO_FIELD: &str = "trace2.repo";
 /// be a constant in `tracing`).
 pub const SPAN_LABEL_FIELD: &str = "trace2.label";
 
-/// The default bound of a region's message, in bytes.
+/// The default bound of a region's message, and of every other text formatted from
+/// the program's values (an event's message and fields), in bytes.
 pub const DEFAULT_MESSAGE_LIMIT: usize = 256;
-/// What ends a message cut at its bound.
-const CUT_MARK: &str = "...";
 
 /// Which span fields become a region's message, and how long it may grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +51,9 @@ pub struct FieldPolicy {
     /// Whether fields without a Trace2 role (a function's arguments) are written into
     /// the message as `name=value`.
     pub others: bool,
-    /// The most bytes of a message; a longer one is cut and ends with `...`.
+    /// The most bytes of a message, and of every other text formatted from the
+    /// program's values (a region's category and label, an event's message and field
+    /// values); a longer one is cut and ends with `...`.
     pub limit: usize,
 }
 
@@ -439,44 +442,6 @@ impl RegionFields {
     }
 }
 
-/// A writer that takes text up to `limit` bytes of `out`, then fails: a `Debug` impl
-/// stops at its first failed write, so a huge value costs no more than the bound.
-struct Bounded<'a> {
-    out: &'a mut String,
-    limit: usize,
-}
-
-impl Write for Bounded<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let room = self.limit.saturating_sub(self.out.len());
-        if s.len() <= room {
-            self.out.push_str(s);
-            return Ok(());
-        }
-        self.out.push_str(&s[..floor_boundary(s, room)]);
-        Err(fmt::Error)
-    }
-}
-
-/// The largest char boundary of `s` at or below `at`.
-fn floor_boundary(s: &str, at: usize) -> usize {
-    let mut end = at.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    end
-}
-
-/// Cuts `text` to at most `limit` bytes, on a char boundary, ending with [`CUT_MARK`]
-/// when there is room for it.
-fn cut_at(text: &mut String, limit: usize) {
-    let keep = limit.saturating_sub(CUT_MARK.len());
-    text.truncate(floor_boundary(text, keep));
-    if limit >= CUT_MARK.len() {
-        text.push_str(CUT_MARK);
-    }
-}
-
 /// A field's name without a raw-identifier prefix.
 pub(crate) fn field_name(field: &Field) -> &'static str {
     let name = field.name();
@@ -519,8 +484,8 @@ impl RegionFields {
     #[inline(never)]
     fn record_other_str(&mut self, field: &Field, value: &str) {
         match field_name(field) {
-            SPAN_CATEGORY_FIELD => self.category.set_str(value),
-            SPAN_LABEL_FIELD => self.label.set_str(value),
+            SPAN_CATEGORY_FIELD => self.category.set_str_bounded(value, self.policy.limit),
+            SPAN_LABEL_FIELD => self.label.set_str_bounded(value, self.policy.limit),
             SPAN_MSG_FIELD => self.set_msg(value),
             name => self.write_other(name, format_args!("{value}")),
         }
@@ -551,8 +516,8 @@ impl Visit for RegionFields {
         // first, without looking for a raw-identifier prefix; anything else goes out of
         // line and is matched as before.
         match field.name() {
-            SPAN_CATEGORY_FIELD => self.category.set_str(value),
-            SPAN_LABEL_FIELD => self.label.set_str(value),
+            SPAN_CATEGORY_FIELD => self.category.set_str_bounded(value, self.policy.limit),
+            SPAN_LABEL_FIELD => self.label.set_str_bounded(value, self.policy.limit),
             SPAN_MSG_FIELD => self.set_msg(value),
             _ => self.record_other_str(field, value),
         }
@@ -577,10 +542,18 @@ impl Visit for RegionFields {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         match field_name(field) {
             SPAN_CATEGORY_FIELD => {
-                let _ = write!(self.category.start(), "{value:?}");
+                write_bounded(
+                    self.category.start(),
+                    self.policy.limit,
+                    format_args!("{value:?}"),
+                );
             }
             SPAN_LABEL_FIELD => {
-                let _ = write!(self.label.start(), "{value:?}");
+                write_bounded(
+                    self.label.start(),
+                    self.policy.limit,
+                    format_args!("{value:?}"),
+                );
             }
             SPAN_MSG_FIELD => {
                 let mut bounded = Bounded {

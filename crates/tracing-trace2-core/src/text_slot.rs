@@ -2,6 +2,8 @@
 //! by reference when it is a literal, else in a buffer reused from one value to the next.
 //! Shared by a span's region fields and a user event's fields.
 
+use crate::bound::push_bounded;
+
 /// A text field that remembers whether it was given. Cleared, never freed, so that a
 /// recycled state reuses its capacity. A value in a read-only segment of the program
 /// (a literal, as `trace2.*` values nearly always are) is kept by reference instead of
@@ -38,6 +40,17 @@ impl TextSlot {
                 self.fixed = Some(fixed);
             }
             None => self.copy_str(value),
+        }
+    }
+
+    /// [`Self::set_str`] bounded at `limit` bytes (see `bound.rs`): a longer value is cut
+    /// and marked.
+    #[inline]
+    pub(crate) fn set_str_bounded(&mut self, value: &str, limit: usize) {
+        if value.len() <= limit {
+            self.set_str(value);
+        } else {
+            push_bounded(self.start(), limit, value);
         }
     }
 

@@ -62,8 +62,10 @@ pub(crate) fn lock(lane: &Lane) -> MutexGuard<'_, ThreadState> {
 /// Who writes the end of an OS thread's lane when the thread-local destructor runs: the
 /// layer that last wrote on it.
 pub(crate) trait LaneOwner: Send + Sync {
-    /// The OS thread behind `lane` ended: write its totals and `thread_exit`.
-    fn end_os_thread(self: Arc<Self>, lane: &mut ThreadState);
+    /// The OS thread behind `lane` ended: write its totals and `thread_exit` (`state` is
+    /// `lane`, locked), or keep `lane` for the end of the process when the owner no
+    /// longer takes lines from this thread.
+    fn end_os_thread(self: Arc<Self>, lane: &Lane, state: &mut ThreadState);
 }
 
 /// What the core layer keeps for each lane.
@@ -249,17 +251,18 @@ impl Drop for OsThread {
         let mut state = lock(&base);
         state.os_gone = true;
         if state.announced && !state.is_main && state.stack.is_empty() {
-            end_lane_now(&mut state);
+            end_lane_now(&base, &mut state);
         }
         // Otherwise a task's region is still open on this lane: the layer writes
         // `thread_exit` after its leave.
     }
 }
 
-/// Hands a lane whose OS thread ended to the layer that wrote on it.
-pub(crate) fn end_lane_now(state: &mut ThreadState) {
+/// Hands a lane whose OS thread ended to the layer that wrote on it (`state` is `lane`,
+/// locked).
+pub(crate) fn end_lane_now(lane: &Lane, state: &mut ThreadState) {
     if let Some(owner) = state.take_owner().and_then(|w| w.upgrade()) {
-        owner.end_os_thread(state);
+        owner.end_os_thread(lane, state);
     }
 }
 
@@ -412,7 +415,7 @@ mod tests {
 
     struct Owner;
     impl LaneOwner for Owner {
-        fn end_os_thread(self: Arc<Self>, _lane: &mut ThreadState) {}
+        fn end_os_thread(self: Arc<Self>, _lane: &Lane, _state: &mut ThreadState) {}
     }
 
     #[test]

@@ -251,6 +251,47 @@ fn events_become_messages() {
     );
 }
 
+/// Every text from the program's values is cut at the message limit (16 bytes here),
+/// on a character boundary, with `...`: messages, data values, keys, categories, an
+/// error's message with its fields, bytes, a span's category and label; JSON too long
+/// to keep whole becomes a plain datum. Numbers stay whole.
+#[test]
+fn event_and_span_text_is_cut_at_the_message_limit() {
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_message_limit(16)
+        .with_target(Target::new("GIT_TRACE2_EVENT", Describe, sink.clone()))
+        .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        // 26 bytes: 13 fit (the bound less the mark's 3), which cut no further than
+        // the 6th `é`.
+        let long = "ééééééééééééé";
+        info!("{long}");
+        info!(category = long, key = "k", value = long);
+        info!(key = long, value = 12345678901234567890u64);
+        info!(key = "j", json = "{\"list\": [1, 2, 3, 4, 5, 6]}");
+        info!(bytes = &b"0123456789abcdefghij"[..]);
+        error!(path = "/some/where", "cannot read");
+        let span = info_span!("s", trace2.category = ?long, trace2.label = long);
+        span.in_scope(|| {});
+    });
+    let text = sink.to_string_lossy();
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "printf open=0 msg=Some(\"éééééé...\")",
+            "data open=0 n=1 cat=éééééé... k=éééééé... repo=None",
+            "data open=0 n=1 cat=layer éééééé...=12345678901234567890 repo=None",
+            "data open=0 n=1 cat=layer j={\"list\": [1, ... repo=None",
+            "data open=0 n=1 cat=layer bytes=0123456789abc... repo=None",
+            "error open=0 msg=Some(\"cannot read p...\") fmt=Some(\"cannot read\")",
+            "region_enter open=0 n=1 cat=Some(\"\\\"éééééé...\") label=Some(\"éééééé...\") msg=None repo=None",
+            "region_leave open=0 n=1 cat=Some(\"\\\"éééééé...\") label=Some(\"éééééé...\") msg=None repo=None",
+        ]
+    );
+}
+
 #[test]
 fn thread_start_on_the_main_thread_is_a_region() {
     // Runs on a test thread, so use a real `main`-named thread.

@@ -113,9 +113,18 @@ impl Trace2 {
         self
     }
 
-    /// The most bytes of a region's message (default
-    /// [`DEFAULT_MESSAGE_LIMIT`](tracing_trace2_core::DEFAULT_MESSAGE_LIMIT)); a longer
-    /// one is cut and ends with `...`, and no field is formatted beyond it.
+    /// The most bytes of every text formatted from the program's values (default
+    /// [`DEFAULT_MESSAGE_LIMIT`](tracing_trace2_core::DEFAULT_MESSAGE_LIMIT), 256): a
+    /// region's message, category and label; an event's message (`printf`, `error`'s
+    /// `msg` and `fmt`) and each of its field values (data values, keys, categories). A
+    /// longer text is cut on a character boundary and ends with `...`, the same in every
+    /// target, and a value's `Debug` or `Display` text is formatted no further than the
+    /// bound (a huge value costs no more than the bound). A `json` field longer than the
+    /// bound cannot be cut and stay JSON: it becomes a `data` line with its text cut.
+    /// Numbers and booleans are written whole; the typed [`api`](crate::api) calls
+    /// (argv, paths, `data`, `printf`, …) are the program's own Trace2 calls and are not
+    /// bounded, as in git; nor are the names the program's source gives (span names,
+    /// field names, `tracing` targets).
     pub fn with_message_limit(mut self, bytes: usize) -> Trace2 {
         self.message_limit = bytes;
         self

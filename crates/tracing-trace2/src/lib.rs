@@ -45,6 +45,11 @@
 //! | `error!`, `warn!` | `error` (`msg` = message and fields, `fmt` = message) |
 //! | [`api`] functions | every other Trace2 event (`cmd_name`, `child_start`, `exit`, …), straight to the Trace2 layer: no filter drops them, no other layer sees them |
 //!
+//! Every text formatted from the program's values (a span's message, category and
+//! label; an event's message and field values) is at most 256 bytes, cut on a character
+//! boundary with `...`, in every target ([`Trace2::with_message_limit`]); a `json` field
+//! longer than that becomes a `data` line with its text cut.
+//!
 //! Only `trace2.*` span fields take a role, so a function's arguments never do. User
 //! spans and events from INFO up become output ([`Trace2::with_max_level`],
 //! `trace2.maxLevel`); [`Trace2::layer`] puts the layer behind a per-layer filter at that
