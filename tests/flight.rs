@@ -36,8 +36,8 @@ fn main() -> ExitCode {
             ),
             ("a_panic_writes_a_snapshot", a_panic_writes_a_snapshot),
             (
-                "a_panic_is_one_process_in_the_summary",
-                a_panic_is_one_process_in_the_summary,
+                "a_panics_two_snapshots_are_one_process",
+                a_panics_two_snapshots_are_one_process,
             ),
             (
                 "an_aborting_panic_writes_a_snapshot",
@@ -197,10 +197,30 @@ fn summary_of(paths: &[PathBuf]) -> Result<trace2_cli::summary::Summary, String>
     Ok(summariser.finish())
 }
 
+/// `trace2 export --format chrome`'s count of trace events for `paths`.
+fn chrome_events_of(paths: &[PathBuf]) -> Result<u64, String> {
+    use trace2_cli::{export::ChromeExporter, input, progress::Progress};
+    let specs = input::expand(paths);
+    let mut report = input::Report::default();
+    let mut exporter = ChromeExporter::new(std::io::sink()).map_err(|e| e.to_string())?;
+    let mut failed = None;
+    input::for_each_event(&specs, &Progress::hidden(), &mut report, |event| {
+        if let Err(e) = exporter.event(event) {
+            failed = Some(e.to_string());
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    ensure(report.clean(), || format!("{:?}", report.messages()))?;
+    let (_, stats) = exporter.finish().map_err(|e| e.to_string())?;
+    Ok(stats.events)
+}
+
 /// A panic writes two snapshots of one process, the panic's window and the exit's, which
 /// overlap: read together they are the one process the Event target wrote, with its one
-/// error and its one child, not each twice.
-fn a_panic_is_one_process_in_the_summary() -> Result<(), String> {
+/// error and its one child, not each twice; exported, the same events.
+fn a_panics_two_snapshots_are_one_process() -> Result<(), String> {
     let dir = tempdir("flight-panic-summary");
     let (cmd, flight) = flown(&dir, &["run-panic", "true"]);
     ends_with_code(cmd, 101)?;
@@ -238,6 +258,11 @@ fn a_panic_is_one_process_in_the_summary() -> Result<(), String> {
     })?;
     ensure(ours.events == text.events + 1, || {
         format!("{} events, the text target {}", ours.events, text.events)
+    })?;
+    let exported = chrome_events_of(std::slice::from_ref(&flight))?;
+    let exported_text = chrome_events_of(&[trace_file(&dir, "trace", "event")])?;
+    ensure(exported == exported_text + 1, || {
+        format!("exported {exported} trace events, from the text target {exported_text}")
     })?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

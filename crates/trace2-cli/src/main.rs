@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Reads Git Trace2 traces (Event JSON: GIT_TRACE2_EVENT files or directories; binary
-/// TRACING_TRACE2_BINARY files).
+/// TRACING_TRACE2_BINARY files or directories, flight-recorder snapshots).
 ///
 /// Exit status: 0 when every input was read whole, 1 when an input was damaged, foreign or
 /// unreadable (what was intact is still used) or the output could not be written, 2 for usage
