@@ -20,17 +20,17 @@ use tracing_trace2_record::{Record, Trace2Event};
 
 /// How far the files read so far reached on one thread of one stream.
 #[derive(Debug, Default, Clone, Copy)]
-struct Mark {
+struct Reach {
     /// The latest `t_abs` read, µs.
     t_abs_us: u64,
     /// Events read at exactly that time.
     at_last: u64,
 }
 
-impl Mark {
+impl Reach {
     fn advance(&mut self, t_abs_us: u64) {
         if t_abs_us > self.t_abs_us || self.at_last == 0 {
-            *self = Mark {
+            *self = Reach {
                 t_abs_us,
                 at_last: 1,
             };
@@ -40,11 +40,11 @@ impl Mark {
     }
 
     /// The later of the two.
-    fn max(self, other: Mark) -> Mark {
+    fn max(self, other: Reach) -> Reach {
         match self.t_abs_us.cmp(&other.t_abs_us) {
             std::cmp::Ordering::Less => other,
             std::cmp::Ordering::Greater => self,
-            std::cmp::Ordering::Equal => Mark {
+            std::cmp::Ordering::Equal => Reach {
                 t_abs_us: self.t_abs_us,
                 at_last: self.at_last.max(other.at_last),
             },
@@ -58,9 +58,9 @@ struct ThreadReach {
     /// Its name.
     thread: String,
     /// What the files before the current one read.
-    earlier: Option<Mark>,
+    earlier: Option<Reach>,
     /// What the current file has read.
-    current: Mark,
+    current: Reach,
     /// Events at `earlier`'s last time passed over in the current file.
     tied_repeats: u64,
 }
