@@ -19,6 +19,7 @@
 //! | `process-exit <n>` | `std::process::exit(n)`, without the guard |
 //! | `panic <message>` | a panic that unwinds out of `main`: code 101 |
 //! | `panic-abort <message>` | a panic whose unwinding panics again: the process aborts |
+//! | `run-panic <cmd> [args]` | runs the command as a traced child, then panics: code 101 |
 //! | `flood` | writes to stdout until that fails (SIGPIPE ignored, as in Rust) |
 //! | `flood-sigpipe` | the same with SIGPIPE's default action, as git has it |
 //! | `run <cmd> [args] [-- <cmd> [args]]…` | runs each command as a traced child; the code of the last |
@@ -91,6 +92,12 @@ pub(crate) fn main() -> ExitCode {
         "exit" => trace2.exit(number(1)),
         "process-exit" => std::process::exit(number(1)),
         "panic" => panic!("{}", args.get(1).map_or("panic", String::as_str)),
+        "run-panic" => {
+            if let Some((program, rest)) = args[1..].split_first() {
+                let _ = Command::new(program).args(rest).trace2_status();
+            }
+            panic!("after the child");
+        }
         "panic-abort" => {
             let message = args.get(1).map_or("panic", String::as_str);
             let _bomb = PanicOnDrop(message.to_owned());

@@ -36,6 +36,10 @@ fn main() -> ExitCode {
             ),
             ("a_panic_writes_a_snapshot", a_panic_writes_a_snapshot),
             (
+                "a_panics_two_snapshots_are_one_process",
+                a_panics_two_snapshots_are_one_process,
+            ),
+            (
                 "an_aborting_panic_writes_a_snapshot",
                 an_aborting_panic_writes_a_snapshot,
             ),
@@ -176,6 +180,90 @@ fn a_panic_writes_a_snapshot() -> Result<(), String> {
             && lines[lines.len() - 1].contains("\"value\":\"panic\""),
         || format!("panic snapshot:\n{event}"),
     )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `trace2 summary`'s reading of `paths` (files or directories).
+fn summary_of(paths: &[PathBuf]) -> Result<trace2_cli::summary::Summary, String> {
+    use trace2_cli::{input, progress::Progress, summary::Summariser};
+    let specs = input::expand(paths);
+    let mut report = input::Report::default();
+    let mut summariser = Summariser::new();
+    input::for_each_event(&specs, &Progress::hidden(), &mut report, |event| {
+        summariser.event(event)
+    });
+    ensure(report.clean(), || format!("{:?}", report.messages()))?;
+    Ok(summariser.finish())
+}
+
+/// `trace2 export --format chrome`'s count of trace events for `paths`.
+fn chrome_events_of(paths: &[PathBuf]) -> Result<u64, String> {
+    use trace2_cli::{export::ChromeExporter, input, progress::Progress};
+    let specs = input::expand(paths);
+    let mut report = input::Report::default();
+    let mut exporter = ChromeExporter::new(std::io::sink()).map_err(|e| e.to_string())?;
+    let mut failed = None;
+    input::for_each_event(&specs, &Progress::hidden(), &mut report, |event| {
+        if let Err(e) = exporter.event(event) {
+            failed = Some(e.to_string());
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    ensure(report.clean(), || format!("{:?}", report.messages()))?;
+    let (_, stats) = exporter.finish().map_err(|e| e.to_string())?;
+    Ok(stats.events)
+}
+
+/// A panic writes two snapshots of one process, the panic's window and the exit's, which
+/// overlap: read together they are the one process the Event target wrote, with its one
+/// error and its one child, not each twice; exported, the same events.
+fn a_panics_two_snapshots_are_one_process() -> Result<(), String> {
+    let dir = tempdir("flight-panic-summary");
+    let (cmd, flight) = flown(&dir, &["run-panic", "true"]);
+    ends_with_code(cmd, 101)?;
+    let files = snapshots(&flight);
+    ensure(files.len() == 2, || format!("snapshots: {files:?}"))?;
+    let from_snapshots = summary_of(std::slice::from_ref(&flight))?;
+    let from_text = summary_of(&[trace_file(&dir, "trace", "event")])?;
+    let [ours] = from_snapshots.processes.as_slice() else {
+        return Err(format!("{} processes", from_snapshots.processes.len()));
+    };
+    let [text] = from_text.processes.as_slice() else {
+        return Err(format!("text: {} processes", from_text.processes.len()));
+    };
+    ensure(
+        ours.errors == 1 && ours.children.len() == 1 && ours.exit_code == Some(101),
+        || {
+            format!(
+                "{} errors, {} children, code {:?}",
+                ours.errors,
+                ours.children.len(),
+                ours.exit_code
+            )
+        },
+    )?;
+    // What the text target says of the process; the snapshots add only the panic's marker.
+    let fields = |p: &trace2_cli::summary::ProcessSummary| {
+        let mut json = serde_json::to_value(p).unwrap_or_default();
+        if let Some(fields) = json.as_object_mut() {
+            fields.remove("events");
+        }
+        json
+    };
+    ensure(fields(ours) == fields(text), || {
+        format!("snapshots: {:#}\ntext: {:#}", fields(ours), fields(text))
+    })?;
+    ensure(ours.events == text.events + 1, || {
+        format!("{} events, the text target {}", ours.events, text.events)
+    })?;
+    let exported = chrome_events_of(std::slice::from_ref(&flight))?;
+    let exported_text = chrome_events_of(&[trace_file(&dir, "trace", "event")])?;
+    ensure(exported == exported_text + 1, || {
+        format!("exported {exported} trace events, from the text target {exported_text}")
+    })?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

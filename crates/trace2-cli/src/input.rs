@@ -13,6 +13,7 @@ use tracing_trace2_binary::DecodeOptions;
 
 use crate::progress::Progress;
 use crate::record_event::{LineNote, with_line};
+use crate::repeats::Repeats;
 use crate::trace_event::{LineError, TraceEvent};
 use crate::visible::visible;
 
@@ -107,7 +108,8 @@ pub fn expand(paths: &[PathBuf]) -> Vec<InputSpec> {
     specs
 }
 
-fn list_dir(dir: &Path) -> io::Result<Vec<InputSpec>> {
+/// The regular files of `dir` (symlinks followed), sorted by name.
+pub fn list_dir(dir: &Path) -> io::Result<Vec<InputSpec>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
@@ -128,13 +130,15 @@ fn list_dir(dir: &Path) -> io::Result<Vec<InputSpec>> {
 
 /// Reads every input in turn and hands each event to `on_event`, recording in `report` what was
 /// skipped. Never stops early: a bad line, a bad file, an unreadable file are each reported and
-/// passed over.
+/// passed over. An event of a binary stream already read from an earlier input (two flight
+/// snapshots of one process, module `repeats`) is passed over too, and counted as repeated.
 pub fn for_each_event(
     specs: &[InputSpec],
     progress: &Progress,
     report: &mut Report,
     mut on_event: impl FnMut(&TraceEvent<'_>),
 ) {
+    let mut repeats = Repeats::new();
     for spec in specs {
         let name = spec.name();
         if let Some(why) = &spec.problem {
@@ -154,7 +158,7 @@ pub fn for_each_event(
                 report.file(&name, file);
             }
             TraceSource::Binary(reader) => {
-                let (file, damage) = read_binary(reader, &mut on_event);
+                let (file, damage) = read_binary(reader, &mut repeats, &mut on_event);
                 progress.advance(spec.size.unwrap_or(0));
                 match damage {
                     // One line per file: what the decoder skipped, and what was still used.
@@ -173,14 +177,21 @@ pub fn for_each_event(
 /// decoder skipped, when it skipped anything.
 fn read_binary(
     reader: Box<dyn BufRead>,
+    repeats: &mut Repeats,
     on_event: &mut impl FnMut(&TraceEvent<'_>),
 ) -> (FileReport, Option<String>) {
     let mut file = FileReport::default();
-    let decoded = tracing_trace2_binary::decode(reader, &DecodeOptions::default(), |_, record| {
-        file.lines += 1;
-        file.events += 1;
-        crate::record_event::with_event(record, |event| on_event(event));
-    });
+    let decoded =
+        tracing_trace2_binary::decode(reader, &DecodeOptions::default(), |stream, record| {
+            file.lines += 1;
+            if repeats.repeated(stream.header.stream_id, record) {
+                file.repeated += 1;
+                return;
+            }
+            file.events += 1;
+            crate::record_event::with_event(record, |event| on_event(event));
+        });
+    repeats.end_file();
     let damage = match decoded {
         // A stream that stops without its END frame lost nothing: its process shows as
         // unfinished in the summary, as the same process's Event text does.
@@ -353,6 +364,9 @@ pub struct FileReport {
     pub lines: u64,
     /// Events taken from them.
     pub events: u64,
+    /// Events passed over because an earlier input held them (another snapshot of the same
+    /// process): not damage.
+    pub repeated: u64,
     /// Lines skipped (a cut-short last line not included).
     pub skipped: u64,
     /// The first few skipped lines: line number and why.
@@ -400,7 +414,7 @@ impl FileReport {
         self.skipped > 0
             || self.cut_short.is_some()
             || self.read_error.is_some()
-            || self.events == 0
+            || (self.events == 0 && self.repeated == 0)
     }
 
     /// The one-line account of a damaged input (without the file name).

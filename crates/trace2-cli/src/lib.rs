@@ -42,6 +42,7 @@ pub mod input;
 pub mod process;
 pub mod progress;
 pub mod record_event;
+pub mod repeats;
 pub mod run;
 pub mod summary;
 pub mod time;

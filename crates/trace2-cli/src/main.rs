@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Reads Git Trace2 traces (Event JSON: GIT_TRACE2_EVENT files or directories; binary
-/// TRACING_TRACE2_BINARY files).
+/// TRACING_TRACE2_BINARY files or directories, flight-recorder snapshots).
 ///
 /// Exit status: 0 when every input was read whole, 1 when an input was damaged, foreign or
 /// unreadable (what was intact is still used) or the output could not be written, 2 for usage
@@ -20,7 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Binary (t2b) traces to text, byte for byte what the process's text targets write.
+    /// Binary (t2b) traces to text: each thread's lines byte for byte what the process's text
+    /// targets write, the lines of different threads merged by time.
     Decode {
         /// Text format.
         #[arg(long, value_enum)]
@@ -31,7 +32,11 @@ enum Command {
         /// Event nesting limit (default: the writer's `GIT_TRACE2_EVENT_NESTING`).
         #[arg(long, value_name = "N")]
         nesting: Option<u32>,
-        /// Binary trace files; `-` reads standard input.
+        /// Write control characters as they are, also to a terminal (where they are shown as
+        /// escapes by default; into a pipe or file the text is always byte-exact).
+        #[arg(long)]
+        raw: bool,
+        /// Binary trace files or directories of them; `-` reads standard input.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
@@ -85,6 +90,7 @@ fn main() -> ExitCode {
             format,
             brief,
             nesting,
+            raw,
             files,
         } => {
             let format = match format {
@@ -99,7 +105,8 @@ fn main() -> ExitCode {
             if let Some(nesting) = nesting {
                 options = options.with_event_nesting(nesting);
             }
-            trace2_cli::run::decode(&files, &options)
+            let visible = !raw && std::io::IsTerminal::is_terminal(&std::io::stdout());
+            trace2_cli::run::decode(&files, &options, visible)
         }
         Command::Summary { json, top, files } => trace2_cli::run::summary(&files, json, top),
         Command::Export {

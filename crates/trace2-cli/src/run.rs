@@ -11,26 +11,39 @@ use crate::export::{ChromeExporter, ExportSink, Exporter, PerfettoExporter};
 use crate::input::{self, InputSpec, Report};
 use crate::progress::Progress;
 use crate::summary::{Summariser, render_text};
-use crate::visible::visible;
+use crate::visible::{VisibleLines, visible};
 
 /// Exit code when an input was damaged, foreign or unreadable (what was intact is still used).
 pub const EXIT_DAMAGED: u8 = 1;
 /// Exit code when the output could not be written.
 pub const EXIT_FAILED: u8 = 1;
 
-/// `trace2 decode`: each binary input to text on standard output, in the order given. A damaged
-/// or foreign input gets one line on stderr naming it and what was skipped; what was intact is
-/// still written.
-pub fn decode(paths: &[PathBuf], options: &tracing_trace2_binary::TextOptions) -> ExitCode {
+/// `trace2 decode`: each binary input to text on standard output, in the order given; a
+/// directory stands for its binary traces, in name order (for the binary target's and the flight
+/// recorder's file names, the order the processes started or the snapshots were taken). A
+/// damaged or foreign input gets one line on stderr naming it and what was skipped; what was
+/// intact is still written. With `visible` (standard output is a terminal and `--raw` was not
+/// given) control characters are written as escapes, as the other commands show them;
+/// otherwise the text is byte for byte what the formatters write.
+pub fn decode(
+    paths: &[PathBuf],
+    options: &tracing_trace2_binary::TextOptions,
+    visible: bool,
+) -> ExitCode {
     let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());
+    let sink: Box<dyn Write> = if visible {
+        Box::new(VisibleLines::new(stdout.lock()))
+    } else {
+        Box::new(stdout.lock())
+    };
+    let mut out = BufWriter::with_capacity(1 << 20, sink);
     let mut damaged = false;
-    for path in paths {
+    for path in decode_inputs(paths, &mut damaged) {
         let name = path.display().to_string();
-        let input: Box<dyn io::Read> = if path.as_os_str() == "-" {
+        let reader: Box<dyn io::Read> = if path.as_os_str() == "-" {
             Box::new(io::stdin().lock())
         } else {
-            match File::open(path) {
+            match File::open(&path) {
                 Ok(file) => Box::new(file),
                 Err(e) => {
                     warn(&format!("{name}: {e}"));
@@ -39,8 +52,8 @@ pub fn decode(paths: &[PathBuf], options: &tracing_trace2_binary::TextOptions) -
                 }
             }
         };
-        let mut input = io::BufReader::with_capacity(256 << 10, input);
-        let head = io::BufRead::fill_buf(&mut input).map(|h| h.to_vec());
+        let mut reader = io::BufReader::with_capacity(256 << 10, reader);
+        let head = io::BufRead::fill_buf(&mut reader).map(|h| h.to_vec());
         match head {
             Ok(head) if !head.starts_with(&input::BINARY_MAGIC) => {
                 let what = if head.is_empty() {
@@ -59,7 +72,7 @@ pub fn decode(paths: &[PathBuf], options: &tracing_trace2_binary::TextOptions) -
             }
             Ok(_) => {}
         }
-        match tracing_trace2_binary::decode_to_text(input, &mut out, options) {
+        match tracing_trace2_binary::decode_to_text(reader, &mut out, options) {
             Ok(report) => {
                 let assessment = assess(&report);
                 for note in &assessment.unfinished {
@@ -77,15 +90,66 @@ pub fn decode(paths: &[PathBuf], options: &tracing_trace2_binary::TextOptions) -
             }
         }
     }
-    if let Err(e) = out.flush() {
-        warn(&format!("standard output: {e}"));
-        return ExitCode::from(EXIT_FAILED);
+    match out.flush() {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(e) => {
+            warn(&format!("standard output: {e}"));
+            return ExitCode::from(EXIT_FAILED);
+        }
     }
     if damaged {
         ExitCode::from(EXIT_DAMAGED)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The command line's paths as files to decode (`-` for standard input): a directory's binary
+/// traces in name order. A directory that cannot be read or holds no binary trace is reported here (and sets `damaged`).
+fn decode_inputs(paths: &[PathBuf], damaged: &mut bool) -> Vec<PathBuf> {
+    let mut inputs = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" || !path.is_dir() {
+            inputs.push(path.clone());
+            continue;
+        }
+        let name = path.display();
+        let files = match input::list_dir(path) {
+            Ok(files) => files,
+            Err(e) => {
+                warn(&format!("{name}: {e}"));
+                *damaged = true;
+                continue;
+            }
+        };
+        let before = inputs.len();
+        // A directory may hold other files (another target's, a sentinel): those are passed
+        // over, but a file named like a binary trace (`….t2b`, `….t2b.N`) that is not one
+        // (empty, damaged at its start) is reported when it is decoded.
+        for file in files.into_iter().filter_map(|spec| spec.path) {
+            let named_binary = file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".t2b") || n.contains(".t2b."));
+            if named_binary || starts_binary(&file) {
+                inputs.push(file);
+            }
+        }
+        if inputs.len() == before {
+            warn(&format!("{name}: directory holds no binary trace"));
+            *damaged = true;
+        }
+    }
+    inputs
+}
+
+/// True when `path` starts like a binary trace (read again when it is decoded).
+fn starts_binary(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| head == input::BINARY_MAGIC)
 }
 
 /// `trace2 summary`.

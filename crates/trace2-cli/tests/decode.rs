@@ -222,3 +222,142 @@ fn a_binary_trace_summarises_and_exports_as_its_event_text_does() {
     let export = ["export", "--format", "chrome", "-o", "-"];
     assert_eq!(run(&export, &binary), run(&export, &text));
 }
+
+/// A stream of one process whose texts carry terminal escapes: a window title (`ESC ] 0 ; … BEL`),
+/// a screen clear (`ESC [ 2 J`) and a C1 CSI (U+009B).
+fn stream_with_escapes() -> Vec<u8> {
+    let sink = MemorySink::new();
+    let writer = BinaryWriter::builder()
+        .with_anchor_wall_us(ANCHOR)
+        .with_utc_offset(0)
+        .with_exit_handler(false)
+        .build(sink.clone());
+    let mut records = records();
+    let mut error = records[2];
+    error.event = Trace2Event::Error {
+        msg: Some("title\u{1b}]0;pwned\u{7} clear\u{1b}[2J csi\u{9b}31m"),
+        fmt: Some("%s"),
+    };
+    records.insert(3, error);
+    for record in &records {
+        writer.record(record);
+    }
+    writer.finish();
+    sink.contents()
+}
+
+/// Runs `trace2 args…` with its standard output on a terminal (a pty that `script` opens);
+/// the terminal's CR LF line ends are read back as LF.
+#[cfg(target_os = "linux")]
+fn on_a_terminal(args: &[&str]) -> (Option<i32>, String) {
+    let mut command = String::from(env!("CARGO_BIN_EXE_trace2"));
+    for arg in args {
+        command.push_str(" '");
+        command.push_str(&arg.replace('\'', r"'\''"));
+        command.push('\'');
+    }
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("`script` (util-linux) runs a command on a pty");
+    let text = String::from_utf8(out.stdout).unwrap().replace("\r\n", "\n");
+    (out.status.code(), text)
+}
+
+/// On a terminal, `decode` shows a trace's control characters as escapes, as the other
+/// commands do; `--raw` writes them as they are; into a pipe the text stays byte-exact.
+#[cfg(target_os = "linux")]
+#[test]
+fn decode_to_a_terminal_shows_escapes_unless_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("escapes.t2b");
+    fs::write(&file, stream_with_escapes()).unwrap();
+    let file = file.to_str().unwrap();
+    let raw_text = {
+        let out = run_trace2(&["decode", "--format", "normal", file]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    // A pipe gets the bytes the Normal target writes: the escapes themselves.
+    assert!(
+        raw_text.contains("title\u{1b}]0;pwned\u{7} clear\u{1b}[2J csi\u{9b}31m"),
+        "{raw_text:?}"
+    );
+
+    let (code, shown) = on_a_terminal(&["decode", "--format", "normal", file]);
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(
+        !shown.contains(['\u{1b}', '\u{7}', '\u{9b}']),
+        "raw control characters on the terminal: {shown:?}"
+    );
+    // Line for line the text, made visible as the other commands show it.
+    let want: Vec<String> = raw_text
+        .lines()
+        .map(|line| trace2_cli::visible::visible(line).into_owned())
+        .collect();
+    assert_eq!(shown.lines().collect::<Vec<_>>(), want);
+    assert!(
+        shown.contains(r"title\e]0;pwned\x07 clear\e[2J csi\u{9b}31m"),
+        "{shown}"
+    );
+
+    let (code, raw) = on_a_terminal(&["decode", "--raw", "--format", "normal", file]);
+    assert_eq!(code, Some(0), "{raw}");
+    assert_eq!(raw, raw_text);
+}
+
+/// `decode DIR` decodes the directory's binary traces in name order, one after another as
+/// several files are, and passes over its other files; a directory without a binary trace,
+/// and a `.t2b` file in it that is not one, are errors.
+#[test]
+fn decode_reads_a_directory_of_binary_traces() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = dir.path().join("traces");
+    fs::create_dir(&traces).unwrap();
+    fs::write(traces.join("b.t2b"), stream_with_escapes()).unwrap();
+    fs::write(traces.join("a.t2b"), stream()).unwrap();
+    // Another target's file and a sentinel beside them.
+    fs::write(
+        traces.join("c.event"),
+        formatted(&EventFormat::new()).as_bytes(),
+    )
+    .unwrap();
+    fs::write(traces.join("git-trace2-discard"), b"").unwrap();
+    let files = |names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .map(|n| traces.join(n).to_str().unwrap().to_owned())
+            .collect()
+    };
+    let decode = |paths: &[String]| {
+        let mut args = vec!["decode", "--format", "perf"];
+        args.extend(paths.iter().map(String::as_str));
+        run_trace2(&args)
+    };
+    let of_files = decode(&files(&["a.t2b", "b.t2b"]));
+    assert_eq!(of_files.status.code(), Some(0), "{}", stderr(&of_files));
+    let of_dir = decode(&[traces.to_str().unwrap().to_owned()]);
+    assert_eq!(of_dir.status.code(), Some(0), "{}", stderr(&of_dir));
+    assert_eq!(stderr(&of_dir), "");
+    assert!(!of_dir.stdout.is_empty());
+    assert_eq!(of_dir.stdout, of_files.stdout);
+
+    // A `.t2b` file that holds nothing: reported, the rest still decoded.
+    fs::write(traces.join("d.t2b"), b"").unwrap();
+    let out = decode(&[traces.to_str().unwrap().to_owned()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.stdout, of_files.stdout);
+    let err = stderr(&out);
+    assert!(err.contains("d.t2b: empty; skipped"), "{err}");
+
+    let empty = dir.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    fs::write(empty.join("c.event"), formatted(&EventFormat::new())).unwrap();
+    let out = decode(&[empty.to_str().unwrap().to_owned()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(err.contains("directory holds no binary trace"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -1,6 +1,8 @@
 //! The binary Trace2 target of `tracing-trace2` ("t2b"): every Trace2 event recorded in
 //! about ten bytes and a few tens of nanoseconds, and a decoder that turns the frames
-//! back into Normal, Perf and Event text byte for byte, through the same formatters.
+//! back into Normal, Perf and Event text through the same formatters: each thread's lines
+//! byte for byte, the lines of different threads merged by time (the text targets have
+//! them in the order the threads wrote, which the format does not record).
 //!
 //! ```
 //! use tracing_trace2_binary::{BinaryWriter, TextFormat, TextOptions, decode_to_text};
