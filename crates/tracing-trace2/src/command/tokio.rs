@@ -45,6 +45,15 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use super::child::ChildRecord;
 use super::{Ready, Traced};
 
+/// [`add_session_env`](super::add_session_env) for a `tokio::process::Command`: sets this
+/// process's session variables on `cmd` so that a git child nests under this process
+/// after `env_clear()` or with a copy of the environment taken before the lifecycle
+/// started. Does nothing while no lifecycle with an enabled target runs.
+pub fn add_session_env(cmd: &mut Command) -> &mut Command {
+    super::add_session_env(cmd.as_std_mut());
+    cmd
+}
+
 /// Trace2 for `tokio::process::Command`: the `trace2*` methods start the command and
 /// write `child_start`, then `child_exit` when it is seen to end.
 pub trait Trace2TokioCommandExt {
