@@ -293,6 +293,15 @@ mod tests {
     use super::*;
     use crate::command::exit_code;
 
+    #[test]
+    fn add_session_env_leaves_a_command_alone_while_tracing_is_off() {
+        let mut cmd = Command::new("git");
+        cmd.env_clear();
+        let same: *const Command = add_session_env(&mut cmd);
+        assert!(std::ptr::eq(same, &cmd));
+        assert_eq!(cmd.as_std().get_envs().count(), 0);
+    }
+
     /// Renders child records as `<thread> <event> <child id> [<pid known> <code>]
     /// <line>`, region enters as `<thread> enter <label>`; leaves out the rest.
     struct Children;

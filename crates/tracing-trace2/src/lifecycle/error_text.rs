@@ -9,33 +9,36 @@ const CUT_MARK: &str = "...";
 
 /// `err` as `{:#}`, at most `limit` bytes (the cut mark included).
 pub(super) fn bounded(err: &dyn Display, limit: usize) -> String {
-    let mut out = Bounded {
+    let mut out = UpTo {
         text: String::new(),
         limit,
         cut: false,
     };
     let _ = write!(out, "{err:#}");
-    let Bounded { mut text, cut, .. } = out;
+    let UpTo { mut text, cut, .. } = out;
     if cut {
         let mut end = limit.saturating_sub(CUT_MARK.len());
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         text.truncate(end);
-        text.push_str(&CUT_MARK[..CUT_MARK.len().min(limit)]);
+        // As a region's message: the mark only where it fits.
+        if limit >= CUT_MARK.len() {
+            text.push_str(CUT_MARK);
+        }
     }
     text
 }
 
 /// A `String` that takes at most `limit` bytes; the first write past it fails and marks
 /// the text as cut.
-struct Bounded {
+struct UpTo {
     text: String,
     limit: usize,
     cut: bool,
 }
 
-impl Write for Bounded {
+impl Write for UpTo {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let left = self.limit - self.text.len();
         if s.len() <= left {
