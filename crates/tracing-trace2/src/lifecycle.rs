@@ -734,9 +734,10 @@ mod hooks {
     }
 }
 
+mod error_text;
+
 /// Windows: the C runtime's `atexit`, and `ExitProcess`'s callbacks for
 /// `std::process::exit` (see the module).
-mod error_text;
 #[cfg(windows)]
 mod windows_hooks;
 #[cfg(windows)]

@@ -83,7 +83,7 @@ use child::{ChildRecord, ChildSpec, set_child_env};
 /// ```no_run
 /// use std::process::Command;
 ///
-/// let env: Vec<(String, String)> = std::env::vars().collect(); // before the lifecycle
+/// let env: Vec<_> = std::env::vars_os().collect(); // before the lifecycle
 /// let _trace2 = tracing_trace2::Trace2::from_env().init();
 /// let mut git = Command::new("git");
 /// git.arg("status").env_clear().envs(env);
