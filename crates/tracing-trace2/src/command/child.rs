@@ -169,9 +169,10 @@ fn inherited_sid(session: &Session) -> Option<&str> {
 
 /// Which of the session variables `env` to set on `cmd`. A variable the program set or
 /// removed on the command is its own and kept, with one exception: a
-/// `GIT_TRACE2_PARENT_SID` equal to the one this process inherited is not a choice but
-/// a copy of the environment taken before the lifecycle exported ours (`env_clear()`
-/// then `envs(copy)`); the child would then become our sibling, so both variables are
+/// `GIT_TRACE2_PARENT_SID` equal to the one this process inherited, or to its own, is
+/// not a choice but a copy of the environment (`env_clear()` then `envs(copy)`). Taken
+/// before the lifecycle exported ours, it would make the child our sibling; taken after,
+/// its `GIT_TRACE2_PARENT_NAME` may predate a later `cmd_name`. Both variables are then
 /// replaced.
 fn session_vars_to_set<'e>(
     cmd: &Command,
@@ -183,9 +184,14 @@ fn session_vars_to_set<'e>(
             .find(|(k, _)| *k == OsStr::new(key))
             .map(|(_, v)| v)
     };
-    let copied = inherited_sid.is_some_and(|parent| {
-        on_command(PARENT_SID_ENV).is_some_and(|v| v == Some(OsStr::new(parent)))
-    });
+    let own_sid = env
+        .iter()
+        .find(|(key, _)| *key == PARENT_SID_ENV)
+        .map(|(_, sid)| sid.as_str());
+    let copied = on_command(PARENT_SID_ENV)
+        .flatten()
+        .and_then(OsStr::to_str)
+        .is_some_and(|v| [inherited_sid, own_sid].contains(&Some(v)));
     env.iter()
         .filter(|(key, _)| copied || on_command(key).is_none())
         .collect()
@@ -258,6 +264,14 @@ mod tests {
             .env(PARENT_SID_ENV, "PARENT")
             .env("GIT_TRACE2_PARENT_NAME", "parent");
         assert_eq!(set_on(&copied, Some("PARENT")), both);
+        // A copy taken after the export, before a later `cmd_name`: the name is renewed.
+        let mut later = Command::new("git");
+        later
+            .env_clear()
+            .env(PARENT_SID_ENV, "PARENT/OURS")
+            .env("GIT_TRACE2_PARENT_NAME", "");
+        assert_eq!(set_on(&later, Some("PARENT")), both);
+        assert_eq!(set_on(&later, None), both);
     }
 
     #[test]

@@ -32,10 +32,11 @@
 //! `GIT_TRACE2_PARENT_SID` and `GIT_TRACE2_PARENT_NAME` from this process's session, so
 //! a git (or another traced program) started by it writes its lines under our session
 //! id, one level deeper, with our command hierarchy. A value the program set on the
-//! command itself is kept; a `GIT_TRACE2_PARENT_SID` equal to the one this process
-//! inherited is not kept: it comes from a copy of the environment taken before the
-//! lifecycle started (`env_clear()` then `envs(copy)`), and would make the child our
-//! sibling. A command started without these methods gets the same variables from
+//! command itself is kept, unless its `GIT_TRACE2_PARENT_SID` is the one this process
+//! inherited or its own: that comes from a copy of the environment (`env_clear()` then
+//! `envs(copy)`), taken before the lifecycle started (the child would be our sibling) or
+//! before a later `cmd_name` (its name would be old), and both variables are replaced. A
+//! command started without these methods gets the same variables from
 //! [`add_session_env`].
 //!
 //! `child_exit` is written when the child is reaped: by [`TracedChild::wait`],
@@ -75,10 +76,10 @@ use child::{ChildRecord, ChildSpec, set_child_env};
 /// before the lifecycle started. Does nothing while no lifecycle with an enabled target
 /// runs ([`crate::is_active`]).
 ///
-/// A variable the program set (or removed) on the command itself is kept, except a
-/// `GIT_TRACE2_PARENT_SID` equal to the one this process inherited, which can only be a
-/// copy taken before the lifecycle exported ours. The traced forms
-/// ([`Trace2CommandExt`]) do this themselves.
+/// A variable the program set (or removed) on the command itself is kept, unless the
+/// command's `GIT_TRACE2_PARENT_SID` is the one this process inherited or its own: that
+/// is a copy of the environment, and both variables are replaced with the current ones.
+/// The traced forms ([`Trace2CommandExt`]) do this themselves.
 ///
 /// ```no_run
 /// use std::process::Command;
