@@ -33,6 +33,11 @@
 //! # drop(trace2);
 //! ```
 //!
+//! A program that installs its own layers later, or only for some commands, still starts
+//! the lifecycle first: it installs the layer beside an empty
+//! `tracing_subscriber::reload` slot and fills the slot once the command is known (the
+//! repository's README, "Wiring a real program", and `examples/late_subscriber.rs`).
+//!
 //! # How each way out of the process is traced
 //!
 //! | the process ends by | lines written |
