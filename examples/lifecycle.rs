@@ -15,6 +15,8 @@
 //! | `return` | `main` returns, the guard is dropped: code 0 |
 //! | `exit-code <n>` | `main` returns `guard.finish(ExitCode::from(n))` |
 //! | `result-err` | `main` returns `guard.finish(Err(..))`: code 1 |
+//! | `finish-result-err <message>` | `guard.finish_result(Err(message))`: an `error` line, then code 1 |
+//! | `finish-code <n>` | `main` returns `guard.finish_code(n)` (an `i32`): code `n & 0xff` |
 //! | `exit <n>` | `guard.exit(n)` |
 //! | `process-exit <n>` | `std::process::exit(n)`, without the guard |
 //! | `panic <message>` | a panic that unwinds out of `main`: code 101 |
@@ -23,6 +25,7 @@
 //! | `flood` | writes to stdout until that fails (SIGPIPE ignored, as in Rust) |
 //! | `flood-sigpipe` | the same with SIGPIPE's default action, as git has it |
 //! | `run <cmd> [args] [-- <cmd> [args]]…` | runs each command as a traced child; the code of the last |
+//! | `run-env-copy <how> <cmd> [args]` | runs the command with `env_clear()` and a copy of the environment taken before the lifecycle started: `plain` as it is, `add` through `add_session_env`, `traced` through `Trace2CommandExt` |
 //! | `exec <cmd> [args]` | replaces itself with the command; if that fails, exits with code 1 |
 //! | `pool-at-exit` | two rayon workers write a line each; the pool is dropped (which does not wait for its workers) and `main` returns at once |
 
@@ -71,6 +74,12 @@ pub(crate) fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().map_or("return", String::as_str);
     let number = |i: usize| args.get(i).and_then(|a| a.parse::<i32>().ok()).unwrap_or(0);
+    // Some programs copy their environment at start and give children that copy: it
+    // predates the session the lifecycle exports.
+    let early_env: Vec<_> = match mode {
+        "run-env-copy" => std::env::vars_os().collect(),
+        _ => Vec::new(),
+    };
 
     // A program with its own subscriber: take the layer, install it with the other
     // layers, then start the lifecycle (version, start, cmd_ancestry).
@@ -89,6 +98,17 @@ pub(crate) fn main() -> ExitCode {
     match mode {
         "exit-code" => trace2.finish(ExitCode::from(number(1) as u8)),
         "result-err" => trace2.finish(Err::<(), _>("the result was an error")),
+        "finish-result-err" => {
+            let message = args.get(1).cloned().unwrap_or_default();
+            match trace2.finish_result(Err::<(), _>(message)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    let _ = writeln!(std::io::stderr(), "Error: {err}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        "finish-code" => trace2.finish_code(number(1)),
         "exit" => trace2.exit(number(1)),
         "process-exit" => std::process::exit(number(1)),
         "panic" => panic!("{}", args.get(1).map_or("panic", String::as_str)),
@@ -123,6 +143,21 @@ pub(crate) fn main() -> ExitCode {
                 };
             }
             trace2.finish(ExitCode::from(code as u8))
+        }
+        "run-env-copy" => {
+            let how = args.get(1).map_or("plain", String::as_str);
+            let Some((program, rest)) = args.get(2..).unwrap_or_default().split_first() else {
+                trace2.exit(2)
+            };
+            let mut cmd = Command::new(program);
+            cmd.args(rest).env_clear().envs(early_env);
+            let status = match how {
+                "add" => tracing_trace2::add_session_env(&mut cmd).status(),
+                "traced" => cmd.trace2_status(),
+                _ => cmd.status(),
+            };
+            let code = status.map_or(127, tracing_trace2::command::exit_code);
+            trace2.finish_code(code)
         }
         // Windows has no exec: the argument falls through to `return` there.
         #[cfg(unix)]

@@ -26,6 +26,10 @@ fn main() -> ExitCode {
         "interop",
         &[
             ("ours_runs_git", ours_runs_git),
+            (
+                "git_with_a_copied_environment_nests",
+                git_with_a_copied_environment_nests,
+            ),
             ("git_runs_ours_as_shell_alias", git_runs_ours_as_shell_alias),
             ("git_runs_ours_as_hook", git_runs_ours_as_hook),
             ("three_level_chain", three_level_chain),
@@ -161,6 +165,40 @@ fn ours_runs_git() -> Result<(), String> {
         })?;
     }
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// A git child started with `env_clear()` and a copy of the environment taken before the
+/// lifecycle started: as it is, it escapes our tree (a root of its own, or our sibling
+/// under our own parent); through `add_session_env` or `Trace2CommandExt` it nests.
+fn git_with_a_copied_environment_nests() -> Result<(), String> {
+    // As if git had started us: the copy then carries git's session id.
+    let parent = "20261128T120000.000000Z-H00000000-P00000001";
+    for (how, nests) in [("plain", false), ("add", true), ("traced", true)] {
+        for parent in [None, Some(parent)] {
+            let dir = tempdir(&format!("env-copy-{how}-{}", parent.is_some()));
+            let mut cmd = ours(&dir, &["run-env-copy", how, GIT, "version"]);
+            if let Some(parent) = parent {
+                cmd.env("GIT_TRACE2_PARENT_SID", parent);
+            }
+            let out = run(cmd);
+            ensure(out.status.success(), || format!("{how}: {out:?}"))?;
+            let events = Streams::read(&dir).events();
+            let all = sids(&events);
+            ensure(all.len() == 2, || format!("{how}: sessions {all:?}"))?;
+            let (ours, git) = (&all[0], &all[1]);
+            let expected_ours = parent.map_or(0, |_| 1);
+            ensure(ours.matches('/').count() == expected_ours, || {
+                format!("{how}: our sid {ours}")
+            })?;
+            let nested = git.starts_with(&format!("{ours}/"))
+                && git.matches('/').count() == expected_ours + 1;
+            ensure(nested == nests, || {
+                format!("{how} (parent {parent:?}): git sid {git}, ours {ours}, nests: {nested}")
+            })?;
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
     Ok(())
 }
 

@@ -29,6 +29,14 @@ fn main() -> ExitCode {
             ("return_from_main", return_from_main),
             ("finish_with_exit_code", finish_with_exit_code),
             ("finish_with_an_error_result", finish_with_an_error_result),
+            (
+                "finish_result_writes_the_error_as_die_does",
+                finish_result_writes_the_error_as_die_does,
+            ),
+            (
+                "finish_code_takes_an_i32_and_masks_it",
+                finish_code_takes_an_i32_and_masks_it,
+            ),
             ("exit_helper_masks_the_code", exit_helper_masks_the_code),
             ("exit_helper_negative_code", exit_helper_negative_code),
             ("std_process_exit", std_process_exit),
@@ -114,6 +122,39 @@ fn finish_with_exit_code() -> Result<(), String> {
 fn finish_with_an_error_result() -> Result<(), String> {
     let streams = ours_ending("result-err", &["result-err"], 1)?;
     ends_like_git(&streams, 1)
+}
+
+fn finish_result_writes_the_error_as_die_does() -> Result<(), String> {
+    let message = "no repository at /tmp/nowhere";
+    let streams = ours_ending("finish-result-err", &["finish-result-err", message], 1)?;
+    once_each(
+        &streams,
+        &["version", "start", "error", "exit", "atexit"],
+        &[],
+    )?;
+    let tail = streams.masked_tail(3);
+    // git's die("Needed a single revision"): `error` with the message, then exit.
+    let die = program::capture_tail("error-die", 3);
+    let error = |lines: &[Vec<String>; 3]| lines.clone().map(|l| vec![l[0].clone()]);
+    let expected = error(&die).map(|l| vec![l[0].replace("Needed a single revision", message)]);
+    same_lines(&error(&tail), &expected)?;
+    same_lines(
+        &tail.map(|lines| lines[1..].to_vec()),
+        &program::git_final_lines(1, 2),
+    )
+}
+
+fn finish_code_takes_an_i32_and_masks_it() -> Result<(), String> {
+    // git masks the code it traces: `return -1` in test-tool is traced as code 255.
+    let streams = ours_ending("finish-code-neg", &["finish-code", "-1"], 255)?;
+    once_each(&streams, &["version", "start", "exit", "atexit"], &[])?;
+    same_lines(
+        &streams.masked_tail(2),
+        &program::capture_tail("tt-return", 2),
+    )?;
+    // 256 & 0xff: git exits with code 0 (and traces it) when its code is 256.
+    let streams = ours_ending("finish-code-256", &["finish-code", "256"], 0)?;
+    ends_like_git(&streams, 256)
 }
 
 fn exit_helper_masks_the_code() -> Result<(), String> {

@@ -162,6 +162,11 @@ impl Trace2 {
         self.env_export
     }
 
+    /// The bound of a region's message, also that of a failed `main`'s `error` line.
+    pub(crate) fn message_limit(&self) -> usize {
+        self.message_limit
+    }
+
     /// The most task lanes: Trace2 threads (`task-lane-NN`) that carry the regions of
     /// spans that cannot go on their OS thread's stack, such as a second connection
     /// polled by a worker while the first one's region is open. Idle lanes are reused;

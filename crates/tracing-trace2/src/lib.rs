@@ -96,7 +96,7 @@ pub mod thread;
 pub use builder::{FilteredLayer, Trace2};
 #[cfg(feature = "tokio")]
 pub use command::tokio::Trace2TokioCommandExt;
-pub use command::{Trace2CommandExt, TracedChild};
+pub use command::{Trace2CommandExt, TracedChild, add_session_env};
 pub use config::Settings;
 pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};
 pub use tracing_trace2_binary::flight;

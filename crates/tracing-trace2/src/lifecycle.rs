@@ -33,12 +33,17 @@
 //! # drop(trace2);
 //! ```
 //!
+//! A program that installs its own layers later, or only for some commands, still starts
+//! the lifecycle first: it installs the layer beside an empty
+//! `tracing_subscriber::reload` slot and fills the slot once the command is known (the
+//! repository's README, "Wiring a real program", and `examples/late_subscriber.rs`).
+//!
 //! # How each way out of the process is traced
 //!
 //! | the process ends by | lines written |
 //! |---|---|
 //! | returning from `main` with the guard dropped (`Ok`, `Err`, an `ExitCode`) | Linux with glibc: `exit` with the code the process exits with (1 for `Err`), then `atexit`, from the exit handler (see below); Windows: the same, from `ExitProcess`'s callbacks (see below); elsewhere `exit` code 0 and `atexit`, when the guard is dropped |
-//! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …), [`Trace2Guard::finish_code`]`(u8)` or [`Trace2Guard::finish_result`] | `exit` with the code the value reports, then `atexit` |
+//! | `main` returning [`Trace2Guard::finish`]`(value)` (`ExitCode`, `Result`, …), [`Trace2Guard::finish_code`]`(code)` or [`Trace2Guard::finish_result`] | `exit` with the code the value reports (a number masked to 0..=255), then `atexit`; an `Err` given to `finish_result` is written as an `error` line first, as git's `die()` writes its message |
 //! | [`Trace2Guard::exit`] / [`exit`] | `exit` with the code (masked to 0..=255), then `atexit` |
 //! | `std::process::exit` called directly | Linux with glibc: `exit` with the code and `atexit`, from an exit handler (see below); Windows: the same, from `ExitProcess`'s callbacks (see below); elsewhere `exit` code 0 and `atexit` |
 //! | `exit` from C code | Linux with glibc and Windows: `exit` with the code and `atexit`; elsewhere `exit` code 0 and `atexit` |
@@ -122,7 +127,8 @@
 //! `docs/decisions.md`). Build the lifecycle before layers or runtimes that start
 //! threads, so that the environment changes while the process has one thread. Children
 //! started through [`crate::command::Trace2CommandExt`] get both variables set on their
-//! own command in any case.
+//! own command in any case. A command whose environment was cleared or copied before the
+//! lifecycle started inherits neither: [`crate::add_session_env`] sets them on it.
 
 use std::panic::Location;
 use std::process::{ExitCode, Termination};
@@ -161,6 +167,7 @@ pub struct Lifecycle {
     sigpipe: Sigpipe,
     env_export: bool,
     dst_debug: bool,
+    message_limit: usize,
 }
 
 impl Trace2 {
@@ -185,6 +192,7 @@ impl Trace2 {
             sigpipe: Sigpipe::Keep,
             env_export: self.env_export(),
             dst_debug,
+            message_limit: self.message_limit(),
         }
     }
 
@@ -282,6 +290,7 @@ impl Lifecycle {
                 started_at,
                 done: AtomicBool::new(false),
                 pid: std::process::id(),
+                message_limit: self.message_limit,
             }
         });
         if !first {
@@ -394,27 +403,37 @@ impl Trace2Guard {
         code
     }
 
-    /// The end of a program that computes its exit code as a number: writes `exit` with
-    /// `code` and `atexit`, and returns the `ExitCode` for `main` to return.
+    /// The end of a program that computes its exit code as a number (an `i32`, or a
+    /// `u8`): writes `exit` with `code` and `atexit`, and returns the `ExitCode` for
+    /// `main` to return. The code is masked to 0..=255 for both, as git masks the code
+    /// it traces and as `exit` passes it to a Unix parent: -1 becomes 255, 256 becomes 0.
     ///
     /// ```no_run
     /// use std::process::ExitCode;
     ///
     /// fn main() -> ExitCode {
     ///     let trace2 = tracing_trace2::Trace2::from_env().init();
-    ///     let code: u8 = 3; // computed by the program
+    ///     let code: i32 = 3; // computed by the program
     ///     trace2.finish_code(code) // exit code 3, traced as `exit code:3`
     /// }
     /// ```
     #[track_caller]
-    pub fn finish_code(self, code: u8) -> ExitCode {
-        finish_process(i32::from(code));
-        ExitCode::from(code)
+    pub fn finish_code(self, code: impl Into<i32>) -> ExitCode {
+        let code = code.into() & 0xff;
+        finish_process(code);
+        ExitCode::from(code as u8)
     }
 
     /// The end of a `main` that returns a `Result`: writes `exit` with code 1 for an
     /// `Err` (the code Rust exits with once it has printed `Error: …`) or 0 for `Ok`,
     /// then `atexit`, and hands the result back for `main` to return.
+    ///
+    /// An `Err` is first written as an `error` line, as git's `die()` writes its message
+    /// before `exit`: its `Display` text in the alternate form (`{:#}`), which for
+    /// `anyhow::Error` and `eyre::Report` is the whole chain on one line (`reading
+    /// config: No such file or directory`) where `{}` would give the outermost context
+    /// alone; other types' `Display` usually ignores the flag. The text is bounded like a
+    /// region's message ([`Trace2::with_message_limit`]).
     ///
     /// Simply dropping the guard (`let _trace2 = …init(); run()?; Ok(())`) gets the same
     /// code on Linux with glibc and on Windows, from the exit hooks; this works everywhere
@@ -425,14 +444,35 @@ impl Trace2Guard {
     ///
     /// fn main() -> Result<(), String> {
     ///     let trace2 = tracing_trace2::Trace2::from_env().init();
-    ///     trace2.finish_result(run()) // exit code 1 in the trace, as the process
+    ///     // error "no repository", then exit code 1 in the trace, as the process
+    ///     trace2.finish_result(run())
     /// }
     /// ```
+    ///
+    /// An error type with `Debug` alone (Rust's `main` needs no more) does not compile
+    /// here; [`Trace2Guard::finish`] takes it (`exit` code 1, no `error` line), or map it
+    /// to a text first.
     #[track_caller]
-    pub fn finish_result<T, E>(self, result: Result<T, E>) -> Result<T, E> {
+    pub fn finish_result<T, E: std::fmt::Display>(self, result: Result<T, E>) -> Result<T, E> {
+        if let Err(err) = &result {
+            write_error(err);
+        }
         finish_process(if result.is_ok() { 0 } else { 1 });
         result
     }
+}
+
+/// The `error` line of a failed `main`, at the caller: `err`'s alternate `Display`
+/// text, bounded, as both message and format (Rust has no format string to show). Not
+/// formatted at all unless the lifecycle runs and its last lines are still to come.
+#[track_caller]
+fn write_error(err: &dyn std::fmt::Display) {
+    let Some(shared) = SHARED.get() else { return };
+    if shared.pid != std::process::id() || shared.done.load(Ordering::Acquire) {
+        return;
+    }
+    let text = error_text::bounded(err, shared.message_limit);
+    api::error(&text, &text);
 }
 
 /// What a dropped guard does (its last clone): see [`Trace2Guard`].
@@ -500,6 +540,8 @@ struct LifecycleState {
     /// inherits the hooks and this state, but its ending is not the traced process's:
     /// it writes no `exit`, `atexit` or `signal` under the parent's session.
     pid: u32,
+    /// The bound of the `error` line of a failed `main` (the message bound).
+    message_limit: usize,
 }
 
 static SHARED: OnceLock<LifecycleState> = OnceLock::new();
@@ -697,6 +739,8 @@ mod hooks {
     }
 }
 
+mod error_text;
+
 /// Windows: the C runtime's `atexit`, and `ExitProcess`'s callbacks for
 /// `std::process::exit` (see the module).
 #[cfg(windows)]
@@ -746,6 +790,23 @@ mod tests {
         let clone = guard.clone();
         drop(guard);
         assert_eq!(clone.finish_code(42), ExitCode::from(42));
+    }
+
+    #[test]
+    fn finish_code_takes_the_codes_programs_have_and_masks_them() {
+        let guard = || {
+            Trace2::with_settings(crate::Settings::default())
+                .lifecycle()
+                .start()
+        };
+        let code: u8 = 200;
+        assert_eq!(guard().finish_code(code), ExitCode::from(200));
+        let code: i32 = 3;
+        assert_eq!(guard().finish_code(code), ExitCode::from(3));
+        // As git masks its code (`code & 0xff`) and a Unix parent sees it.
+        assert_eq!(guard().finish_code(-1), ExitCode::from(255));
+        assert_eq!(guard().finish_code(256), ExitCode::from(0));
+        assert_eq!(guard().finish_code(300), ExitCode::from(44));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::process::{Command, ExitStatus};
 
 use tracing_trace2_core::Session;
 use tracing_trace2_core::api::{self, ChildStart, ChildToken};
+use tracing_trace2_core::session::PARENT_SID_ENV;
 
 /// What a command's `child_start` says besides what the command itself tells.
 #[derive(Clone, Debug)]
@@ -145,17 +146,55 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 }
 
 /// Sets the session variables on a command, unless tracing is off or the program set
-/// them on the command itself.
+/// them on the command itself (see [`session_vars_to_set`]).
 pub(super) fn set_child_env(cmd: &mut Command) {
     if !crate::lifecycle::is_active() {
         return;
     }
-    for (key, value) in Session::global().child_env() {
-        let set_by_program = cmd.get_envs().any(|(k, _)| k == OsStr::new(key));
-        if !set_by_program {
-            cmd.env(key, value);
-        }
+    let session = Session::global();
+    let env = session.child_env();
+    for (key, value) in session_vars_to_set(cmd, &env, inherited_sid(session)) {
+        cmd.env(key, value);
     }
+}
+
+/// The session id this process inherited from its parent (`GIT_TRACE2_PARENT_SID` at
+/// start), if any: its own session id without its last component.
+fn inherited_sid(session: &Session) -> Option<&str> {
+    session
+        .sid()
+        .strip_suffix(session.own_component())?
+        .strip_suffix('/')
+}
+
+/// Which of the session variables `env` to set on `cmd`. A variable the program set or
+/// removed on the command is its own and kept, with one exception: a
+/// `GIT_TRACE2_PARENT_SID` equal to the one this process inherited, or to its own, is
+/// not a choice but a copy of the environment (`env_clear()` then `envs(copy)`). Taken
+/// before the lifecycle exported ours, it would make the child our sibling; taken after,
+/// its `GIT_TRACE2_PARENT_NAME` may predate a later `cmd_name`. Both variables are then
+/// replaced.
+fn session_vars_to_set<'e>(
+    cmd: &Command,
+    env: &'e [(&'static str, String)],
+    inherited_sid: Option<&str>,
+) -> Vec<&'e (&'static str, String)> {
+    let on_command = |key: &str| {
+        cmd.get_envs()
+            .find(|(k, _)| *k == OsStr::new(key))
+            .map(|(_, v)| v)
+    };
+    let own_sid = env
+        .iter()
+        .find(|(key, _)| *key == PARENT_SID_ENV)
+        .map(|(_, sid)| sid.as_str());
+    let copied = on_command(PARENT_SID_ENV)
+        .flatten()
+        .and_then(OsStr::to_str)
+        .is_some_and(|v| [inherited_sid, own_sid].contains(&Some(v)));
+    env.iter()
+        .filter(|(key, _)| copied || on_command(key).is_none())
+        .collect()
 }
 
 fn is_git_program(program: &OsStr) -> bool {
@@ -195,6 +234,72 @@ mod tests {
         assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
         // Killed by SIGTERM (15): 128 + 15.
         assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
+    }
+
+    /// The names of the variables [`session_vars_to_set`] sets on `cmd`.
+    fn set_on(cmd: &Command, inherited: Option<&str>) -> Vec<&'static str> {
+        let env = [
+            (PARENT_SID_ENV, "PARENT/OURS".to_owned()),
+            ("GIT_TRACE2_PARENT_NAME", "ours".to_owned()),
+        ];
+        session_vars_to_set(cmd, &env, inherited)
+            .into_iter()
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    #[test]
+    fn a_cleared_or_copied_environment_gets_the_session() {
+        let both = [PARENT_SID_ENV, "GIT_TRACE2_PARENT_NAME"];
+        let mut cleared = Command::new("git");
+        cleared.env_clear().env("PATH", "/bin");
+        assert_eq!(set_on(&cleared, None), both);
+        assert_eq!(set_on(&cleared, Some("PARENT")), both);
+        // A copy of the environment taken before the lifecycle exported ours carries
+        // the parent's session: both variables are replaced, or the child would be our
+        // sibling.
+        let mut copied = Command::new("git");
+        copied
+            .env_clear()
+            .env(PARENT_SID_ENV, "PARENT")
+            .env("GIT_TRACE2_PARENT_NAME", "parent");
+        assert_eq!(set_on(&copied, Some("PARENT")), both);
+        // A copy taken after the export, before a later `cmd_name`: the name is renewed.
+        let mut later = Command::new("git");
+        later
+            .env_clear()
+            .env(PARENT_SID_ENV, "PARENT/OURS")
+            .env("GIT_TRACE2_PARENT_NAME", "");
+        assert_eq!(set_on(&later, Some("PARENT")), both);
+        assert_eq!(set_on(&later, None), both);
+    }
+
+    #[test]
+    fn variables_the_program_set_on_the_command_are_kept() {
+        let mut explicit = Command::new("git");
+        explicit.env(PARENT_SID_ENV, "ELSEWHERE");
+        assert_eq!(
+            set_on(&explicit, Some("PARENT")),
+            ["GIT_TRACE2_PARENT_NAME"]
+        );
+        assert_eq!(set_on(&explicit, None), ["GIT_TRACE2_PARENT_NAME"]);
+        let mut removed = Command::new("git");
+        removed
+            .env_remove(PARENT_SID_ENV)
+            .env_remove("GIT_TRACE2_PARENT_NAME");
+        assert!(set_on(&removed, Some("PARENT")).is_empty());
+        // Without a parent, a session id on the command is the program's own choice.
+        let mut own = Command::new("git");
+        own.env(PARENT_SID_ENV, "PARENT");
+        assert_eq!(set_on(&own, None), ["GIT_TRACE2_PARENT_NAME"]);
+    }
+
+    #[test]
+    fn the_inherited_session_is_the_sid_without_its_own_component() {
+        let nested = Session::new(Some("A/B"), None, 0, 7, None);
+        assert_eq!(inherited_sid(&nested), Some("A/B"));
+        let root = Session::new(None, None, 0, 7, None);
+        assert_eq!(inherited_sid(&root), None);
     }
 
     #[test]

@@ -32,7 +32,12 @@
 //! `GIT_TRACE2_PARENT_SID` and `GIT_TRACE2_PARENT_NAME` from this process's session, so
 //! a git (or another traced program) started by it writes its lines under our session
 //! id, one level deeper, with our command hierarchy. A value the program set on the
-//! command itself is kept.
+//! command itself is kept, unless its `GIT_TRACE2_PARENT_SID` is the one this process
+//! inherited or its own: that comes from a copy of the environment (`env_clear()` then
+//! `envs(copy)`), taken before the lifecycle started (the child would be our sibling) or
+//! before a later `cmd_name` (its name would be old), and both variables are replaced. A
+//! command started without these methods gets the same variables from
+//! [`add_session_env`].
 //!
 //! `child_exit` is written when the child is reaped: by [`TracedChild::wait`],
 //! [`TracedChild::try_wait`] once it reports an exit, [`TracedChild::wait_with_output`],
@@ -60,9 +65,36 @@ use std::process::{
 use tracing_trace2_core::api;
 
 pub use child::exit_code;
-use child::{ChildRecord, ChildSpec};
 #[cfg(unix)]
-use child::{full_argv, set_child_env};
+use child::full_argv;
+use child::{ChildRecord, ChildSpec, set_child_env};
+
+/// Sets this process's session variables (`GIT_TRACE2_PARENT_SID`,
+/// `GIT_TRACE2_PARENT_NAME`) on `cmd`, so that a git (or another traced program) it
+/// starts nests under this process even when the command does not inherit the
+/// process's environment: after `env_clear()`, or with a copy of the environment taken
+/// before the lifecycle started. Does nothing while no lifecycle with an enabled target
+/// runs ([`crate::is_active`]).
+///
+/// A variable the program set (or removed) on the command itself is kept, unless the
+/// command's `GIT_TRACE2_PARENT_SID` is the one this process inherited or its own: that
+/// is a copy of the environment, and both variables are replaced with the current ones.
+/// The traced forms ([`Trace2CommandExt`]) do this themselves.
+///
+/// ```no_run
+/// use std::process::Command;
+///
+/// let env: Vec<_> = std::env::vars_os().collect(); // before the lifecycle
+/// let _trace2 = tracing_trace2::Trace2::from_env().init();
+/// let mut git = Command::new("git");
+/// git.arg("status").env_clear().envs(env);
+/// tracing_trace2::add_session_env(&mut git).status()?; // git nests under this process
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn add_session_env(cmd: &mut Command) -> &mut Command {
+    set_child_env(cmd);
+    cmd
+}
 
 /// Trace2 for `std::process::Command`: the `trace2*` methods start the command and
 /// write `child_start`, then `child_exit` when it is reaped.

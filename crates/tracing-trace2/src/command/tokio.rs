@@ -45,6 +45,15 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use super::child::ChildRecord;
 use super::{Ready, Traced};
 
+/// [`add_session_env`](super::add_session_env) for a `tokio::process::Command`: sets this
+/// process's session variables on `cmd` so that a git child nests under this process
+/// after `env_clear()` or with a copy of the environment taken before the lifecycle
+/// started. Does nothing while no lifecycle with an enabled target runs.
+pub fn add_session_env(cmd: &mut Command) -> &mut Command {
+    super::add_session_env(cmd.as_std_mut());
+    cmd
+}
+
 /// Trace2 for `tokio::process::Command`: the `trace2*` methods start the command and
 /// write `child_start`, then `child_exit` when it is seen to end.
 pub trait Trace2TokioCommandExt {
@@ -283,6 +292,15 @@ mod tests {
 
     use super::*;
     use crate::command::exit_code;
+
+    #[test]
+    fn add_session_env_leaves_a_command_alone_while_tracing_is_off() {
+        let mut cmd = Command::new("git");
+        cmd.env_clear();
+        let same: *const Command = add_session_env(&mut cmd);
+        assert!(std::ptr::eq(same, &cmd));
+        assert_eq!(cmd.as_std().get_envs().count(), 0);
+    }
 
     /// Renders child records as `<thread> <event> <child id> [<pid known> <code>]
     /// <line>`, region enters as `<thread> enter <label>`; leaves out the rest.
