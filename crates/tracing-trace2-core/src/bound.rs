@@ -47,9 +47,10 @@ pub(crate) fn cut_at(text: &mut String, limit: usize) {
     }
 }
 
-/// Appends `value` to `out` (which holds at most `limit` bytes) as [`Bounded`] does, and
-/// marks the cut; `true` when `value` was cut.
-pub(crate) fn write_bounded(out: &mut String, limit: usize, value: fmt::Arguments<'_>) -> bool {
+/// Appends `value` to `out` (which holds at most `limit` bytes), formatting it no further
+/// than the bound, cut on a character boundary and marked with `...`; `true` when `value`
+/// was cut. The bound every text formatted from a program's values gets.
+pub fn write_bounded(out: &mut String, limit: usize, value: fmt::Arguments<'_>) -> bool {
     let mut bounded = Bounded { out, limit };
     if bounded.write_fmt(value).is_ok() {
         return false;

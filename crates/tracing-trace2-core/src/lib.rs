@@ -51,6 +51,7 @@
 pub mod api;
 pub mod background;
 mod bound;
+pub use bound::write_bounded;
 mod busy;
 pub mod callsite;
 pub mod clock;

@@ -2,62 +2,20 @@
 //! formatted no further than a bound (a `Display` impl stops at its first failed write),
 //! cut on a character boundary and marked with `...`, as a region's message is.
 
-use std::fmt::{self, Display, Write};
+use std::fmt::Display;
 
-/// What ends a text cut at its bound.
-const CUT_MARK: &str = "...";
-
-/// `err` as `{:#}`, at most `limit` bytes (the cut mark included).
+/// `err` as `{:#}`, at most `limit` bytes (the cut mark included): the core's bound on
+/// every text formatted from a program's values.
 pub(super) fn bounded(err: &dyn Display, limit: usize) -> String {
-    let mut out = UpTo {
-        text: String::new(),
-        limit,
-        cut: false,
-    };
-    let _ = write!(out, "{err:#}");
-    let UpTo { mut text, cut, .. } = out;
-    if cut {
-        let mut end = limit.saturating_sub(CUT_MARK.len());
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        // As a region's message: the mark only where it fits.
-        if limit >= CUT_MARK.len() {
-            text.push_str(CUT_MARK);
-        }
-    }
+    let mut text = String::new();
+    tracing_trace2_core::write_bounded(&mut text, limit, format_args!("{err:#}"));
     text
-}
-
-/// A `String` that takes at most `limit` bytes; the first write past it fails and marks
-/// the text as cut.
-struct UpTo {
-    text: String,
-    limit: usize,
-    cut: bool,
-}
-
-impl Write for UpTo {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let left = self.limit - self.text.len();
-        if s.len() <= left {
-            self.text.push_str(s);
-            return Ok(());
-        }
-        let mut end = left;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.text.push_str(&s[..end]);
-        self.cut = true;
-        Err(fmt::Error)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fmt;
 
     /// An error with a cause, shown as `anyhow` shows one: the chain with `{:#}`.
     struct Chain;
