@@ -20,10 +20,12 @@
 //! * The typed Trace2 calls of [`crate::api`] come straight from the api functions
 //!   (as `wire.rs` values), not through `tracing`: no filter drops them and no other layer sees
 //!   them.
-//! * User spans and events above the layer's level ([`Trace2LayerBuilder::with_max_level`],
-//!   INFO by default) are left out; a per-layer filter (`.with_filter(..)`) narrows
-//!   further.
-//! * Other events: ERROR and WARN become `error`. Git's `fmt` is the printf format
+//! * User spans above the layer's span level ([`Trace2LayerBuilder::with_span_level`],
+//!   DEBUG by default) and events above its event level
+//!   ([`Trace2LayerBuilder::with_event_level`], INFO by default) are left out, and so
+//!   are WARN events unless [`Trace2LayerBuilder::with_warnings`] says what they become
+//!   (`filter.rs`); a per-layer filter (`.with_filter(..)`) narrows further.
+//! * Other events: ERROR becomes `error` (and WARN, if asked). Git's `fmt` is the printf format
 //!   string; `tracing` keeps no template once a message is formatted, so `fmt` holds the
 //!   message alone and `msg` the message followed by the other fields as `name=value`.
 //!   A message-only event becomes `printf`; `key` + `value` (or `key` + `json`) become
@@ -59,6 +61,7 @@ use std::sync::Once;
 
 use tracing_core::span::{Attributes, Id, Record as SpanRecord};
 use tracing_core::{Event as TracingEvent, Level, LevelFilter, Metadata, Subscriber};
+use crate::filter::{Levels, Trace2Filter, Warnings};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
@@ -109,7 +112,7 @@ pub struct Trace2LayerBuilder {
     session: Option<&'static Session>,
     deferred: Option<BackgroundOptions>,
     mode: RegionMode,
-    max_level: LevelFilter,
+    levels: Levels,
     announce: bool,
     max_task_lanes: usize,
     fields: FieldPolicy,
@@ -123,7 +126,7 @@ impl Default for Trace2LayerBuilder {
             session: None,
             deferred: None,
             mode: RegionMode::default(),
-            max_level: LevelFilter::INFO,
+            levels: Levels::default(),
             announce: true,
             max_task_lanes: DEFAULT_MAX_TASK_LANES,
             fields: FieldPolicy::default(),
@@ -158,12 +161,36 @@ impl Trace2LayerBuilder {
         self
     }
 
-    /// The most verbose level of user spans and events that become Trace2 output
-    /// (default: INFO, so `debug!`/`trace!` events and spans of the program and its
-    /// dependencies are left out). The typed [`crate::api`] calls are not affected. A
-    /// per-layer filter (`layer.with_filter(..)`) narrows this further.
+    /// The most verbose level of both user spans and events that become Trace2 output:
+    /// sets [`Self::with_span_level`] and [`Self::with_event_level`] at once. The typed
+    /// [`crate::api`] calls are not affected. A per-layer filter
+    /// (`layer.with_filter(..)`) narrows this further.
     pub fn with_max_level(mut self, level: impl Into<LevelFilter>) -> Self {
-        self.max_level = level.into();
+        let level = level.into();
+        self.levels.spans = level;
+        self.levels.events = level;
+        self
+    }
+
+    /// The most verbose level of user spans that become regions (default: DEBUG, where
+    /// libraries such as tower-http put their request spans; `trace_span!`s are left
+    /// out).
+    pub fn with_span_level(mut self, level: impl Into<LevelFilter>) -> Self {
+        self.levels.spans = level.into();
+        self
+    }
+
+    /// The most verbose level of user events that become `data`, `printf` or `error`
+    /// lines (default: INFO, so `debug!`/`trace!` events are left out).
+    pub fn with_event_level(mut self, level: impl Into<LevelFilter>) -> Self {
+        self.levels.events = level.into();
+        self
+    }
+
+    /// What a `warn!` event becomes (default: [`Warnings::Off`], nothing;
+    /// [`Warnings::Error`] is an `error` line as `error!` writes).
+    pub fn with_warnings(mut self, warnings: Warnings) -> Self {
+        self.levels.warnings = warnings;
         self
     }
 
@@ -234,7 +261,7 @@ impl Trace2LayerBuilder {
                 closed: Gate::new(),
                 lanes: LaneBook::new(self.max_task_lanes),
                 mode: self.mode,
-                max_level: self.max_level,
+                levels: self.levels,
                 announce: self.announce,
                 fields: self.fields,
                 spans: SpanStore::new(),
@@ -261,7 +288,7 @@ struct LayerState {
     /// Lanes announced and not ended; task lanes.
     lanes: LaneBook,
     mode: RegionMode,
-    max_level: LevelFilter,
+    levels: Levels,
     /// Announce every thread that writes (see `with_thread_announcement`).
     announce: bool,
     /// Which span fields become messages, and their bound.
@@ -286,7 +313,7 @@ impl std::fmt::Debug for LayerState {
             .field("deferred", &self.output.is_deferred())
             .field("exe", &self.exe)
             .field("mode", &self.mode)
-            .field("max_level", &self.max_level)
+            .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
 }
@@ -369,25 +396,30 @@ impl Trace2Layer {
         self.inner.mode
     }
 
-    /// The most verbose level of user spans and events this layer records.
+    /// The most verbose level of user spans or events this layer records.
     pub fn max_level(&self) -> LevelFilter {
-        self.inner.max_level
+        self.inner.levels.max()
     }
 
-    /// This layer behind a per-layer filter at its own level ([`Self::max_level`]).
+    /// The levels of user spans and events this layer records, and what WARN becomes.
+    pub fn levels(&self) -> Levels {
+        self.inner.levels
+    }
+
+    /// This layer behind a per-layer filter at its own levels ([`Self::levels`]).
     ///
     /// A layer without a filter of its own tells `tracing` nothing, so beside a filtered
-    /// layer (an `EnvFilter` fmt layer) `tracing` would build and dispatch every `debug`
-    /// and `trace` span and event of the program. Filtered, the layer's level joins the
-    /// other layers' in `tracing`'s level hint and callsite interest: what no layer wants
-    /// is skipped at the call site, and this layer filters nothing for the others. The
-    /// typed [`crate::api`] calls never pass through `tracing`, so no filter drops them.
-    pub fn filtered<S>(self) -> Filtered<Trace2Layer, LevelFilter, S>
+    /// layer (an `EnvFilter` fmt layer) `tracing` would build and dispatch every span and
+    /// event of the program. Filtered, the layer's wishes join the other layers' in
+    /// `tracing`'s level hint and callsite interest: what no layer wants is skipped at
+    /// the call site, and this layer filters nothing for the others. The typed
+    /// [`crate::api`] calls never pass through `tracing`, so no filter drops them.
+    pub fn filtered<S>(self) -> Filtered<Trace2Layer, Trace2Filter, S>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        let level = self.max_level();
-        tracing_subscriber::Layer::with_filter(self, level)
+        let filter = Trace2Filter::new(self.levels());
+        tracing_subscriber::Layer::with_filter(self, filter)
     }
 
     /// Flushes every target's sink. With a deferred writer, waits until the worker has
@@ -403,11 +435,6 @@ impl Trace2Layer {
         self.inner.output.guard()
     }
 
-    /// Whether user spans and events at `level` become output.
-    #[inline]
-    fn wants(&self, level: &Level) -> bool {
-        *level <= self.inner.max_level
-    }
 
     #[inline]
     fn record<'a>(
@@ -1093,9 +1120,17 @@ impl Trace2Layer {
         lines: &mut CallbackOutput,
     ) {
         let message = fields.message.get();
-        if *meta.level() <= Level::WARN {
+        let warnings = match *meta.level() {
+            Level::WARN => Some(self.inner.levels.warnings),
+            _ => None,
+        };
+        if *meta.level() == Level::ERROR || warnings.is_some() {
             // Errors carry the other fields after the message; `fmt` is the message alone,
-            // which is what stands closest to git's format string.
+            // which is what stands closest to git's format string. A warning is an error
+            // only if asked, else a `printf` of the same text, or nothing.
+            if warnings == Some(Warnings::Off) {
+                return;
+            }
             let mut msg = String::from(message.unwrap_or(""));
             for (name, value) in fields.data() {
                 if !msg.is_empty() {
@@ -1106,6 +1141,13 @@ impl Trace2Layer {
                 msg.push_str(value);
             }
             let present = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+            if warnings == Some(Warnings::Printf) {
+                let event = Trace2Event::Printf {
+                    msg: (!msg.is_empty()).then_some(msg.as_str()),
+                };
+                self.emit(t, event, now, callsite, open, lines);
+                return;
+            }
             let (msg, fmt) = (present(&msg), message.and_then(present).or(present(&msg)));
             let event = Trace2Event::Error {
                 msg: msg.as_deref(),
@@ -1493,7 +1535,7 @@ where
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let meta = attrs.metadata();
-        if !self.wants(meta.level()) {
+        if !self.inner.levels.wants_span(meta.level()) {
             return;
         }
         // Writes nothing (the fields are kept for the region's lines), so a closing layer
@@ -1617,7 +1659,7 @@ where
     }
 
     fn on_event(&self, event: &TracingEvent<'_>, ctx: Context<'_, S>) {
-        if !self.wants(event.metadata().level()) {
+        if !self.inner.levels.wants_event(event.metadata().level()) {
             return;
         }
         let Some(_busy) = self.busy() else { return };

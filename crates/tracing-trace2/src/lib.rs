@@ -98,7 +98,7 @@ pub use tracing_trace2_binary::flight;
 pub use tracing_trace2_core as core;
 pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};
-pub use tracing_trace2_core::{RegionMode, Trace2Layer, api};
+pub use tracing_trace2_core::{Levels, RegionMode, Trace2Filter, Trace2Layer, Warnings, api};
 pub use tracing_trace2_event as event;
 pub use tracing_trace2_normal as normal;
 pub use tracing_trace2_perf as perf;
