@@ -587,7 +587,7 @@ fn dependency_warnings_hidden_by_the_program_cost_nothing() {
 /// The program's own `warn!` goes to its console and writes no `error` line (the
 /// process exits 0: a reader counting `error` lines must find none); `error!` does.
 /// `Warnings::Error`, or `trace2.warnings = error`, turns warnings into errors again;
-/// `Warnings::Printf` writes them where Normal and Perf show them (Event has no printf).
+/// `Warnings::Printf` writes them as `printf` lines (counted here in the Perf stream).
 fn a_warning_is_no_error_unless_asked() {
     let runs = AtomicUsize::new(0);
     let run = |configure: &dyn Fn(Trace2) -> Trace2, env: Option<&str>| {
@@ -672,7 +672,9 @@ fn debug_spans_are_regions_debug_events_are_not() {
     }
     assert_eq!(regions(&lines, "region_leave").len(), 3, "{text}");
     assert!(
-        lines.iter().all(|e| e["event"] != "data" && e["event"] != "printf"),
+        lines
+            .iter()
+            .all(|e| e["event"] != "data" && e["event"] != "printf"),
         "{text}"
     );
 }

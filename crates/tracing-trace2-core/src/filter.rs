@@ -19,9 +19,8 @@ pub enum Warnings {
     /// cost nothing where no other layer wants them either. The default.
     #[default]
     Off,
-    /// A `printf` line (the message followed by the other fields as `name=value`):
-    /// shown by the Normal and Perf targets; the Event target, as in git, writes no
-    /// `printf`.
+    /// A `printf` line (the message followed by the other fields as `name=value`),
+    /// which readers do not count as an error.
     Printf,
     /// An `error` line, as `error!` (`msg` = message and fields, `fmt` = the message).
     Error,

@@ -32,7 +32,8 @@
 //!   one `data` (or `data_json`); every other field becomes one `data` named after the
 //!   field (a message next to data fields is written as a `printf` first). A `category`
 //!   field names the datum's category (default: the enclosing span's region category,
-//!   else the event's target); `repo` gives the repository column.
+//!   else the crate of the event's target, [`crate::default_category`]); `repo` gives the
+//!   repository column.
 //! * Every lane writes `thread_start` before its first line; an OS thread's lane writes
 //!   its per-thread timers and `thread_exit` when the thread ends. Lanes still announced
 //!   when the process ends ([`crate::api::end_threads`], else `atexit`) are ended by the
@@ -59,9 +60,9 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::Once;
 
+use crate::filter::{Levels, Trace2Filter, Warnings};
 use tracing_core::span::{Attributes, Id, Record as SpanRecord};
 use tracing_core::{Event as TracingEvent, Level, LevelFilter, Metadata, Subscriber};
-use crate::filter::{Levels, Trace2Filter, Warnings};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
@@ -434,7 +435,6 @@ impl Trace2Layer {
     pub fn background_guard(&self) -> BackgroundGuard {
         self.inner.output.guard()
     }
-
 
     #[inline]
     fn record<'a>(

@@ -1,8 +1,8 @@
 //! Per-span region state, kept in the layer's span store (`span_store.rs`).
 //!
 //! When a span is created the core layer records its fields into a [`RegionState`]:
-//! the category (`trace2.category` field, else the last `::` segment of the span's
-//! target), the label (`trace2.label` field, else the span's name), the message
+//! the category (`trace2.category` field, else the crate: the first `::` segment of the
+//! span's target), the label (`trace2.label` field, else the span's name), the message
 //! (`trace2.msg` field, followed by the other fields as `name=value`) and the repository
 //! id (`trace2.repo` field). Only these `trace2.`-prefixed names take a Trace2 role: a
 //! function argument recorded by `#[instrument]` can never be named so, so it never

@@ -834,8 +834,16 @@ fn span_event_levels_and_warnings_settings() {
     ]));
     assert_eq!((got.span_level, got.warn_as), (None, None));
     assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
-    assert!(got.warnings[0].contains("trace2.spanLevel"), "{:?}", got.warnings);
-    assert!(got.warnings[1].contains("trace2.warnings"), "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].contains("trace2.spanLevel"),
+        "{:?}",
+        got.warnings
+    );
+    assert!(
+        got.warnings[1].contains("trace2.warnings"),
+        "{:?}",
+        got.warnings
+    );
     // Nothing set: the defaults, spans from DEBUG, events from INFO, warnings nothing.
     let levels = crate::Trace2::with_settings(Settings::default()).levels();
     assert_eq!(levels, tracing_trace2_core::Levels::default());
