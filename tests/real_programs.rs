@@ -26,7 +26,7 @@ use tracing_trace2::{Settings, Trace2, Warnings, targets};
 
 fn main() -> ExitCode {
     let mut runner = runner::Runner::plain();
-    let tests: [runner::Test; 14] = [
+    let tests: [runner::Test; 15] = [
         ("jj_messages_are_bounded", jj_messages_are_bounded),
         (
             "jj_fields_of_regions_nobody_writes_are_not_formatted",
@@ -73,6 +73,10 @@ fn main() -> ExitCode {
         (
             "debug_spans_are_regions_debug_events_are_not",
             debug_spans_are_regions_debug_events_are_not,
+        ),
+        (
+            "the_first_party_setup_keeps_dependencies_out",
+            the_first_party_setup_keeps_dependencies_out,
         ),
     ];
     for (name, test) in tests {
@@ -677,4 +681,37 @@ fn debug_spans_are_regions_debug_events_are_not() {
             .all(|e| e["event"] != "data" && e["event"] != "printf"),
         "{text}"
     );
+}
+
+/// The README's one-line first-party setup: the program's own regions and data, none of a
+/// dependency's spans and events (their call sites disabled, their fields never built),
+/// and the layer's own levels still hold within the crate (an own `debug!` is not built
+/// either, as it was with a `Targets` filter around the layer's).
+fn the_first_party_setup_keeps_dependencies_out() {
+    static BUILT: AtomicUsize = AtomicUsize::new(0);
+    let built = || BUILT.fetch_add(1, Ordering::SeqCst);
+    let path = temp_path("first-party.event");
+    let mut settings = Settings::default();
+    settings.event_destination = Some(path.display().to_string());
+    let trace2 = Trace2::with_settings(settings).with_only_crates([env!("CARGO_CRATE_NAME")]);
+    let subscriber = Registry::default()
+        .with(fmt_layer("warn"))
+        .with(trace2.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info_span!("own").in_scope(|| {
+            tracing::info!(key = "own", value = 1);
+            tracing::debug!(n = built(), "own debug event: below the event level");
+            tracing::info_span!(target: "noisy_dep::graph", "dependency", n = built()).in_scope(
+                || tracing::info!(target: "noisy_dep::graph", n = built(), "dependency event"),
+            );
+        });
+    });
+    assert_eq!(BUILT.load(Ordering::SeqCst), 0);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = event_lines(&text);
+    assert_eq!(entered_labels(&lines), ["own"], "{text}");
+    let data: Vec<&Value> = lines.iter().filter(|e| e["event"] == "data").collect();
+    assert_eq!(data.len(), 1, "{text}");
+    assert_eq!(data[0]["key"], "own");
+    assert_eq!(data[0]["category"], "real_programs");
 }

@@ -4,6 +4,8 @@
 //! decided per call site, so that what the layer does not want costs nothing at the call
 //! site once no other layer wants it either.
 
+use std::sync::Arc;
+
 use tracing_core::{Level, LevelFilter, Metadata, subscriber::Interest};
 use tracing_subscriber::layer::{Context, Filter};
 
@@ -90,39 +92,64 @@ impl Levels {
     }
 }
 
-/// The Trace2 layer's per-layer filter: [`Levels`], decided once per call site.
+/// The Trace2 layer's per-layer filter: [`Levels`], and optionally the crates whose
+/// spans and events it records, decided once per call site.
 ///
 /// A layer without a filter of its own tells `tracing` nothing, so beside a filtered
 /// layer `tracing` would build and dispatch every span and event of the program. With
 /// this filter the layer's wishes join the other layers' in `tracing`'s callsite
 /// interest: a call site no layer wants stays a disabled branch (a dependency's warnings
 /// that the program's fmt filter silences, every `debug!` event), and the filter hides
-/// nothing from the other layers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// nothing from the other layers. One filter decides it all: a second per-layer filter
+/// around this one would make `tracing` ask both at every call of a call site one of them
+/// wants.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace2Filter {
     levels: Levels,
+    /// The crates (first segments of the targets) recorded; `None`: every crate.
+    crates: Option<Arc<[String]>>,
 }
 
 impl Trace2Filter {
     /// A filter that lets through what `levels` wants.
     pub fn new(levels: Levels) -> Trace2Filter {
-        Trace2Filter { levels }
+        Trace2Filter {
+            levels,
+            crates: None,
+        }
+    }
+
+    /// Lets through only the spans and events of these crates: those whose target's
+    /// first `::` segment is one of them (`env!("CARGO_CRATE_NAME")` names the program's
+    /// own). `None` lets every crate through.
+    pub fn with_only_crates(mut self, crates: Option<Arc<[String]>>) -> Trace2Filter {
+        self.crates = crates;
+        self
     }
 
     /// The levels it lets through.
     pub fn levels(&self) -> Levels {
         self.levels
     }
+
+    /// Whether a span or event with this metadata passes.
+    fn wants(&self, meta: &Metadata<'_>) -> bool {
+        self.levels.wants(meta)
+            && self.crates.as_ref().is_none_or(|crates| {
+                let krate = meta.target().split("::").next().unwrap_or("");
+                crates.iter().any(|c| c == krate)
+            })
+    }
 }
 
 impl<S> Filter<S> for Trace2Filter {
     fn enabled(&self, meta: &Metadata<'_>, _cx: &Context<'_, S>) -> bool {
-        self.levels.wants(meta)
+        self.wants(meta)
     }
 
     fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
-        // Kind and level are fixed per call site: the answer is cached there.
-        if self.levels.wants(meta) {
+        // Kind, level and target are fixed per call site: the answer is cached there.
+        if self.wants(meta) {
             Interest::always()
         } else {
             Interest::never()
@@ -161,6 +188,40 @@ mod tests {
         };
         assert!(!quiet.wants_event(&Level::WARN));
         assert_eq!(levels.max(), LevelFilter::DEBUG);
+    }
+
+    #[test]
+    fn only_crates_by_first_segment() {
+        use tracing_core::callsite::{Callsite, Identifier};
+        use tracing_core::field::FieldSet;
+        use tracing_core::metadata::Kind;
+        struct Site;
+        impl Callsite for Site {
+            fn set_interest(&self, _: Interest) {}
+            fn metadata(&self) -> &Metadata<'_> {
+                unreachable!()
+            }
+        }
+        static SITE: Site = Site;
+        let meta = |target: &'static str| {
+            Metadata::new(
+                "e",
+                target,
+                Level::INFO,
+                None,
+                None,
+                None,
+                FieldSet::new(&[], Identifier(&SITE)),
+                Kind::EVENT,
+            )
+        };
+        let all = Trace2Filter::new(Levels::default());
+        assert!(all.wants(&meta("noisy_dep::graph")));
+        let own = all.with_only_crates(Some(vec!["mytool".to_owned()].into()));
+        assert!(own.wants(&meta("mytool")));
+        assert!(own.wants(&meta("mytool::index::read")));
+        assert!(!own.wants(&meta("noisy_dep::graph")));
+        assert!(!own.wants(&meta("mytool_extra::x")));
     }
 
     #[test]

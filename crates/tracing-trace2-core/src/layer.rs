@@ -114,6 +114,7 @@ pub struct Trace2LayerBuilder {
     deferred: Option<BackgroundOptions>,
     mode: RegionMode,
     levels: Levels,
+    crates: Option<Arc<[String]>>,
     announce: bool,
     max_task_lanes: usize,
     fields: FieldPolicy,
@@ -128,6 +129,7 @@ impl Default for Trace2LayerBuilder {
             deferred: None,
             mode: RegionMode::default(),
             levels: Levels::default(),
+            crates: None,
             announce: true,
             max_task_lanes: DEFAULT_MAX_TASK_LANES,
             fields: FieldPolicy::default(),
@@ -192,6 +194,20 @@ impl Trace2LayerBuilder {
     /// [`Warnings::Error`] is an `error` line as `error!` writes).
     pub fn with_warnings(mut self, warnings: Warnings) -> Self {
         self.levels.warnings = warnings;
+        self
+    }
+
+    /// Records only the spans and events of these crates (the first `::` segment of
+    /// their targets; `env!("CARGO_CRATE_NAME")` names the program's own), none of its
+    /// dependencies'. Their per-layer filter ([`Trace2Layer::filtered`]) applies it, per
+    /// call site, so a left-out crate's call sites cost nothing where no other layer
+    /// wants them; the bare layer does not.
+    pub fn with_only_crates<I, C>(mut self, crates: I) -> Self
+    where
+        I: IntoIterator<Item = C>,
+        C: Into<String>,
+    {
+        self.crates = Some(crates.into_iter().map(Into::into).collect());
         self
     }
 
@@ -263,6 +279,7 @@ impl Trace2LayerBuilder {
                 lanes: LaneBook::new(self.max_task_lanes),
                 mode: self.mode,
                 levels: self.levels,
+                crates: self.crates,
                 announce: self.announce,
                 fields: self.fields,
                 spans: SpanStore::new(),
@@ -290,6 +307,8 @@ struct LayerState {
     lanes: LaneBook,
     mode: RegionMode,
     levels: Levels,
+    /// The only crates recorded (through the per-layer filter), if any.
+    crates: Option<Arc<[String]>>,
     /// Announce every thread that writes (see `with_thread_announcement`).
     announce: bool,
     /// Which span fields become messages, and their bound.
@@ -407,7 +426,12 @@ impl Trace2Layer {
         self.inner.levels
     }
 
-    /// This layer behind a per-layer filter at its own levels ([`Self::levels`]).
+    /// The per-layer filter of this layer's levels (and crates, if it has a list).
+    pub fn filter(&self) -> Trace2Filter {
+        Trace2Filter::new(self.inner.levels).with_only_crates(self.inner.crates.clone())
+    }
+
+    /// This layer behind a per-layer filter at its own levels ([`Self::filter`]).
     ///
     /// A layer without a filter of its own tells `tracing` nothing, so beside a filtered
     /// layer (an `EnvFilter` fmt layer) `tracing` would build and dispatch every span and
@@ -419,7 +443,7 @@ impl Trace2Layer {
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        let filter = Trace2Filter::new(self.levels());
+        let filter = self.filter();
         tracing_subscriber::Layer::with_filter(self, filter)
     }
 

@@ -42,6 +42,7 @@ pub struct Trace2 {
     binary: Option<String>,
     region_mode: RegionMode,
     levels: Levels,
+    only_crates: Option<Vec<String>>,
     announce_threads: bool,
     env_export: bool,
     max_task_lanes: usize,
@@ -73,6 +74,7 @@ impl Trace2 {
             binary: None,
             region_mode: RegionMode::default(),
             levels: Levels::default(),
+            only_crates: None,
             announce_threads: true,
             env_export: true,
             max_task_lanes: tracing_trace2_core::DEFAULT_MAX_TASK_LANES,
@@ -149,6 +151,21 @@ impl Trace2 {
     /// one is cut and ends with `...`, and no field is formatted beyond it.
     pub fn with_message_limit(mut self, bytes: usize) -> Trace2 {
         self.message_limit = bytes;
+        self
+    }
+
+    /// Records only the spans and events of these crates, none of their dependencies'
+    /// (a crate is the first `::` segment of a target): the first-party setup is
+    /// `.with_only_crates([env!("CARGO_CRATE_NAME")])`. Applied per call site by the
+    /// layer's filter ([`Trace2::layer`], [`crate::Lifecycle::layer`], [`Trace2::init`]),
+    /// so a dependency's call sites cost nothing where no other layer wants them. The
+    /// lifecycle and the [`api`] calls are not affected.
+    pub fn with_only_crates<I, C>(mut self, crates: I) -> Trace2
+    where
+        I: IntoIterator<Item = C>,
+        C: Into<String>,
+    {
+        self.only_crates = Some(crates.into_iter().map(Into::into).collect());
         self
     }
 
@@ -449,6 +466,9 @@ impl Trace2 {
         }
         if let Some(options) = &self.background {
             builder = builder.with_deferred(options.clone());
+        }
+        if let Some(crates) = &self.only_crates {
+            builder = builder.with_only_crates(crates.iter().cloned());
         }
         self.set_def_param_hook();
         let layer = builder.build();

@@ -53,6 +53,14 @@
 //! per call site, so `tracing` skips at the call site what no layer wants. Every thread that
 //! writes is announced with `thread_start` and ended with `thread_exit`.
 //!
+//! Your own crate's spans and events alone, none of your dependencies' (the README's
+//! one-line first-party setup, [`Trace2::with_only_crates`]):
+//!
+//! ```no_run
+//! let trace2 = tracing_trace2::Trace2::from_env().with_only_crates([env!("CARGO_CRATE_NAME")]).init();
+//! # drop(trace2);
+//! ```
+//!
 //! A whole program, with git's process lifecycle (`version`, `start`, `cmd_ancestry`,
 //! `exit`, `atexit`, also on `std::process::exit` and panics), traced children and
 //! threads:
