@@ -236,7 +236,7 @@ fn lifecycle_under_a_warn_filter() -> Result<(), String> {
             format!("no {wanted}: {names:?}")
         })?;
     }
-    // The warning passes the filter and reaches both layers; the info does not.
+    // The error passes the filter and reaches both layers; the info does not.
     ensure(
         events.iter().any(|v| v["msg"] == "kept by the filter"),
         || format!("{names:?}"),

@@ -22,11 +22,11 @@ use tracing_subscriber::{EnvFilter, Registry};
 use tracing_trace2::core::{MemorySink, Trace2Layer, api};
 use tracing_trace2::event::EventFormat;
 use tracing_trace2::perf::PerfFormat;
-use tracing_trace2::{Settings, Trace2, targets};
+use tracing_trace2::{Settings, Trace2, Warnings, targets};
 
 fn main() -> ExitCode {
     let mut runner = runner::Runner::plain();
-    let tests: [runner::Test; 11] = [
+    let tests: [runner::Test; 15] = [
         ("jj_messages_are_bounded", jj_messages_are_bounded),
         (
             "jj_fields_of_regions_nobody_writes_are_not_formatted",
@@ -62,6 +62,22 @@ fn main() -> ExitCode {
             mini_redis_arguments_take_no_role,
         ),
         ("perf_category_reads", perf_category_reads),
+        (
+            "dependency_warnings_hidden_by_the_program_cost_nothing",
+            dependency_warnings_hidden_by_the_program_cost_nothing,
+        ),
+        (
+            "a_warning_is_no_error_unless_asked",
+            a_warning_is_no_error_unless_asked,
+        ),
+        (
+            "debug_spans_are_regions_debug_events_are_not",
+            debug_spans_are_regions_debug_events_are_not,
+        ),
+        (
+            "the_first_party_setup_keeps_dependencies_out",
+            the_first_party_setup_keeps_dependencies_out,
+        ),
     ];
     for (name, test) in tests {
         runner.test(name, test);
@@ -103,8 +119,9 @@ mod cli {
     }
 
     impl ConfigEnv {
-        /// Nested `depth` levels deep, as jj's config loading is.
-        #[tracing::instrument]
+        /// Nested `depth` levels deep, as jj's config loading is (in jj's library crate:
+        /// its target is that crate's module path).
+        #[tracing::instrument(target = "jj_lib::config")]
         pub fn reload_workspace_config(&self, depth: u32) -> u32 {
             if depth > 1 {
                 self.reload_workspace_config(depth - 1) + 1
@@ -115,17 +132,18 @@ mod cli {
     }
 }
 
-/// A mini-redis-like client, in a module of its own (target `real_programs::client`).
+/// A mini-redis-like client, in a module of its own (target `mini_redis::clients::client`,
+/// as in the mini-redis crate).
 mod client {
     pub struct Client;
 
     impl Client {
-        #[tracing::instrument(skip(self))]
+        #[tracing::instrument(skip(self), target = "mini_redis::clients::client")]
         pub async fn ping(&mut self, msg: Option<&'static str>) -> &'static str {
             msg.unwrap_or("PONG")
         }
 
-        #[tracing::instrument(skip(self))]
+        #[tracing::instrument(skip(self), target = "mini_redis::clients::client")]
         pub fn lookup(&self, category: &str, label: &str, repo: i64) -> i64 {
             repo
         }
@@ -212,7 +230,7 @@ fn jj_messages_are_bounded() {
             "{msg}"
         );
         assert!(msg.ends_with("..."), "{msg}");
-        assert_eq!(region["category"], "cli", "{region}");
+        assert_eq!(region["category"], "jj_lib", "{region}");
         assert_eq!(region["label"], "reload_workspace_config", "{region}");
     }
     // Two values formatted, each only as far as the bound: a few pieces, not 4,000.
@@ -314,8 +332,9 @@ fn flight_recorder_records_as_deep_as_the_binary_target() {
 }
 
 /// Issue 21 item 5: beside an `EnvFilter("info")` fmt layer, the facade's layer lets
-/// `tracing` keep its level at INFO (it was TRACE: every `debug`/`trace` callsite was
-/// built and dispatched), while the lifecycle goes through any filter.
+/// `tracing` keep its level at the layer's (it was TRACE: every `debug`/`trace` callsite
+/// was built and dispatched): DEBUG, for DEBUG spans, while a `debug!` event and a
+/// `trace_span!` are disabled at their call sites; the lifecycle goes through any filter.
 fn level_hint_beside_a_filtered_fmt_layer() {
     let path = temp_path("level.event");
     let mut settings = Settings::default();
@@ -326,11 +345,12 @@ fn level_hint_beside_a_filtered_fmt_layer() {
         .with(trace2.layer());
     reset_counts();
     tracing::subscriber::with_default(subscriber, || {
-        assert_eq!(LevelFilter::current(), LevelFilter::INFO);
+        assert_eq!(LevelFilter::current(), LevelFilter::DEBUG);
         assert!(!tracing::enabled!(tracing::Level::DEBUG));
+        assert!(tracing::enabled!(kind: tracing::metadata::Kind::SPAN, tracing::Level::DEBUG));
         let env = cli::ConfigEnv { layers: 3 };
-        tracing::debug_span!("hidden", env = ?env).in_scope(|| {
-            tracing::trace!(env = ?env, "not built");
+        tracing::trace_span!("hidden", env = ?env).in_scope(|| {
+            tracing::debug!(env = ?env, "not built");
         });
         assert_eq!(DEBUG_CALLS.load(Ordering::SeqCst), 0);
         tracing::info_span!("shown").in_scope(|| {});
@@ -438,7 +458,7 @@ fn a_further_filter_narrows_the_layer() {
     settings.event_destination = Some(path.display().to_string());
     let layer = Trace2::with_settings(settings)
         .layer()
-        .with_filter(EnvFilter::new("info,real_programs::client=warn"));
+        .with_filter(EnvFilter::new("info,mini_redis::clients::client=warn"));
     let subscriber = Registry::default().with(layer);
     tracing::subscriber::with_default(subscriber, || {
         client::Client.lookup("c", "l", 7);
@@ -453,7 +473,7 @@ fn a_further_filter_narrows_the_layer() {
 
 /// Issue 21 items 8 and 9: `Client::ping(msg: Option<…>)` keeps `msg=` (no role), a
 /// parameter named `category`, `label` or `repo` stays a parameter, and the category is
-/// the module's name.
+/// the crate's name.
 fn mini_redis_arguments_take_no_role() {
     let sink = MemorySink::new();
     let layer = Trace2Layer::builder()
@@ -473,14 +493,15 @@ fn mini_redis_arguments_take_no_role() {
     assert_eq!(enters.len(), 2, "{lines:?}");
     assert_eq!(enters[0]["label"], "ping");
     assert_eq!(enters[0]["msg"], "msg=Some(\"hello\")");
-    assert_eq!(enters[0]["category"], "client");
+    assert_eq!(enters[0]["category"], "mini_redis");
     assert_eq!(enters[1]["label"], "lookup");
-    assert_eq!(enters[1]["category"], "client");
+    assert_eq!(enters[1]["category"], "mini_redis");
     assert_eq!(enters[1]["msg"], "category=c label=l repo=7");
     assert!(enters[1].get("repo").is_none(), "{}", enters[1]);
 }
 
-/// Issue 21 item 9: Perf's 12-column category reads (it showed `mini_redis::`).
+/// Perf's 12-column category reads: the crate's name whole (the full target showed
+/// `mini_redis::`).
 fn perf_category_reads() {
     let sink = MemorySink::new();
     let layer = Trace2Layer::builder()
@@ -499,6 +520,198 @@ fn perf_category_reads() {
         .find(|l| l.contains("region_enter"))
         .expect("a region_enter line");
     let columns: Vec<&str> = enter.split('|').map(str::trim).collect();
-    assert!(columns.contains(&"client"), "{enter}");
-    assert!(!enter.contains("real_program"), "{enter}");
+    assert!(columns.contains(&"mini_redis"), "{enter}");
+    assert!(!enter.contains("mini_redis::"), "{enter}");
+}
+
+/// How many times the dependency's warning call site evaluated its fields: only when
+/// some layer of the subscriber enabled it.
+static DEPENDENCY_WARNINGS_BUILT: AtomicUsize = AtomicUsize::new(0);
+
+/// A graph library that warns of its slow path, as the one that wrote 94 `error` lines
+/// per command did (target `noisy_dep::graph`, as the crate's module path would be).
+fn noisy_dependency() {
+    for i in 0..94 {
+        tracing::warn!(
+            target: "noisy_dep::graph",
+            node = {
+                DEPENDENCY_WARNINGS_BUILT.fetch_add(1, Ordering::SeqCst);
+                i
+            },
+            "slow path"
+        );
+    }
+}
+
+/// The Event lines named `kind` in the file at `path`.
+fn count_events(path: &std::path::Path, kind: &str) -> usize {
+    let text = std::fs::read_to_string(path).unwrap();
+    event_lines(&text)
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .count()
+}
+
+/// A dependency's warnings that the program's own fmt filter hides
+/// (`EnvFilter("info,noisy_dep=off")`) cost nothing beside the Trace2 layer at its
+/// defaults: the call site is disabled for the whole subscriber (its fields are never
+/// evaluated, no layer is called) and nothing is written. With warnings asked to be
+/// errors (what the layer used to do) the layer alone enables them: 94 `error` lines.
+fn dependency_warnings_hidden_by_the_program_cost_nothing() {
+    for (warnings, built) in [(None, 0), (Some(Warnings::Error), 94)] {
+        let path = temp_path(&format!("dependency-{built}.event"));
+        let mut settings = Settings::default();
+        settings.event_destination = Some(path.display().to_string());
+        let mut trace2 = Trace2::with_settings(settings);
+        if let Some(warnings) = warnings {
+            trace2 = trace2.with_warnings(warnings);
+        }
+        let subscriber = Registry::default()
+            .with(fmt_layer("info,noisy_dep=off"))
+            .with(trace2.layer());
+        DEPENDENCY_WARNINGS_BUILT.store(0, Ordering::SeqCst);
+        tracing::subscriber::with_default(subscriber, || {
+            assert_eq!(
+                tracing::enabled!(target: "noisy_dep::graph", tracing::Level::WARN),
+                built > 0,
+                "{warnings:?}"
+            );
+            tracing::info_span!("command").in_scope(noisy_dependency);
+        });
+        assert_eq!(
+            DEPENDENCY_WARNINGS_BUILT.load(Ordering::SeqCst),
+            built,
+            "{warnings:?}"
+        );
+        assert_eq!(count_events(&path, "error"), built, "{warnings:?}");
+        assert_eq!(count_events(&path, "region_enter"), 1, "{warnings:?}");
+    }
+}
+
+/// The program's own `warn!` goes to its console and writes no `error` line (the
+/// process exits 0: a reader counting `error` lines must find none); `error!` does.
+/// `Warnings::Error`, or `trace2.warnings = error`, turns warnings into errors again;
+/// `Warnings::Printf` writes them as `printf` lines (counted here in the Perf stream).
+fn a_warning_is_no_error_unless_asked() {
+    let runs = AtomicUsize::new(0);
+    let run = |configure: &dyn Fn(Trace2) -> Trace2, env: Option<&str>| {
+        let n = runs.fetch_add(1, Ordering::SeqCst);
+        let path = temp_path(&format!("warning-{n}.event"));
+        let perf = temp_path(&format!("warning-{n}.perf"));
+        let lookup = |name: &str| match name {
+            "GIT_TRACE2_EVENT" => Some(path.display().to_string()),
+            "GIT_TRACE2_PERF" => Some(perf.display().to_string()),
+            "TRACING_TRACE2_WARNINGS" => env.map(str::to_owned),
+            _ => None,
+        };
+        let console = Shared::default();
+        let writer = console.clone();
+        let subscriber = Registry::default()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(move || writer.clone())
+                    .with_filter(EnvFilter::new("warn")),
+            )
+            .with(configure(Trace2::with_settings(Settings::load(&lookup))).layer());
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(path = "/repo", "slow path taken");
+            api::exit(0);
+        });
+        let console = String::from_utf8(console.0.lock().unwrap().clone()).unwrap();
+        assert!(console.contains("slow path taken"), "{console}");
+        let printfs = std::fs::read_to_string(&perf)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("| printf ") && l.contains("slow path taken"))
+            .count();
+        (count_events(&path, "error"), printfs)
+    };
+    assert_eq!(run(&|t| t, None), (0, 0), "by default");
+    assert_eq!(run(&|t| t.with_warnings(Warnings::Error), None), (1, 0));
+    assert_eq!(run(&|t| t.with_warnings(Warnings::Printf), None), (0, 1));
+    assert_eq!(run(&|t| t, Some("error")), (1, 0), "the setting");
+    // An error stays an error.
+    let path = temp_path("error.event");
+    let mut settings = Settings::default();
+    settings.event_destination = Some(path.display().to_string());
+    let subscriber = Registry::default().with(Trace2::with_settings(settings).layer());
+    tracing::subscriber::with_default(subscriber, || tracing::error!("cannot read"));
+    assert_eq!(count_events(&path, "error"), 1);
+}
+
+/// tower-http's `TraceLayer` puts its request span and its events at DEBUG (as do
+/// gitoxide's detail spans): by default the span is a region (the structure of the
+/// trace) and its events are not (the chatter), beside a fmt layer showing INFO.
+fn debug_spans_are_regions_debug_events_are_not() {
+    let path = temp_path("tower.event");
+    let mut settings = Settings::default();
+    settings.event_destination = Some(path.display().to_string());
+    let subscriber = Registry::default()
+        .with(fmt_layer("info"))
+        .with(Trace2::with_settings(settings).layer());
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..3 {
+            let span = tracing::debug_span!(
+                target: "tower_http::trace::make_span",
+                "request",
+                method = "GET",
+                uri = "/"
+            );
+            span.in_scope(|| {
+                tracing::debug!(target: "tower_http::trace::on_request", "started processing request");
+                tracing::debug!(target: "tower_http::trace::on_response", latency = 1, status = 200, "finished processing request");
+            });
+        }
+        tracing::trace_span!("poll").in_scope(|| {});
+    });
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = event_lines(&text);
+    let enters = regions(&lines, "region_enter");
+    assert_eq!(enters.len(), 3, "{text}");
+    for enter in &enters {
+        assert_eq!(enter["label"], "request", "{enter}");
+        assert_eq!(enter["category"], "tower_http", "{enter}");
+        assert_eq!(enter["msg"], "method=GET uri=/", "{enter}");
+    }
+    assert_eq!(regions(&lines, "region_leave").len(), 3, "{text}");
+    assert!(
+        lines
+            .iter()
+            .all(|e| e["event"] != "data" && e["event"] != "printf"),
+        "{text}"
+    );
+}
+
+/// The README's one-line first-party setup: the program's own regions and data, none of a
+/// dependency's spans and events (their call sites disabled, their fields never built),
+/// and the layer's own levels still hold within the crate (an own `debug!` is not built
+/// either, as it was with a `Targets` filter around the layer's).
+fn the_first_party_setup_keeps_dependencies_out() {
+    static BUILT: AtomicUsize = AtomicUsize::new(0);
+    let built = || BUILT.fetch_add(1, Ordering::SeqCst);
+    let path = temp_path("first-party.event");
+    let mut settings = Settings::default();
+    settings.event_destination = Some(path.display().to_string());
+    let trace2 = Trace2::with_settings(settings).with_only_crates([env!("CARGO_CRATE_NAME")]);
+    let subscriber = Registry::default()
+        .with(fmt_layer("warn"))
+        .with(trace2.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info_span!("own").in_scope(|| {
+            tracing::info!(key = "own", value = 1);
+            tracing::debug!(n = built(), "own debug event: below the event level");
+            tracing::info_span!(target: "noisy_dep::graph", "dependency", n = built()).in_scope(
+                || tracing::info!(target: "noisy_dep::graph", n = built(), "dependency event"),
+            );
+        });
+    });
+    assert_eq!(BUILT.load(Ordering::SeqCst), 0);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines = event_lines(&text);
+    assert_eq!(entered_labels(&lines), ["own"], "{text}");
+    let data: Vec<&Value> = lines.iter().filter(|e| e["event"] == "data").collect();
+    assert_eq!(data.len(), 1, "{text}");
+    assert_eq!(data[0]["key"], "own");
+    assert_eq!(data[0]["category"], "real_programs");
 }

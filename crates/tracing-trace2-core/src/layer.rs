@@ -20,17 +20,20 @@
 //! * The typed Trace2 calls of [`crate::api`] come straight from the api functions
 //!   (as `wire.rs` values), not through `tracing`: no filter drops them and no other layer sees
 //!   them.
-//! * User spans and events above the layer's level ([`Trace2LayerBuilder::with_max_level`],
-//!   INFO by default) are left out; a per-layer filter (`.with_filter(..)`) narrows
-//!   further.
-//! * Other events: ERROR and WARN become `error`. Git's `fmt` is the printf format
+//! * User spans above the layer's span level ([`Trace2LayerBuilder::with_span_level`],
+//!   DEBUG by default) and events above its event level
+//!   ([`Trace2LayerBuilder::with_event_level`], INFO by default) are left out, and so
+//!   are WARN events unless [`Trace2LayerBuilder::with_warnings`] says what they become
+//!   (`filter.rs`); a per-layer filter (`.with_filter(..)`) narrows further.
+//! * Other events: ERROR becomes `error` (and WARN, if asked). Git's `fmt` is the printf format
 //!   string; `tracing` keeps no template once a message is formatted, so `fmt` holds the
 //!   message alone and `msg` the message followed by the other fields as `name=value`.
 //!   A message-only event becomes `printf`; `key` + `value` (or `key` + `json`) become
 //!   one `data` (or `data_json`); every other field becomes one `data` named after the
 //!   field (a message next to data fields is written as a `printf` first). A `category`
 //!   field names the datum's category (default: the enclosing span's region category,
-//!   else the event's target); `repo` gives the repository column.
+//!   else the crate of the event's target, [`crate::default_category`]); `repo` gives the
+//!   repository column.
 //! * Every lane writes `thread_start` before its first line; an OS thread's lane writes
 //!   its per-thread timers and `thread_exit` when the thread ends. Lanes still announced
 //!   when the process ends ([`crate::api::end_threads`], else `atexit`) are ended by the
@@ -57,6 +60,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::Once;
 
+use crate::filter::{Levels, Trace2Filter, Warnings};
 use tracing_core::span::{Attributes, Id, Record as SpanRecord};
 use tracing_core::{Event as TracingEvent, Level, LevelFilter, Metadata, Subscriber};
 use tracing_subscriber::filter::Filtered;
@@ -110,7 +114,8 @@ pub struct Trace2LayerBuilder {
     session: Option<&'static Session>,
     deferred: Option<BackgroundOptions>,
     mode: RegionMode,
-    max_level: LevelFilter,
+    levels: Levels,
+    crates: Option<Arc<[String]>>,
     announce: bool,
     max_task_lanes: usize,
     fields: FieldPolicy,
@@ -124,7 +129,8 @@ impl Default for Trace2LayerBuilder {
             session: None,
             deferred: None,
             mode: RegionMode::default(),
-            max_level: LevelFilter::INFO,
+            levels: Levels::default(),
+            crates: None,
             announce: true,
             max_task_lanes: DEFAULT_MAX_TASK_LANES,
             fields: FieldPolicy::default(),
@@ -159,12 +165,50 @@ impl Trace2LayerBuilder {
         self
     }
 
-    /// The most verbose level of user spans and events that become Trace2 output
-    /// (default: INFO, so `debug!`/`trace!` events and spans of the program and its
-    /// dependencies are left out). The typed [`crate::api`] calls are not affected. A
-    /// per-layer filter (`layer.with_filter(..)`) narrows this further.
+    /// The most verbose level of both user spans and events that become Trace2 output:
+    /// sets [`Self::with_span_level`] and [`Self::with_event_level`] at once. The typed
+    /// [`crate::api`] calls are not affected. A per-layer filter
+    /// (`layer.with_filter(..)`) narrows this further.
     pub fn with_max_level(mut self, level: impl Into<LevelFilter>) -> Self {
-        self.max_level = level.into();
+        let level = level.into();
+        self.levels.spans = level;
+        self.levels.events = level;
+        self
+    }
+
+    /// The most verbose level of user spans that become regions (default: DEBUG, where
+    /// libraries such as tower-http put their request spans; `trace_span!`s are left
+    /// out).
+    pub fn with_span_level(mut self, level: impl Into<LevelFilter>) -> Self {
+        self.levels.spans = level.into();
+        self
+    }
+
+    /// The most verbose level of user events that become `data`, `printf` or `error`
+    /// lines (default: INFO, so `debug!`/`trace!` events are left out).
+    pub fn with_event_level(mut self, level: impl Into<LevelFilter>) -> Self {
+        self.levels.events = level.into();
+        self
+    }
+
+    /// What a `warn!` event becomes (default: [`Warnings::Off`], nothing;
+    /// [`Warnings::Error`] is an `error` line as `error!` writes).
+    pub fn with_warnings(mut self, warnings: Warnings) -> Self {
+        self.levels.warnings = warnings;
+        self
+    }
+
+    /// Records only the spans and events of these crates (the first `::` segment of
+    /// their targets; `env!("CARGO_CRATE_NAME")` names the program's own), none of its
+    /// dependencies'. Their per-layer filter ([`Trace2Layer::filtered`]) applies it, per
+    /// call site, so a left-out crate's call sites cost nothing where no other layer
+    /// wants them; the bare layer does not.
+    pub fn with_only_crates<I, C>(mut self, crates: I) -> Self
+    where
+        I: IntoIterator<Item = C>,
+        C: Into<String>,
+    {
+        self.crates = Some(crates.into_iter().map(Into::into).collect());
         self
     }
 
@@ -240,7 +284,8 @@ impl Trace2LayerBuilder {
                 closed: Gate::new(),
                 lanes: LaneBook::new(self.max_task_lanes),
                 mode: self.mode,
-                max_level: self.max_level,
+                levels: self.levels,
+                crates: self.crates,
                 announce: self.announce,
                 fields: self.fields,
                 spans: SpanStore::new(),
@@ -267,7 +312,9 @@ struct LayerState {
     /// Lanes announced and not ended; task lanes.
     lanes: LaneBook,
     mode: RegionMode,
-    max_level: LevelFilter,
+    levels: Levels,
+    /// The only crates recorded (through the per-layer filter), if any.
+    crates: Option<Arc<[String]>>,
     /// Announce every thread that writes (see `with_thread_announcement`).
     announce: bool,
     /// Which span fields become messages, and their bound.
@@ -292,7 +339,7 @@ impl std::fmt::Debug for LayerState {
             .field("deferred", &self.output.is_deferred())
             .field("exe", &self.exe)
             .field("mode", &self.mode)
-            .field("max_level", &self.max_level)
+            .field("levels", &self.levels)
             .finish_non_exhaustive()
     }
 }
@@ -362,25 +409,35 @@ impl Trace2Layer {
         self.inner.mode
     }
 
-    /// The most verbose level of user spans and events this layer records.
+    /// The most verbose level of user spans or events this layer records.
     pub fn max_level(&self) -> LevelFilter {
-        self.inner.max_level
+        self.inner.levels.max()
     }
 
-    /// This layer behind a per-layer filter at its own level ([`Self::max_level`]).
+    /// The levels of user spans and events this layer records, and what WARN becomes.
+    pub fn levels(&self) -> Levels {
+        self.inner.levels
+    }
+
+    /// The per-layer filter of this layer's levels (and crates, if it has a list).
+    pub fn filter(&self) -> Trace2Filter {
+        Trace2Filter::new(self.inner.levels).with_only_crates(self.inner.crates.clone())
+    }
+
+    /// This layer behind a per-layer filter at its own levels ([`Self::filter`]).
     ///
     /// A layer without a filter of its own tells `tracing` nothing, so beside a filtered
-    /// layer (an `EnvFilter` fmt layer) `tracing` would build and dispatch every `debug`
-    /// and `trace` span and event of the program. Filtered, the layer's level joins the
-    /// other layers' in `tracing`'s level hint and callsite interest: what no layer wants
-    /// is skipped at the call site, and this layer filters nothing for the others. The
-    /// typed [`crate::api`] calls never pass through `tracing`, so no filter drops them.
-    pub fn filtered<S>(self) -> Filtered<Trace2Layer, LevelFilter, S>
+    /// layer (an `EnvFilter` fmt layer) `tracing` would build and dispatch every span and
+    /// event of the program. Filtered, the layer's wishes join the other layers' in
+    /// `tracing`'s level hint and callsite interest: what no layer wants is skipped at
+    /// the call site, and this layer filters nothing for the others. The typed
+    /// [`crate::api`] calls never pass through `tracing`, so no filter drops them.
+    pub fn filtered<S>(self) -> Filtered<Trace2Layer, Trace2Filter, S>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        let level = self.max_level();
-        tracing_subscriber::Layer::with_filter(self, level)
+        let filter = self.filter();
+        tracing_subscriber::Layer::with_filter(self, filter)
     }
 
     /// Flushes every target's sink. With a deferred writer, waits until the worker has
@@ -394,12 +451,6 @@ impl Trace2Layer {
     /// that are formatted and written on the traced thread.
     pub fn background_guard(&self) -> BackgroundGuard {
         self.inner.output.guard()
-    }
-
-    /// Whether user spans and events at `level` become output.
-    #[inline]
-    fn wants(&self, level: &Level) -> bool {
-        *level <= self.inner.max_level
     }
 
     #[inline]
@@ -1095,9 +1146,17 @@ impl Trace2Layer {
         lines: &mut CallbackOutput,
     ) {
         let message = fields.message.get();
-        if *meta.level() <= Level::WARN {
+        let warnings = match *meta.level() {
+            Level::WARN => Some(self.inner.levels.warnings),
+            _ => None,
+        };
+        if *meta.level() == Level::ERROR || warnings.is_some() {
             // Errors carry the other fields after the message; `fmt` is the message alone,
-            // which is what stands closest to git's format string. Both are bounded.
+            // which is what stands closest to git's format string. Both are bounded. A
+            // warning is an error only if asked, else a `printf` of the same text, or nothing.
+            if warnings == Some(Warnings::Off) {
+                return;
+            }
             let limit = fields.limit;
             let mut msg = String::from(message.unwrap_or(""));
             for (name, value) in fields.data() {
@@ -1107,6 +1166,13 @@ impl Trace2Layer {
                 }
             }
             let present = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+            if warnings == Some(Warnings::Printf) {
+                let event = Trace2Event::Printf {
+                    msg: (!msg.is_empty()).then_some(msg.as_str()),
+                };
+                self.emit(t, event, now, callsite, open, lines);
+                return;
+            }
             let (msg, fmt) = (present(&msg), message.and_then(present).or(present(&msg)));
             let event = Trace2Event::Error {
                 msg: msg.as_deref(),
@@ -1496,7 +1562,7 @@ where
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let meta = attrs.metadata();
-        if !self.wants(meta.level()) {
+        if !self.inner.levels.wants_span(meta.level()) {
             return;
         }
         // Writes nothing (the fields are kept for the region's lines), so a closing layer
@@ -1620,7 +1686,7 @@ where
     }
 
     fn on_event(&self, event: &TracingEvent<'_>, ctx: Context<'_, S>) {
-        if !self.wants(event.metadata().level()) {
+        if !self.inner.levels.wants_event(event.metadata().level()) {
             return;
         }
         let Some(_busy) = self.busy() else { return };

@@ -12,6 +12,7 @@
 //! | module | job |
 //! |---|---|
 //! | `layer` | the `tracing` layer: callbacks → records; direct or deferred output |
+//! | `filter` | which user spans and events become output: levels, warnings, the per-layer filter |
 //! | `targets` | the fan-out: format for every target, one `write` per line, disable on failure |
 //! | `background` | the background writers: options, guard, queue, deferred replay, single-sink writer |
 //! | `region`, `span_store`, `fields` | span state and the layer's store of it by span id; the visitors of user fields |
@@ -56,6 +57,7 @@ mod busy;
 pub mod callsite;
 pub mod clock;
 mod fields;
+mod filter;
 mod lanes;
 mod layer;
 mod output;
@@ -72,6 +74,7 @@ pub mod timers;
 mod wire;
 
 pub use busy::in_panic_hook;
+pub use filter::{Levels, Trace2Filter, Warnings};
 pub use lanes::DEFAULT_MAX_TASK_LANES;
 pub use layer::{RegionMode, Trace2Layer, Trace2LayerBuilder};
 pub use region::{

@@ -244,7 +244,7 @@ fn events_become_messages() {
             "data open=0 n=1 cat=c k=7 repo=None",
             "data_json open=0 cat=c j={\"z\":1,\"a\":[true]}",
             "data open=0 n=1 cat=c bad={nope repo=None",
-            "error open=0 msg=Some(\"cannot read path=/p\") fmt=Some(\"cannot read\")",
+            // The warning: nothing by default (see below).
             "error open=0 msg=Some(\"boom\") fmt=Some(\"boom\")",
             "data open=0 n=1 cat=layer r=x repo=Some(4)",
         ]
@@ -289,6 +289,37 @@ fn event_and_span_text_is_cut_at_the_message_limit() {
             "region_enter open=0 n=1 cat=Some(\"\\\"éééééé...\") label=Some(\"éééééé...\") msg=None repo=None",
             "region_leave open=0 n=1 cat=Some(\"\\\"éééééé...\") label=Some(\"éééééé...\") msg=None repo=None",
         ]
+    );
+}
+
+/// A warning is no `error` by default (git traces its errors, never its warnings, and
+/// readers count every `error` line); `with_warnings` makes it a `printf` or an `error`.
+#[test]
+fn warnings_become_what_the_program_asks() {
+    use tracing_trace2_core::Warnings;
+    let program = || warn!(path = "/p", "cannot {}", "read");
+    let lines = |warnings| {
+        run_with(|b| b.with_warnings(warnings), program)
+            .into_iter()
+            .filter(|l| l != "thread_start")
+            .collect::<Vec<_>>()
+    };
+    assert!(run_with(|b| b, program).is_empty());
+    assert!(lines(Warnings::Off).is_empty());
+    assert_eq!(lines(Warnings::Error), ["error"]);
+    assert_eq!(lines(Warnings::Printf), ["printf"]);
+    // Through the Describe format: the error carries the message and the fields.
+    let sink = MemorySink::new();
+    let layer = Trace2Layer::builder()
+        .with_warnings(Warnings::Error)
+        .with_target(Target::new("GIT_TRACE2_EVENT", Describe, sink.clone()))
+        .build();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), program);
+    assert!(
+        sink.to_string_lossy()
+            .contains("error open=0 msg=Some(\"cannot read path=/p\") fmt=Some(\"cannot read\")"),
+        "{}",
+        sink.to_string_lossy()
     );
 }
 
@@ -723,27 +754,51 @@ fn data_takes_the_category_of_the_enclosing_span() {
     assert!(lines.contains(&"data layer 1".to_owned()), "{lines:?}");
 }
 
-/// By default DEBUG and TRACE spans and events are left out; `with_max_level` and the
-/// standard per-layer filter choose otherwise; API calls pass either way.
+/// The default category is the crate: two crates with a module of the same name (every
+/// `function`, `init` or `write`) never share one, for regions and for data events.
+#[test]
+fn the_default_category_is_the_crate() {
+    let lines = run_with(
+        |b| b,
+        || {
+            info_span!(target: "gix_dir::walk::function", "walk")
+                .in_scope(|| info!(key = "entries", value = 1));
+            info_span!(target: "gix_status::index_as_worktree::function", "status")
+                .in_scope(|| info!(key = "entries", value = 1));
+            info!(target: "gix_protocol::command::function", key = "k", value = 1);
+        },
+    );
+    let data: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("data"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        data,
+        ["data gix_dir 2", "data gix_status 2", "data gix_protocol 1"]
+    );
+}
+
+/// By default DEBUG spans are regions (libraries put their request and detail spans
+/// there) while DEBUG events are left out, and TRACE spans too; `with_max_level` (both),
+/// `with_span_level`, `with_event_level` and the standard per-layer filter choose
+/// otherwise; API calls pass either way.
 #[test]
 fn default_level_and_per_layer_filters() {
+    use tracing::level_filters::LevelFilter;
     let program = || {
         tracing::debug_span!("quiet").in_scope(|| {
             tracing::debug!(key = "debug", value = 1);
             info!(key = "info", value = 1);
+            tracing::trace_span!("fine").in_scope(|| info!(key = "fine", value = 1));
         });
         api::data("api", "call", "v", None);
     };
     let default = run_with(|b| b, program);
-    assert_eq!(default, ["thread_start", "data layer 1", "data api 1"]);
-    let verbose = run_with(
-        |b| b.with_max_level(tracing::level_filters::LevelFilter::DEBUG),
-        program,
-    );
-    // (This thread was announced by the first run: thread state is per thread.)
     assert_eq!(
-        verbose,
+        default,
         [
+            "thread_start",
             "region_enter quiet 1",
             "data layer 2",
             "data layer 2",
@@ -751,6 +806,29 @@ fn default_level_and_per_layer_filters() {
             "data api 1"
         ]
     );
+    // (This thread was announced by the first run: thread state is per thread.)
+    let verbose = run_with(|b| b.with_max_level(LevelFilter::DEBUG), program);
+    assert_eq!(
+        verbose,
+        [
+            "region_enter quiet 1",
+            "data layer 2",
+            "data layer 2",
+            "data layer 2",
+            "region_leave quiet 1",
+            "data api 1"
+        ]
+    );
+    let info_spans = run_with(|b| b.with_span_level(LevelFilter::INFO), program);
+    assert_eq!(info_spans, ["data layer 1", "data layer 1", "data api 1"]);
+    let everything = run_with(
+        |b| {
+            b.with_span_level(LevelFilter::TRACE)
+                .with_event_level(LevelFilter::TRACE)
+        },
+        program,
+    );
+    assert_eq!(everything.len(), 8, "{everything:?}");
 
     // A per-layer filter narrows further: the API call still arrives.
     let sink = MemorySink::new();
@@ -809,7 +887,7 @@ fn spans_the_layer_does_not_record_are_looked_through() {
     let program = || {
         let outer = info_span!("outer", trace2.category = "outer_cat");
         let _outer = outer.enter();
-        let hidden = tracing::debug_span!("hidden");
+        let hidden = tracing::trace_span!("hidden");
         let entered_hidden = hidden.enter();
         info!(key = "under_hidden", value = 1);
         let inner = info_span!("inner");

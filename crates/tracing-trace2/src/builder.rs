@@ -7,7 +7,9 @@ use tracing_core::{LevelFilter, Subscriber};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
-use tracing_trace2_core::{RegionMode, Session, Target, Trace2Layer, api, clock, redact};
+use tracing_trace2_core::{
+    Levels, RegionMode, Session, Target, Trace2Filter, Trace2Layer, Warnings, api, clock, redact,
+};
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
 use tracing_trace2_normal::NormalFormat;
@@ -39,7 +41,8 @@ pub struct Trace2 {
     background: Option<BackgroundOptions>,
     binary: Option<String>,
     region_mode: RegionMode,
-    max_level: LevelFilter,
+    levels: Levels,
+    only_crates: Option<Vec<String>>,
     announce_threads: bool,
     env_export: bool,
     max_task_lanes: usize,
@@ -48,10 +51,10 @@ pub struct Trace2 {
 }
 
 /// The Trace2 layer as [`Trace2::layer`] returns it: behind a per-layer filter at its
-/// level, so that `tracing` skips, at the call site, every span and event that neither
-/// it nor another layer wants (see [`Trace2Layer::filtered`]). [`Filtered::inner`] is
-/// the layer itself.
-pub type FilteredLayer<S> = Filtered<Trace2Layer, LevelFilter, S>;
+/// levels ([`Trace2Filter`]), so that `tracing` skips, at the call site, every span and
+/// event that neither it nor another layer wants (see [`Trace2Layer::filtered`]).
+/// [`Filtered::inner`] is the layer itself.
+pub type FilteredLayer<S> = Filtered<Trace2Layer, Trace2Filter, S>;
 
 impl Trace2 {
     /// Settings from the `GIT_TRACE2*` environment and the `trace2.*` keys of the
@@ -70,7 +73,8 @@ impl Trace2 {
             background: None,
             binary: None,
             region_mode: RegionMode::default(),
-            max_level: LevelFilter::INFO,
+            levels: Levels::default(),
+            only_crates: None,
             announce_threads: true,
             env_export: true,
             max_task_lanes: tracing_trace2_core::DEFAULT_MAX_TASK_LANES,
@@ -95,12 +99,41 @@ impl Trace2 {
     }
 
     /// The most verbose level of the program's spans and events (and its
-    /// dependencies') that become Trace2 output; default INFO. `trace2.maxLevel` /
+    /// dependencies') that become Trace2 output, both at once: sets
+    /// [`Trace2::with_span_level`] and [`Trace2::with_event_level`]. `trace2.maxLevel` /
     /// `TRACING_TRACE2_MAX_LEVEL`, when set, override it. Lifecycle lines and the [`api`]
     /// calls do not depend on it. For finer choices (per target, per module) filter the
     /// layer further: `trace2.layer().with_filter(EnvFilter::new(..))`.
     pub fn with_max_level(mut self, level: impl Into<LevelFilter>) -> Trace2 {
-        self.max_level = level.into();
+        let level = level.into();
+        self.levels.spans = level;
+        self.levels.events = level;
+        self
+    }
+
+    /// The most verbose level of spans that become regions; default DEBUG, where
+    /// libraries put their request and detail spans (tower-http's `TraceLayer`), so only
+    /// `trace_span!`s are left out. `trace2.spanLevel` / `TRACING_TRACE2_SPAN_LEVEL`
+    /// (else `trace2.maxLevel`), when set, override it.
+    pub fn with_span_level(mut self, level: impl Into<LevelFilter>) -> Trace2 {
+        self.levels.spans = level.into();
+        self
+    }
+
+    /// The most verbose level of events that become `data`, `printf` or `error` lines;
+    /// default INFO, so `debug!` and `trace!` are left out. `trace2.eventLevel` /
+    /// `TRACING_TRACE2_EVENT_LEVEL` (else `trace2.maxLevel`), when set, override it.
+    pub fn with_event_level(mut self, level: impl Into<LevelFilter>) -> Trace2 {
+        self.levels.events = level.into();
+        self
+    }
+
+    /// What a `warn!` event becomes: nothing by default ([`Warnings::Off`]: git traces
+    /// its errors, never its warnings, and readers count every `error` line as one),
+    /// else a `printf` line or an `error` line as `error!` writes. `trace2.warnings` /
+    /// `TRACING_TRACE2_WARNINGS` (`off`, `printf`, `error`), when set, override it.
+    pub fn with_warnings(mut self, warnings: Warnings) -> Trace2 {
+        self.levels.warnings = warnings;
         self
     }
 
@@ -130,9 +163,34 @@ impl Trace2 {
         self
     }
 
-    /// The level in force: the configured one, else the program's.
+    /// Records only the spans and events of these crates, none of their dependencies'
+    /// (a crate is the first `::` segment of a target): the first-party setup is
+    /// `.with_only_crates([env!("CARGO_CRATE_NAME")])`. Applied per call site by the
+    /// layer's filter ([`Trace2::layer`], [`crate::Lifecycle::layer`], [`Trace2::init`]),
+    /// so a dependency's call sites cost nothing where no other layer wants them. The
+    /// lifecycle and the [`api`] calls are not affected.
+    pub fn with_only_crates<I, C>(mut self, crates: I) -> Trace2
+    where
+        I: IntoIterator<Item = C>,
+        C: Into<String>,
+    {
+        self.only_crates = Some(crates.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The most verbose level in force, of spans or events (see [`Trace2::levels`]).
     pub fn max_level(&self) -> LevelFilter {
-        self.settings.max_level.unwrap_or(self.max_level)
+        self.levels().max()
+    }
+
+    /// The levels in force: for each, the configured one, else the program's.
+    pub fn levels(&self) -> Levels {
+        let s = &self.settings;
+        Levels {
+            spans: s.span_level.or(s.max_level).unwrap_or(self.levels.spans),
+            events: s.event_level.or(s.max_level).unwrap_or(self.levels.events),
+            warnings: s.warn_as.unwrap_or(self.levels.warnings),
+        }
     }
 
     /// Whether every thread that writes is announced with `thread_start` and ended with
@@ -347,10 +405,13 @@ impl Trace2 {
                 Opened::Disabled => None,
             }
         };
+        let levels = self.levels();
         let mut builder = Trace2Layer::builder()
             .with_exe_version(&self.exe_version)
             .with_region_mode(self.region_mode)
-            .with_max_level(self.max_level())
+            .with_span_level(levels.spans)
+            .with_event_level(levels.events)
+            .with_warnings(levels.warnings)
             .with_span_fields(s.span_fields.unwrap_or(self.span_fields))
             .with_message_limit(self.message_limit)
             .with_thread_announcement(self.announce_threads)
@@ -419,6 +480,9 @@ impl Trace2 {
         }
         if let Some(options) = &self.background {
             builder = builder.with_deferred(options.clone());
+        }
+        if let Some(crates) = &self.only_crates {
+            builder = builder.with_only_crates(crates.iter().cloned());
         }
         self.set_def_param_hook();
         let layer = builder.build();

@@ -36,6 +36,7 @@ pub(crate) mod wildmatch;
 
 use std::path::{Path, PathBuf};
 use tracing_core::LevelFilter;
+use tracing_trace2_core::Warnings;
 
 use discover::GitDirTexts;
 use sources::{RemoteUrls, SourceReader, command_entries, config_files, is_remote_url};
@@ -130,8 +131,19 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// `TRACING_TRACE2_MAX_LEVEL` / `trace2.maxLevel` (`off`, `error`, `warn`, `info`,
     /// `debug`, `trace`): the most verbose level of the program's spans and events that
-    /// become output. `None` when unset (the program's choice stands, INFO by default).
+    /// become output, both at once. `None` when unset (the program's choice stands:
+    /// spans from DEBUG, events from INFO by default).
     pub max_level: Option<LevelFilter>,
+    /// `TRACING_TRACE2_SPAN_LEVEL` / `trace2.spanLevel`: the most verbose level of the
+    /// spans that become regions; over `max_level` when both are set.
+    pub span_level: Option<LevelFilter>,
+    /// `TRACING_TRACE2_EVENT_LEVEL` / `trace2.eventLevel`: the most verbose level of the
+    /// events that become output; over `max_level` when both are set.
+    pub event_level: Option<LevelFilter>,
+    /// `TRACING_TRACE2_WARNINGS` / `trace2.warnings` (`off`, `printf`, `error`): what a
+    /// `warn!` event becomes. `None` when unset (the program's choice stands, nothing by
+    /// default).
+    pub warn_as: Option<Warnings>,
     /// `TRACING_TRACE2_SPAN_FIELDS` / `trace2.spanFields` (a git boolean): whether a
     /// span's fields without a Trace2 role are written into its region's message. `None`
     /// when unset (the program's choice stands, yes by default).
@@ -162,6 +174,9 @@ impl Default for Settings {
             env_var_values: Vec::new(),
             warnings: Vec::new(),
             max_level: None,
+            span_level: None,
+            event_level: None,
+            warn_as: None,
             span_fields: None,
             binary_nesting: None,
         }
@@ -169,7 +184,7 @@ impl Default for Settings {
 }
 
 /// The configurable settings: config key (lower-case, as git compares it) and variable.
-const KEYS: [(&str, &str); 14] = [
+const KEYS: [(&str, &str); 17] = [
     ("trace2.normaltarget", "GIT_TRACE2"),
     ("trace2.normalbrief", "GIT_TRACE2_BRIEF"),
     ("trace2.perftarget", "GIT_TRACE2_PERF"),
@@ -185,6 +200,9 @@ const KEYS: [(&str, &str); 14] = [
     ("trace2.maxlevel", "TRACING_TRACE2_MAX_LEVEL"),
     ("trace2.spanfields", "TRACING_TRACE2_SPAN_FIELDS"),
     ("trace2.binarynesting", "TRACING_TRACE2_BINARY_NESTING"),
+    ("trace2.spanlevel", "TRACING_TRACE2_SPAN_LEVEL"),
+    ("trace2.eventlevel", "TRACING_TRACE2_EVENT_LEVEL"),
+    ("trace2.warnings", "TRACING_TRACE2_WARNINGS"),
 ];
 
 impl Settings {
@@ -360,15 +378,32 @@ fn resolve(
         max_level,
         span_fields,
         binary_nesting,
+        span_level,
+        event_level,
+        warn_as,
     ] = raw;
-    let max_level = max_level.and_then(|v| {
-        let level = v.trim().parse::<LevelFilter>().ok();
-        if level.is_none() {
+    let mut level = |value: Option<String>, key: &str| {
+        value.and_then(|v| {
+            let level = v.trim().parse::<LevelFilter>().ok();
+            if level.is_none() {
+                warnings.push(format!(
+                    "ignoring '{v}' for {key}: not off, error, warn, info, debug or trace"
+                ));
+            }
+            level
+        })
+    };
+    let max_level = level(max_level, "trace2.maxLevel");
+    let span_level = level(span_level, "trace2.spanLevel");
+    let event_level = level(event_level, "trace2.eventLevel");
+    let warn_as = warn_as.and_then(|v| {
+        let parsed = Warnings::parse(&v);
+        if parsed.is_none() {
             warnings.push(format!(
-                "ignoring '{v}' for trace2.maxLevel: not off, error, warn, info, debug or trace"
+                "ignoring '{v}' for trace2.warnings: not off, printf or error"
             ));
         }
-        level
+        parsed
     });
     let span_fields = span_fields.and_then(|v| {
         let include = parse_git_bool(&v);
@@ -422,6 +457,9 @@ fn resolve(
         env_var_values,
         warnings,
         max_level,
+        span_level,
+        event_level,
+        warn_as,
         span_fields,
         binary_nesting: binary_nesting
             .as_deref()

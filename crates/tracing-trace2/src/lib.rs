@@ -38,11 +38,12 @@
 //!
 //! | tracing | Trace2 |
 //! |---|---|
-//! | a span's first entry / its close | `region_enter` / `region_leave` (one region per span lifetime, [`RegionMode`]); label = span name or `trace2.label`, category = `trace2.category` or the module (last segment of the target), message = `trace2.msg` then the other fields, at most 256 bytes ([`Trace2::with_message_limit`], [`Trace2::with_span_fields`]), repo = `trace2.repo` |
-//! | `info!(key = "k", value = v)`, `info!(k = v)` | `data` (one per field), category = `category` field, else the enclosing span's, else the module |
+//! | a span's first entry / its close | `region_enter` / `region_leave` (one region per span lifetime, [`RegionMode`]); label = span name or `trace2.label`, category = `trace2.category` or the crate (first segment of the target), message = `trace2.msg` then the other fields, at most 256 bytes ([`Trace2::with_message_limit`], [`Trace2::with_span_fields`]), repo = `trace2.repo` |
+//! | `info!(key = "k", value = v)`, `info!(k = v)` | `data` (one per field), category = `category` field, else the enclosing span's, else the crate |
 //! | `info!(key = "k", json = "{…}")` | `data_json` |
 //! | `info!("text")` (message only) | `printf` |
-//! | `error!`, `warn!` | `error` (`msg` = message and fields, `fmt` = message) |
+//! | `error!` | `error` (`msg` = message and fields, `fmt` = message) |
+//! | `warn!` | nothing, unless [`Trace2::with_warnings`] asks for an `error` or a `printf` |
 //! | [`api`] functions | every other Trace2 event (`cmd_name`, `child_start`, `exit`, …), straight to the Trace2 layer: no filter drops them, no other layer sees them |
 //!
 //! Every text formatted from the program's values (a span's message, category and
@@ -51,10 +52,19 @@
 //! longer than that becomes a `data` line with its text cut.
 //!
 //! Only `trace2.*` span fields take a role, so a function's arguments never do. User
-//! spans and events from INFO up become output ([`Trace2::with_max_level`],
-//! `trace2.maxLevel`); [`Trace2::layer`] puts the layer behind a per-layer filter at that
-//! level, so `tracing` skips at the call site what no layer wants. Every thread that
+//! spans from DEBUG up and events from INFO up become output ([`Trace2::with_span_level`],
+//! [`Trace2::with_event_level`], `trace2.spanLevel`, `trace2.eventLevel`);
+//! [`Trace2::layer`] puts the layer behind a per-layer filter at those levels, decided
+//! per call site, so `tracing` skips at the call site what no layer wants. Every thread that
 //! writes is announced with `thread_start` and ended with `thread_exit`.
+//!
+//! Your own crate's spans and events alone, none of your dependencies' (the README's
+//! one-line first-party setup, [`Trace2::with_only_crates`]):
+//!
+//! ```no_run
+//! let trace2 = tracing_trace2::Trace2::from_env().with_only_crates([env!("CARGO_CRATE_NAME")]).init();
+//! # drop(trace2);
+//! ```
 //!
 //! A whole program, with git's process lifecycle (`version`, `start`, `cmd_ancestry`,
 //! `exit`, `atexit`, also on `std::process::exit` and panics), traced children and
@@ -103,7 +113,7 @@ pub use tracing_trace2_binary::flight;
 pub use tracing_trace2_core as core;
 pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};
-pub use tracing_trace2_core::{RegionMode, Trace2Layer, api};
+pub use tracing_trace2_core::{Levels, RegionMode, Trace2Filter, Trace2Layer, Warnings, api};
 pub use tracing_trace2_event as event;
 pub use tracing_trace2_normal as normal;
 pub use tracing_trace2_perf as perf;

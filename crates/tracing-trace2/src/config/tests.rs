@@ -791,3 +791,63 @@ fn level_fields_and_binary_nesting_settings() {
         got.warnings
     );
 }
+
+/// The span and event levels and what a warning becomes: `trace2.spanLevel`,
+/// `trace2.eventLevel`, `trace2.warnings`, overridden by their variables; each level
+/// over `trace2.maxLevel` in the builder's levels; bad values reported and ignored.
+#[test]
+fn span_event_levels_and_warnings_settings() {
+    use tracing_trace2_core::Warnings;
+    let s = Scratch::new();
+    let sys = s.write(
+        "sys",
+        "[trace2]\n\tmaxLevel = warn\n\tspanLevel = trace\n\twarnings = printf\n",
+    );
+    let env = s.env(&[("GIT_CONFIG_SYSTEM", &sys)]);
+    let got = Settings::load(&lookup(&env));
+    assert_eq!(got.span_level, Some(LevelFilter::TRACE));
+    assert_eq!(got.event_level, None);
+    assert_eq!(got.warn_as, Some(Warnings::Printf));
+    assert!(got.warnings.is_empty(), "{:?}", got.warnings);
+    // In the builder: spanLevel over maxLevel, maxLevel for events, both over the program.
+    let levels = crate::Trace2::with_settings(got)
+        .with_event_level(LevelFilter::DEBUG)
+        .with_warnings(Warnings::Error)
+        .levels();
+    assert_eq!(levels.spans, LevelFilter::TRACE);
+    assert_eq!(levels.events, LevelFilter::WARN);
+    assert_eq!(levels.warnings, Warnings::Printf);
+    let env = s.env(&[
+        ("GIT_CONFIG_SYSTEM", &sys),
+        ("TRACING_TRACE2_SPAN_LEVEL", "info"),
+        ("TRACING_TRACE2_EVENT_LEVEL", "error"),
+        ("TRACING_TRACE2_WARNINGS", "error"),
+    ]);
+    let got = Settings::load(&lookup(&env));
+    assert_eq!(got.span_level, Some(LevelFilter::INFO));
+    assert_eq!(got.event_level, Some(LevelFilter::ERROR));
+    assert_eq!(got.warn_as, Some(Warnings::Error));
+    let got = Settings::load(&env_from(&[
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("TRACING_TRACE2_SPAN_LEVEL", "loud"),
+        ("TRACING_TRACE2_WARNINGS", "shout"),
+    ]));
+    assert_eq!((got.span_level, got.warn_as), (None, None));
+    assert_eq!(got.warnings.len(), 2, "{:?}", got.warnings);
+    assert!(
+        got.warnings[0].contains("trace2.spanLevel"),
+        "{:?}",
+        got.warnings
+    );
+    assert!(
+        got.warnings[1].contains("trace2.warnings"),
+        "{:?}",
+        got.warnings
+    );
+    // Nothing set: the defaults, spans from DEBUG, events from INFO, warnings nothing.
+    let levels = crate::Trace2::with_settings(Settings::default()).levels();
+    assert_eq!(levels, tracing_trace2_core::Levels::default());
+    assert_eq!(levels.spans, LevelFilter::DEBUG);
+    assert_eq!(levels.events, LevelFilter::INFO);
+    assert_eq!(levels.warnings, Warnings::Off);
+}
