@@ -15,11 +15,11 @@
 //! | arguments | what it does | exit code |
 //! |---|---|---|
 //! | `status` | the dependency's slow path (warnings), then `git status` | 0 |
-//! | `commit <repo>` | `git commit --allow-empty` in `<repo>` (which may run hooks) | git's |
-//! | `hook <name> [<next repo>]` | as a hook: `commit <next repo>` if given | git's, or 0 |
+//! | `commit <repo>` | `git commit --allow-empty` in `<repo>` (which may run hooks) | 0, 1 if git fails |
+//! | `hook <name> [<next repo>]` | as a hook: `commit <next repo>` if given | 0, 1 if git fails |
 //! | `fail` | a configuration error returned from `main`, holding its spans | 1 |
 //! | `code <n>` | ends with the code `n` the program computed (masked to 0..=255) | n & 255 |
-//! | `pool` | a rayon pool's workers trace, then the pool is dropped as `main` returns | 0 |
+//! | `pool [before [<µs>]]` | a rayon pool's workers trace; the pool is dropped as `main` returns (or just before the trace ends, µs before it) | 0 |
 //!
 //! Environment: `GIT_TOOL_LOG` is the fmt layer's filter (default `warn,noisy_dep=error`,
 //! which silences the dependency); `GIT_TOOL_CHROME` is where tracing-chrome writes
@@ -138,7 +138,9 @@ fn configure() -> anyhow::Result<()> {
 #[instrument]
 fn pool_work() -> anyhow::Result<rayon::ThreadPool> {
     use rayon::prelude::*;
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build()?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(12).build()?;
+    // Every worker writes (it is announced), then the work is shared out.
+    pool.broadcast(|ctx| tracing::info_span!("warm", worker = ctx.index()).in_scope(|| {}));
     let sum: u64 = pool.install(|| {
         (0..64u64)
             .into_par_iter()
@@ -197,7 +199,22 @@ pub(crate) fn main() -> anyhow::Result<ExitCode> {
             let code = code.parse().context("a numeric exit code")?;
             return Ok(trace2.finish_code(code));
         }
-        "pool" => pool_work().map(|pool| _pool = Some(pool)),
+        // `pool before`: dropped just before the trace ends, its workers ending while
+        // it does; `pool` (after): dropped as `main` returns.
+        "pool" => pool_work().map(|pool| {
+            if args.get(1).is_some_and(|a| a == "before") {
+                drop(pool);
+                // How long the trace takes to end after the drop (the workers end
+                // meanwhile): the test sweeps it over the workers' exit.
+                let micros = args.get(2).and_then(|m| m.parse().ok()).unwrap_or(0);
+                let until = std::time::Instant::now() + std::time::Duration::from_micros(micros);
+                while std::time::Instant::now() < until {
+                    std::hint::spin_loop();
+                }
+            } else {
+                _pool = Some(pool);
+            }
+        }),
         other => Err(anyhow::anyhow!("unknown command `{other}`")),
     };
     trace2.finish_result(result)?;
