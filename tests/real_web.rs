@@ -59,6 +59,10 @@ fn main() -> ExitCode {
             the_receiver_accepts_the_stream,
         ),
         ("trace2_summary_reads_it", trace2_summary_reads_it),
+        (
+            "a_signal_snapshot_holds_the_requests",
+            a_signal_snapshot_holds_the_requests,
+        ),
     ];
     run_checks("real_web", checks)
 }
@@ -67,6 +71,9 @@ fn main() -> ExitCode {
 struct Run {
     event_path: PathBuf,
     trace: Trace,
+    /// The flight recorder's snapshots (the DEBUG run records, and gets `SIGUSR2` when
+    /// half the requests are answered).
+    snapshots: Vec<PathBuf>,
 }
 
 /// The run with the default settings, and the one with DEBUG asked for (each run once).
@@ -98,17 +105,39 @@ fn run_service(dir: &Path, debug: bool) -> Result<Run, String> {
     if debug {
         cmd.env("TRACING_TRACE2_MAX_LEVEL", "debug");
     }
+    let flight = dir.join("flight");
+    if debug {
+        std::fs::create_dir_all(&flight).map_err(|e| e.to_string())?;
+        cmd.env("TRACING_TRACE2_FLIGHT", &flight);
+    }
     let mut server = cmd.spawn().map_err(|e| format!("start the service: {e}"))?;
     let port = read_port(&mut server);
+    // Half the requests, a snapshot asked for (DEBUG run), the other half.
     let served = port.and_then(|port| {
-        example::client(port, CONNECTIONS, REQUESTS).map_err(|e| format!("client: {e}"))
+        let half =
+            || example::client(port, CONNECTIONS, REQUESTS / 2).map_err(|e| format!("client: {e}"));
+        half()?;
+        if debug {
+            let pid = libc::pid_t::try_from(server.id()).map_err(|e| e.to_string())?;
+            // SAFETY: sends a signal to the child this test started (and has not reaped).
+            let sent = unsafe { libc::kill(pid, libc::SIGUSR2) };
+            ensure(sent == 0, || "kill failed".to_owned())?;
+        }
+        half()
     });
     let status = wait_bounded(&mut server);
     served?;
     let status = status?;
     ensure(status.success(), || format!("service: {status}"))?;
     let trace = Trace::read(&event_path)?;
-    Ok(Run { event_path, trace })
+    let snapshots = std::fs::read_dir(&flight)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    Ok(Run {
+        event_path,
+        trace,
+        snapshots,
+    })
 }
 
 /// The port of the service's `listening on 127.0.0.1:<port>` line.
@@ -277,4 +306,36 @@ fn trace2_summary_reads_it() -> Result<(), String> {
     ensure(answered == Some(TOTAL as i64), || {
         format!("counter `answered`: {answered:?}")
     })
+}
+
+/// `SIGUSR2` under load: one snapshot, which decodes to a window of the requests' regions
+/// ending with the trigger.
+fn a_signal_snapshot_holds_the_requests() -> Result<(), String> {
+    use tracing_trace2_binary::{TextFormat, TextOptions, decode_to_text};
+    let run = run(true)?;
+    let [file] = run.snapshots.as_slice() else {
+        return Err(format!("snapshots: {:?}", run.snapshots));
+    };
+    ensure(file.to_string_lossy().ends_with("-signal.t2b"), || {
+        format!("snapshot {}", file.display())
+    })?;
+    let bytes = std::fs::read(file).map_err(|e| e.to_string())?;
+    let mut perf = Vec::new();
+    decode_to_text(&bytes[..], &mut perf, &TextOptions::new(TextFormat::Perf))
+        .map_err(|e| format!("decode: {e}"))?;
+    let perf = String::from_utf8_lossy(&perf);
+    let lines: Vec<&str> = perf.lines().collect();
+    let requests = lines
+        .iter()
+        .filter(|l| l.contains("| region_enter ") && l.contains("label:request"))
+        .count();
+    ensure(
+        requests > 0 && lines.last().is_some_and(|l| l.contains("trigger:signal")),
+        || {
+            format!(
+                "{requests} request regions in the snapshot; last line {:?}",
+                lines.last()
+            )
+        },
+    )
 }
