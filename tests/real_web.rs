@@ -64,7 +64,13 @@ fn main() -> ExitCode {
             a_signal_snapshot_holds_the_requests,
         ),
     ];
-    run_checks("real_web", checks)
+    let code = run_checks("real_web", checks);
+    for name in ["web-default", "web-debug"] {
+        if let Ok(dir) = support::process::fresh_dir(name) {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    code
 }
 
 /// What one run of the service left.
