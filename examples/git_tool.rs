@@ -196,7 +196,7 @@ pub(crate) fn main() -> anyhow::Result<ExitCode> {
         "code" => {
             // The code as the program computed it, of the type `finish_code` takes.
             let code = args.get(1).map_or("2", String::as_str);
-            let code = code.parse().context("a numeric exit code")?;
+            let code = code.parse::<i32>().context("a numeric exit code")?;
             return Ok(trace2.finish_code(code));
         }
         // `pool before`: dropped just before the trace ends, its workers ending while
