@@ -43,6 +43,7 @@ pub mod process;
 pub mod progress;
 pub mod record_event;
 pub mod run;
+pub mod stats;
 pub mod summary;
 pub mod time;
 pub mod trace_event;
