@@ -15,7 +15,7 @@ pub mod text;
 
 use serde::Serialize;
 
-pub use collect::{Collector, GroupKind, Runs, SampleSet};
+pub use collect::{Collector, GroupKind, Runs, SampleSet, Samples};
 
 /// The family-wise false-positive rate of a comparison unless the command line says otherwise.
 pub const DEFAULT_ALPHA: f64 = 0.05;
