@@ -153,14 +153,19 @@ fn distributions(out: &mut String, command: &CommandComparison) {
     for (i, group) in changed.iter().enumerate() {
         let top = 8.0 + band * i as f64;
         let (base, new) = &group.samples;
-        let max = base.iter().chain(new).copied().max().unwrap_or(1).max(1) as f64;
+        // The axis spans the samples of both sides (not from 0: a shift of a few per cent
+        // must show).
+        let min = base.iter().chain(new).copied().min().unwrap_or(0) as f64;
+        let max = base.iter().chain(new).copied().max().unwrap_or(0) as f64;
+        let span = (max - min).max(1.0);
+        let x_of = |v: f64| plot_x + (v - min) / span * plot_width;
         let label = match group.kind {
             GroupKind::Process => "(process)".to_owned(),
             _ => crate::process::shorten(&group.name, 48),
         };
         let _ = writeln!(
             out,
-            r#"<text x="6" y="{}" class="label">{}</text><text x="6" y="{}" class="change">{} {}</text><line x1="{plot_x}" x2="{}" y1="{}" y2="{}" stroke="darkgray"/><text x="{}" y="{}" class="axis">{}</text>"#,
+            r#"<text x="6" y="{}" class="label">{}</text><text x="6" y="{}" class="change">{} {}</text><line x1="{plot_x}" x2="{}" y1="{}" y2="{}" stroke="darkgray"/><text x="{plot_x}" y="{}" class="axis">{}</text><text x="{}" y="{}" class="axis" text-anchor="end">{}</text>"#,
             top + 14.0,
             escape(&label),
             top + 30.0,
@@ -169,26 +174,28 @@ fn distributions(out: &mut String, command: &CommandComparison) {
             plot_x + plot_width,
             top + 36.0,
             top + 36.0,
-            plot_x + plot_width - 60.0,
+            top + 46.0,
+            escape(&human(min as i64)),
+            plot_x + plot_width,
             top + 46.0,
             escape(&human(max as i64)),
         );
         for (samples, y, fill) in [(base, top + 10.0, BASE), (new, top + 26.0, NEW)] {
             for (j, &v) in samples.iter().enumerate() {
                 // A little vertical jitter (by index, so the page is the same every time).
-                let jitter = (j % 5) as f64 * 1.6 - 3.2;
+                let jitter = (j * 3 % 5) as f64 * 1.6 - 3.2;
                 let _ = write!(
                     out,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{fill}" fill-opacity="0.7"/>"#,
-                    plot_x + v as f64 / max * plot_width,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{fill}"/>"#,
+                    x_of(v as f64),
                     y + jitter
                 );
             }
             if let Some(m) = super::rank::quantile(samples, 0.5) {
-                let x = plot_x + m / max * plot_width;
+                let x = x_of(m);
                 let _ = write!(
                     out,
-                    r#"<line x1="{x:.1}" x2="{x:.1}" y1="{}" y2="{}" stroke="{fill}" stroke-width="3"/>"#,
+                    r#"<line x1="{x:.1}" x2="{x:.1}" y1="{}" y2="{}" stroke="black" stroke-width="2"/>"#,
                     y - 8.0,
                     y + 8.0
                 );
@@ -198,7 +205,7 @@ fn distributions(out: &mut String, command: &CommandComparison) {
     }
     let _ = writeln!(
         out,
-        r#"<text x="{plot_x}" y="{}" class="axis"><tspan fill="{BASE}">● base</tspan>  <tspan fill="{NEW}">● new</tspan>  (bars: medians; axis from 0)</text>"#,
+        r#"<text x="{plot_x}" y="{}" class="axis"><tspan fill="{BASE}">● base</tspan>  <tspan fill="{NEW}">● new</tspan>  (bars: medians; each axis from the smallest to the largest run)</text>"#,
         height - 6.0
     );
     out.push_str("</svg>\n");
