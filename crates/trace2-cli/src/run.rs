@@ -190,8 +190,9 @@ fn warn(message: &str) {
     eprintln!("trace2: {}", visible(message));
 }
 
-/// Reads `paths` into the samples of `trace2 stats`/`compare`, recording what was skipped.
-fn collect(paths: &[PathBuf], report: &mut Report) -> crate::stats::SampleSet {
+/// Reads `paths` (files or directories) into the samples of `trace2 stats`/`compare`,
+/// recording in `report` what was skipped.
+pub fn collect(paths: &[PathBuf], report: &mut Report) -> crate::stats::SampleSet {
     let specs = input::expand(paths);
     let progress = progress_for(&specs);
     let mut collector = crate::stats::Collector::new();
