@@ -2,16 +2,18 @@
 //! repository (base) against the same repository with 3,000 untracked files (new). Git times
 //! the untracked-file scan in regions of its own (`status:untracked`, `dir:read_directory`
 //! inside it) and prints the files it found (`status:print`): those, and the process, must be
-//! flagged slower, and no other region flagged at all.
+//! flagged slower, and no other region flagged at all. The base runs, split in two halves
+//! many times (A/A), stay within the stated false-positive rate.
 //!
 //! The two repositories hold the same commit and the runs alternate (base, new, base, …), so
 //! that the machine's drift (caches, other load) falls on both sides alike. 30 + 30 traced
-//! runs and 4 warm-up runs: about 5 s on a 2-core machine.
+//! runs and 4 warm-up runs, then the A/A splits of the base runs: about 12 s on a busy
+//! 2-core machine (debug build).
 
 mod common;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use common::{run_git, run_trace2, stderr, stdout};
@@ -133,4 +135,53 @@ fn untracked_files_slow_the_regions_that_scan_and_print_them_and_no_other() {
     assert!(others >= 5, "{text}");
     // The scan is the largest change after the process itself.
     assert_eq!(groups[1]["name"], "status:untracked", "{text}");
+
+    a_against_a_on_real_runs(&base);
+}
+
+/// A/A on real runs: the 30 base traces split at random into two halves of 15, 100 times.
+/// Each split compares one set of runs with itself, so any group flagged is a false positive:
+/// the comparisons that flag any group must stay within the stated 5 % (plus three binomial
+/// standard errors of the estimate from 100 splits: ±6.5 %).
+fn a_against_a_on_real_runs(base: &Path) {
+    let mut files: Vec<PathBuf> = fs::read_dir(base)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), RUNS);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    let (splits, alpha) = (100, trace2_cli::stats::DEFAULT_ALPHA);
+    let mut flagged = 0;
+    for _ in 0..splits {
+        // Fisher–Yates shuffle, then halves.
+        for i in (1..files.len()).rev() {
+            files.swap(i, next(i + 1));
+        }
+        let mut report = trace2_cli::input::Report::default();
+        let one = trace2_cli::run::collect(&files[..RUNS / 2], &mut report);
+        let other = trace2_cli::run::collect(&files[RUNS / 2..], &mut report);
+        assert!(report.clean());
+        let comparison = trace2_cli::stats::compare(&one, &other, alpha);
+        assert!(comparison.groups_tested >= 8);
+        let any = comparison.commands.iter().any(|c| {
+            c.groups
+                .iter()
+                .any(|g| g.verdict.changed() || g.verdict == trace2_cli::stats::Verdict::TooFewRuns)
+        });
+        flagged += usize::from(any);
+    }
+    let rate = flagged as f64 / splits as f64;
+    println!("A/A on real runs: {flagged} of {splits} splits flagged a group");
+    let bound = alpha + 3.0 * (alpha * (1.0 - alpha) / splits as f64).sqrt();
+    assert!(
+        rate <= bound,
+        "{flagged} of {splits} A/A splits flagged a group"
+    );
 }
