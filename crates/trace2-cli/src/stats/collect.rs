@@ -106,7 +106,7 @@ pub struct Collector {
 }
 
 /// An open region on a thread's stack.
-struct OpenRegion {
+struct OpenPath {
     nesting: i64,
     /// Its path (parents' paths, then its own `category:label`).
     path: String,
@@ -132,7 +132,7 @@ struct ProcessRun {
     verb: Option<String>,
     hierarchy: Option<String>,
     mode: Option<String>,
-    stacks: HashMap<String, Vec<OpenRegion>>,
+    stacks: HashMap<String, Vec<OpenPath>>,
     groups: HashMap<(GroupKind, String), Figures>,
     /// Open children: child id → (group name, thread that started it, its stack depth then).
     children: HashMap<i64, (String, String, usize)>,
@@ -141,7 +141,7 @@ struct ProcessRun {
 }
 
 /// How a process's trace ended.
-enum End {
+enum RunEnd {
     Exit(i64),
     Signal,
 }
@@ -173,16 +173,16 @@ impl Collector {
         }
     }
 
-    fn finish_run(&mut self, sid: String, run: ProcessRun, end: End) {
+    fn finish_run(&mut self, sid: String, run: ProcessRun, end: RunEnd) {
         self.done.insert(sid);
         let command = run.command();
         let runs = self.set.commands.entry(command.clone()).or_default();
         let elapsed = match end {
-            End::Signal => {
+            RunEnd::Signal => {
                 runs.killed += 1;
                 return;
             }
-            End::Exit(elapsed) => elapsed,
+            RunEnd::Exit(elapsed) => elapsed,
         };
         runs.ended += 1;
         let process = (elapsed - run.covered_us).max(0);
@@ -217,7 +217,7 @@ impl Collector {
         for (sid, run) in open {
             // An `exit` without its `atexit` still gave the process's end.
             match run.exit_t_abs {
-                Some(elapsed) => self.finish_run(sid, run, End::Exit(elapsed)),
+                Some(elapsed) => self.finish_run(sid, run, RunEnd::Exit(elapsed)),
                 None => {
                     let command = run.command();
                     self.set.commands.entry(command).or_default().unfinished += 1;
@@ -253,7 +253,7 @@ impl ProcessRun {
     }
 
     /// Takes one event; `Some` when it ends the process.
-    fn event(&mut self, event: &TraceEvent<'_>) -> Option<End> {
+    fn event(&mut self, event: &TraceEvent<'_>) -> Option<RunEnd> {
         if let Some(t_abs) = event.t_abs_us {
             self.last_t_abs = self.last_t_abs.max(t_abs);
         }
@@ -284,7 +284,7 @@ impl ProcessRun {
                     Some(parent) => format!("{} / {own}", parent.path),
                     None => own,
                 };
-                stack.push(OpenRegion {
+                stack.push(OpenPath {
                     nesting: region.nesting,
                     path,
                     inner_us: 0,
@@ -367,9 +367,9 @@ impl ProcessRun {
             }
             // `atexit` is a process's last line: the run is complete.
             Kind::Atexit { .. } => {
-                return Some(End::Exit(event.t_abs_us.unwrap_or(self.last_t_abs)));
+                return Some(RunEnd::Exit(event.t_abs_us.unwrap_or(self.last_t_abs)));
             }
-            Kind::Signal { .. } => return Some(End::Signal),
+            Kind::Signal { .. } => return Some(RunEnd::Signal),
             _ => {}
         }
         None
