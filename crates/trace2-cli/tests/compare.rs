@@ -32,13 +32,15 @@ enum End {
     Exit,
     Killed,
     Unfinished,
+    /// A flight-recorder snapshot taken while the run went on (its marker last).
+    Snapshot,
 }
 
 /// The records of run `n`: `index:read` (with `cache:load` inside) then `status:untracked`,
 /// which takes `slow` µs more; times vary a little from run to run.
 fn run_records(n: u32, slow: u64, end: End) -> (String, Vec<(Trace2Event<'static>, u64)>) {
     let sid = format!("20261121T232137.816920Z-H0a7c9cdf-P{:08x}", 0x1000 + n);
-    let jitter = u64::from(n * 37 % 23);
+    let jitter = u64::from(n % 100 * 37 % 23);
     let (read, load, untracked) = (400 + jitter, 150 + jitter / 2, 300 + slow + jitter * 3);
     let mut t = 100;
     let mut events = Vec::new();
@@ -108,6 +110,20 @@ fn run_records(n: u32, slow: u64, end: End) -> (String, Vec<(Trace2Event<'static
             at(Trace2Event::Signal { signo: 15 }, 50);
             return (sid, events);
         }
+        End::Snapshot => {
+            at(
+                Trace2Event::Data {
+                    repo: None,
+                    category: "flight",
+                    key: "trigger",
+                    value: "request",
+                    nesting: 2,
+                    t_rel_us: 40,
+                },
+                40,
+            );
+            return (sid, events);
+        }
         End::Exit => {}
     }
     at(
@@ -155,7 +171,7 @@ fn records<'a>(sid: &'a str, events: &[(Trace2Event<'static>, u64)], n: u32) -> 
         .collect()
 }
 
-/// Writes `runs` runs (the last two killed and unfinished) into `event_dir` (one Event file
+/// Writes `runs` runs (the last three a snapshot, killed and unfinished) into `event_dir` (one Event file
 /// each) and `binary_dir` (one t2b file each).
 fn write_side(event_dir: &Path, binary_dir: &Path, first: u32, runs: u32, slow: u64) {
     fs::create_dir_all(event_dir).unwrap();
@@ -164,6 +180,7 @@ fn write_side(event_dir: &Path, binary_dir: &Path, first: u32, runs: u32, slow: 
         let end = match n - first {
             i if i == runs - 1 => End::Unfinished,
             i if i == runs - 2 => End::Killed,
+            i if i == runs - 3 => End::Snapshot,
             _ => End::Exit,
         };
         let (sid, events) = run_records(n, slow, end);
@@ -241,8 +258,10 @@ fn event_and_binary_inputs_of_one_run_give_the_same_answer() {
 
     let status = &from_event["commands"][0];
     assert_eq!(status["command"], "git:status");
-    // 20 ended runs a side; the killed and the unfinished one are counted, not sampled.
-    assert_eq!(status["base_runs"]["ended"], 20);
+    // 19 ended runs a side; the snapshot, the killed and the unfinished one are counted, not
+    // sampled.
+    assert_eq!(status["base_runs"]["ended"], 19);
+    assert_eq!(status["base_runs"]["snapshots"], 1);
     assert_eq!(status["base_runs"]["killed"], 1);
     assert_eq!(status["base_runs"]["unfinished"], 1);
     assert_eq!(group(status, "status:untracked")["verdict"], "slower");
@@ -269,7 +288,9 @@ fn event_and_binary_inputs_of_one_run_give_the_same_answer() {
         "{text}"
     );
     assert!(
-        text.contains("base 20 runs (+1 killed, 1 unfinished, not in the figures)"),
+        text.contains(
+            "base 19 runs (+1 killed, 1 flight snapshot, 1 unfinished, not in the figures)"
+        ),
         "{text}"
     );
     let stats = json(&["stats", "--json", &p("base-t2b")]);

@@ -60,8 +60,11 @@ pub struct Runs {
     pub ended: u64,
     /// Killed by a signal (`signal`): counted, not sampled (their times stop early).
     pub killed: u64,
-    /// Traces that stop before the end (a flight-recorder snapshot taken while the process
-    /// ran, a cut-short file): counted, not sampled.
+    /// Flight-recorder snapshots taken while the process ran (they end with the recorder's
+    /// marker, a `data` event `flight`/`trigger`): a window of the run, counted, not sampled.
+    pub snapshots: u64,
+    /// Other traces that stop before the end (a cut-short file, a process killed with no
+    /// `signal` line): counted, not sampled.
     pub unfinished: u64,
 }
 
@@ -138,6 +141,8 @@ struct ProcessRun {
     children: HashMap<i64, (String, String, usize)>,
     /// Time of the main thread's outermost regions and of children started outside any region.
     covered_us: i64,
+    /// The flight recorder's marker was seen: this trace is a snapshot's window.
+    snapshot: bool,
 }
 
 /// How a process's trace ended.
@@ -219,8 +224,12 @@ impl Collector {
             match run.exit_t_abs {
                 Some(elapsed) => self.finish_run(sid, run, RunEnd::Exit(elapsed)),
                 None => {
-                    let command = run.command();
-                    self.set.commands.entry(command).or_default().unfinished += 1;
+                    let runs = self.set.commands.entry(run.command()).or_default();
+                    if run.snapshot {
+                        runs.snapshots += 1;
+                    } else {
+                        runs.unfinished += 1;
+                    }
                 }
             }
         }
@@ -370,6 +379,9 @@ impl ProcessRun {
                 return Some(RunEnd::Exit(event.t_abs_us.unwrap_or(self.last_t_abs)));
             }
             Kind::Signal { .. } => return Some(RunEnd::Signal),
+            Kind::Data { category, key, .. } if category == "flight" && key == "trigger" => {
+                self.snapshot = true;
+            }
             _ => {}
         }
         None

@@ -276,11 +276,11 @@ pub fn render(comparison: &Comparison) -> String {
     for command in &comparison.commands {
         let runs = |r: &super::Runs| {
             let mut text = format!("{} runs", r.ended);
-            if r.killed + r.unfinished > 0 {
+            if r.killed + r.snapshots + r.unfinished > 0 {
                 let _ = write!(
                     text,
-                    " (+{} killed, {} unfinished: not in the figures)",
-                    r.killed, r.unfinished
+                    " (+{} killed, {} flight snapshots, {} unfinished: not in the figures)",
+                    r.killed, r.snapshots, r.unfinished
                 );
             }
             text

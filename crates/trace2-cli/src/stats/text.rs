@@ -35,6 +35,13 @@ fn runs_note(runs: &Runs) -> String {
     if runs.killed > 0 {
         left_out.push(format!("{} killed", runs.killed));
     }
+    if runs.snapshots > 0 {
+        left_out.push(format!(
+            "{} flight snapshot{}",
+            runs.snapshots,
+            if runs.snapshots == 1 { "" } else { "s" }
+        ));
+    }
     if runs.unfinished > 0 {
         left_out.push(format!("{} unfinished", runs.unfinished));
     }
