@@ -78,6 +78,10 @@ enum Command {
         /// Also write a self-contained HTML page with a picture per command.
         #[arg(long, value_name = "OUT")]
         html: Option<PathBuf>,
+        /// Name commands without their program (`status`, not `git:status`): compares one
+        /// program's runs of a command with another's.
+        #[arg(long)]
+        ignore_program: bool,
         /// Family-wise false-positive rate (intervals at 1 − ALPHA).
         #[arg(long, default_value_t = trace2_cli::stats::DEFAULT_ALPHA, value_name = "ALPHA",
               value_parser = parse_alpha)]
@@ -155,6 +159,7 @@ fn main() -> ExitCode {
         Command::Compare {
             json,
             html,
+            ignore_program,
             alpha,
             base,
             new,
@@ -164,7 +169,7 @@ fn main() -> ExitCode {
                 [base, new] => (vec![base.clone()], vec![new.clone()]),
                 _ => (base, new),
             };
-            trace2_cli::run::compare(&base, &new, json, html.as_deref(), alpha)
+            trace2_cli::run::compare(&base, &new, json, html.as_deref(), alpha, ignore_program)
         }
     }
 }

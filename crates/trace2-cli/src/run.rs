@@ -193,9 +193,17 @@ fn warn(message: &str) {
 /// Reads `paths` (files or directories) into the samples of `trace2 stats`/`compare`,
 /// recording in `report` what was skipped.
 pub fn collect(paths: &[PathBuf], report: &mut Report) -> crate::stats::SampleSet {
+    collect_with(paths, report, crate::stats::Collector::new())
+}
+
+/// [`collect`] into `collector` (made with the options the command line asked for).
+pub fn collect_with(
+    paths: &[PathBuf],
+    report: &mut Report,
+    mut collector: crate::stats::Collector,
+) -> crate::stats::SampleSet {
     let specs = input::expand(paths);
     let progress = progress_for(&specs);
-    let mut collector = crate::stats::Collector::new();
     input::for_each_event(&specs, &progress, report, |event| collector.event(event));
     progress.finish();
     collector.finish()
@@ -220,17 +228,27 @@ pub fn stats(paths: &[PathBuf], as_json: bool) -> ExitCode {
 }
 
 /// `trace2 compare`: `base` against `new`, the table (or JSON) on standard output and, when
-/// asked, the page in `html`.
+/// asked, the page in `html`. `without_program`: commands named without their program, so
+/// that one program's runs are compared with another's.
 pub fn compare(
     base: &[PathBuf],
     new: &[PathBuf],
     as_json: bool,
     html: Option<&Path>,
     alpha: f64,
+    without_program: bool,
 ) -> ExitCode {
     let mut report = Report::default();
-    let base = collect(base, &mut report);
-    let new = collect(new, &mut report);
+    let collector = || {
+        let collector = crate::stats::Collector::new();
+        if without_program {
+            collector.without_program()
+        } else {
+            collector
+        }
+    };
+    let base = collect_with(base, &mut report, collector());
+    let new = collect_with(new, &mut report, collector());
     let comparison = crate::stats::compare(&base, &new, alpha);
     if let Some(html) = html {
         let page = crate::stats::html::render(&comparison);

@@ -106,6 +106,8 @@ pub struct Collector {
     /// SIDs whose process ended and was sampled.
     done: HashSet<String>,
     set: SampleSet,
+    /// Name commands without their program (`status`, not `git:status`).
+    without_program: bool,
 }
 
 /// An open region on a thread's stack.
@@ -157,6 +159,13 @@ impl Collector {
         Self::default()
     }
 
+    /// Names commands without their program (`status` for `git:status` and `gix:status`), so
+    /// that two programs' runs of one command are compared with each other.
+    pub fn without_program(mut self) -> Self {
+        self.without_program = true;
+        self
+    }
+
     /// Takes one event.
     pub fn event(&mut self, event: &TraceEvent<'_>) {
         if let Some(run) = self.open.get_mut(&*event.sid) {
@@ -180,7 +189,7 @@ impl Collector {
 
     fn finish_run(&mut self, sid: String, run: ProcessRun, end: RunEnd) {
         self.done.insert(sid);
-        let command = run.command();
+        let command = run.command(self.without_program);
         let runs = self.set.commands.entry(command.clone()).or_default();
         let elapsed = match end {
             RunEnd::Signal => {
@@ -224,7 +233,11 @@ impl Collector {
             match run.exit_t_abs {
                 Some(elapsed) => self.finish_run(sid, run, RunEnd::Exit(elapsed)),
                 None => {
-                    let runs = self.set.commands.entry(run.command()).or_default();
+                    let runs = self
+                        .set
+                        .commands
+                        .entry(run.command(self.without_program))
+                        .or_default();
                     if run.snapshot {
                         runs.snapshots += 1;
                     } else {
@@ -238,12 +251,19 @@ impl Collector {
 }
 
 impl ProcessRun {
-    /// `<program>:<hierarchy or verb>#<mode>`: `git:status`, `git:commit/rev-parse`.
-    fn command(&self) -> String {
-        let mut name = program_name(self.argv0.as_deref().unwrap_or("?")).to_owned();
+    /// `<program>:<hierarchy or verb>#<mode>`: `git:status`, `git:commit/rev-parse`; without
+    /// `<program>:` when `without_program` (the program alone when there is no verb).
+    fn command(&self, without_program: bool) -> String {
+        let program = program_name(self.argv0.as_deref().unwrap_or("?"));
         let verb = self.hierarchy.as_deref().or(self.verb.as_deref());
+        let mut name = String::new();
+        if !without_program || verb.is_none() {
+            name.push_str(program);
+        }
         if let Some(verb) = verb {
-            name.push(':');
+            if !name.is_empty() {
+                name.push(':');
+            }
             match (self.verb.as_deref(), &self.argv1) {
                 (Some("_run_dashed_"), Some(dashed)) => name.push_str(dashed),
                 _ => name.push_str(verb),

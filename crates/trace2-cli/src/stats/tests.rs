@@ -342,3 +342,24 @@ fn text_and_html_show_trace_text_safely() {
     assert!(!page.contains('\u{1b}'));
     assert!(!page.contains("<script") && !page.contains("http://") && !page.contains("https://"));
 }
+
+#[test]
+fn without_program_two_programs_runs_of_one_command_meet() {
+    let git = process_lines(1, "status", 0, "exit");
+    let other: Vec<String> = process_lines(2, "status", 0, "exit")
+        .into_iter()
+        .map(|line| line.replace(r#"["git","status"]"#, r#"["/opt/bin/gix","status"]"#))
+        .collect();
+    let by_program = collect(&[git.clone(), other.clone()].concat());
+    assert_eq!(
+        by_program.commands.keys().collect::<Vec<_>>(),
+        ["git:status", "gix:status"]
+    );
+    let mut collector = Collector::new().without_program();
+    for line in git.iter().chain(&other) {
+        with_line(line, |event| collector.event(event)).unwrap();
+    }
+    let set = collector.finish();
+    assert_eq!(set.commands.keys().collect::<Vec<_>>(), ["status"]);
+    assert_eq!(set.commands["status"].ended, 2);
+}
