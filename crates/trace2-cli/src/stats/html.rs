@@ -153,12 +153,21 @@ fn distributions(out: &mut String, command: &CommandComparison) {
     for (i, group) in changed.iter().enumerate() {
         let top = 8.0 + band * i as f64;
         let (base, new) = &group.samples;
-        // The axis spans the samples of both sides (not from 0: a shift of a few per cent
-        // must show).
+        // The axis starts at the smallest run (not at 0: a shift of a few per cent must show)
+        // and ends where the runs stop being outliers: a few runs 100 times slower would
+        // squeeze the rest into a dot. Those beyond are drawn at the end, as open circles.
         let min = base.iter().chain(new).copied().min().unwrap_or(0) as f64;
         let max = base.iter().chain(new).copied().max().unwrap_or(0) as f64;
+        let fence = |samples: &[i64]| match (
+            super::rank::quantile(samples, 0.1),
+            super::rank::quantile(samples, 0.9),
+        ) {
+            (Some(p10), Some(p90)) => p90 + 2.0 * (p90 - p10),
+            _ => min,
+        };
+        let max = max.min(fence(base).max(fence(new)));
         let span = (max - min).max(1.0);
-        let x_of = |v: f64| plot_x + (v - min) / span * plot_width;
+        let x_of = |v: f64| plot_x + (v.min(max) - min) / span * plot_width;
         let label = match group.kind {
             GroupKind::Process => "(process)".to_owned(),
             _ => crate::process::shorten(&group.name, 48),
@@ -184,11 +193,13 @@ fn distributions(out: &mut String, command: &CommandComparison) {
             for (j, &v) in samples.iter().enumerate() {
                 // A little vertical jitter (by index, so the page is the same every time).
                 let jitter = (j * 3 % 5) as f64 * 1.6 - 3.2;
+                let beyond = v as f64 > max;
                 let _ = write!(
                     out,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{fill}"/>"#,
-                    x_of(v as f64),
-                    y + jitter
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}" stroke="{fill}"/>"#,
+                    x_of(v as f64) + if beyond { 8.0 } else { 0.0 },
+                    y + jitter,
+                    if beyond { "white" } else { fill },
                 );
             }
             if let Some(m) = super::rank::quantile(samples, 0.5) {
@@ -205,7 +216,7 @@ fn distributions(out: &mut String, command: &CommandComparison) {
     }
     let _ = writeln!(
         out,
-        r#"<text x="{plot_x}" y="{}" class="axis"><tspan fill="{BASE}">● base</tspan>  <tspan fill="{NEW}">● new</tspan>  (bars: medians; each axis from the smallest to the largest run)</text>"#,
+        r#"<text x="{plot_x}" y="{}" class="axis"><tspan fill="{BASE}">● base</tspan>  <tspan fill="{NEW}">● new</tspan>  (bars: medians; open circles: runs beyond the axis's end)</text>"#,
         height - 6.0
     );
     out.push_str("</svg>\n");
@@ -230,7 +241,7 @@ fn table(out: &mut String, command: &CommandComparison) {
             .change
             .as_ref()
             .and_then(|c| c.share)
-            .map_or(String::new(), |s| format!("{:.0} %", s * 100.0));
+            .map_or(String::new(), super::text::percent);
         let _ = writeln!(
             out,
             r#"<tr><td><span class="swatch" style="background:{}"></span>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,

@@ -321,6 +321,13 @@ fn commands_on_one_side_only_are_named_so() {
 }
 
 #[test]
+fn shares_round_without_a_negative_zero() {
+    assert_eq!(text::percent(-0.001), "0 %");
+    assert_eq!(text::percent(0.931), "93 %");
+    assert_eq!(text::percent(-0.27), "-27 %");
+}
+
+#[test]
 fn text_and_html_show_trace_text_safely() {
     let mut lines = process_lines(1, "st\u{1b}[2Jatus", 0, "exit");
     lines.extend(process_lines(2, "st\u{1b}[2Jatus", 0, "exit"));

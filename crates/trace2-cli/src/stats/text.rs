@@ -19,6 +19,12 @@ fn value(kind: GroupKind, v: f64) -> String {
     }
 }
 
+/// A share as a whole percentage; a share that rounds to 0 shows as `0 %`, never `-0 %`.
+pub fn percent(share: f64) -> String {
+    let rounded = (share * 100.0).round();
+    format!("{} %", if rounded == 0.0 { 0.0 } else { rounded })
+}
+
 /// A signed change: `+1.20 ms`, `−350 µs`, `+0`.
 fn signed(kind: GroupKind, v: f64) -> String {
     let sign = if v < 0.0 { "-" } else { "+" };
@@ -178,8 +184,7 @@ pub fn render_comparison(comparison: &Comparison) -> String {
                     ),
                     c.relative
                         .map_or(String::new(), |r| format!("{:+.1} %", r * 100.0)),
-                    c.share
-                        .map_or(String::new(), |s| format!("{:.0} %", s * 100.0)),
+                    c.share.map_or(String::new(), super::text::percent),
                 ),
                 None => Default::default(),
             };
