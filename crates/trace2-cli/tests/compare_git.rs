@@ -1,5 +1,6 @@
-//! `trace2 compare` on real git traces with a known cause of slowness: `git status` in a clean
-//! repository (base) against the same repository with 3,000 untracked files (new). Git times
+//! `trace2 compare` on real git traces with a known cause of slowness: `git status -uall` in a
+//! clean repository (base) against the same repository with 3,000 untracked files in a
+//! directory (new). Git times
 //! the untracked-file scan in regions of its own (`status:untracked`, `dir:read_directory`
 //! inside it) and prints the files it found (`status:print`): those, and the process, must be
 //! flagged slower, and no other region flagged at all. The base runs, split in two halves
@@ -53,20 +54,24 @@ fn untracked_files_slow_the_regions_that_scan_and_print_them_and_no_other() {
     fs::create_dir_all(&home).unwrap();
     let clean = repository(root.path(), &home, "clean");
     let crowded = repository(root.path(), &home, "crowded");
+    // In a directory of their own: 3,000 more entries beside the tracked files would make
+    // every lstat of those (`index:refresh`) a little slower too, a real change, but not the
+    // one under test.
+    fs::create_dir_all(crowded.join("untracked")).unwrap();
     for i in 0..3000 {
-        fs::write(crowded.join(format!("untracked{i:04}.tmp")), "x\n").unwrap();
+        fs::write(crowded.join(format!("untracked/file{i:04}.tmp")), "x\n").unwrap();
     }
     let (base, new) = (root.path().join("base"), root.path().join("new"));
     fs::create_dir_all(&base).unwrap();
     fs::create_dir_all(&new).unwrap();
     // Warm-up: the first runs refresh the index and fill the caches.
     for _ in 0..2 {
-        run_git(&clean, &home, None, &["status"]);
-        run_git(&crowded, &home, None, &["status"]);
+        run_git(&clean, &home, None, &["status", "-uall"]);
+        run_git(&crowded, &home, None, &["status", "-uall"]);
     }
     for _ in 0..RUNS {
-        run_git(&clean, &home, Some(&base), &["status"]);
-        run_git(&crowded, &home, Some(&new), &["status"]);
+        run_git(&clean, &home, Some(&base), &["status", "-uall"]);
+        run_git(&crowded, &home, Some(&new), &["status", "-uall"]);
     }
     assert_eq!(fs::read_dir(&base).unwrap().count(), RUNS);
 
@@ -133,8 +138,12 @@ fn untracked_files_slow_the_regions_that_scan_and_print_them_and_no_other() {
     }
     // Git's status has index and worktree regions besides: the check is not vacuous.
     assert!(others >= 5, "{text}");
-    // The scan is the largest change after the process itself.
-    assert_eq!(groups[1]["name"], "status:untracked", "{text}");
+    // The largest change after the process itself is one of the groups that carry it (the
+    // scan, or the printing when the terminal side is slow).
+    assert!(
+        carriers.contains(&groups[1]["name"].as_str().unwrap()),
+        "{text}"
+    );
 
     a_against_a_on_real_runs(&base);
 }

@@ -275,9 +275,9 @@ pub fn render(comparison: &Comparison) -> String {
     let _ = writeln!(
         out,
         "<p>Mann–Whitney U test; change = Hodges–Lehmann shift of the total per run (new − base) \
-         with its {:.0} % interval; false-positive rate {:.0} % across all {} groups (Holm).</p>",
-        comparison.level * 100.0,
-        comparison.alpha * 100.0,
+         with its {} interval; false-positive rate {} across all {} groups (Holm).</p>",
+        super::text::rate(comparison.level),
+        super::text::rate(comparison.alpha),
         comparison.groups_tested
     );
     let _ = writeln!(

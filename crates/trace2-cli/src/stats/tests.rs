@@ -325,6 +325,9 @@ fn shares_round_without_a_negative_zero() {
     assert_eq!(text::percent(-0.001), "0 %");
     assert_eq!(text::percent(0.931), "93 %");
     assert_eq!(text::percent(-0.27), "-27 %");
+    assert_eq!(text::rate(0.95), "95 %");
+    assert_eq!(text::rate(0.999), "99.9 %");
+    assert_eq!(text::rate(0.001), "0.1 %");
 }
 
 #[test]

@@ -19,6 +19,20 @@ fn value(kind: GroupKind, v: f64) -> String {
     }
 }
 
+/// A rate or level as a percentage with as many decimals as it needs: `95 %`, `99.9 %`,
+/// `0.1 %`.
+pub fn rate(value: f64) -> String {
+    let percent = value * 100.0;
+    let mut text = format!("{percent:.4}");
+    while text.ends_with('0') {
+        text.pop();
+    }
+    if text.ends_with('.') {
+        text.pop();
+    }
+    format!("{text} %")
+}
+
 /// A share as a whole percentage; a share that rounds to 0 shows as `0 %`, never `-0 %`.
 pub fn percent(share: f64) -> String {
     let rounded = (share * 100.0).round();
@@ -150,7 +164,7 @@ pub fn render_comparison(comparison: &Comparison) -> String {
         out.push_str("no processes\n");
         return out;
     }
-    let level = format!("{:.0} %", comparison.level * 100.0);
+    let level = rate(comparison.level);
     for command in &comparison.commands {
         let _ = writeln!(
             out,
@@ -204,9 +218,9 @@ pub fn render_comparison(comparison: &Comparison) -> String {
     let _ = writeln!(
         out,
         "Mann–Whitney U test; change = Hodges–Lehmann shift of the total per run, new − base, \
-         with its {level} interval; false-positive rate {:.0} % across all {} groups (Holm); \
+         with its {level} interval; false-positive rate {} across all {} groups (Holm); \
          share = part of the command's elapsed-time change.",
-        comparison.alpha * 100.0,
+        rate(comparison.alpha),
         comparison.groups_tested
     );
     out
