@@ -44,6 +44,7 @@ pub mod progress;
 pub mod record_event;
 pub mod repeats;
 pub mod run;
+pub mod stats;
 pub mod summary;
 pub mod time;
 pub mod trace_event;

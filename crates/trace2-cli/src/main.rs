@@ -64,6 +64,51 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+    /// Statistics over many runs: per command, its regions, children, timers and counters
+    /// (count, median, p10/p90, min/max of total and self time).
+    Stats {
+        /// Print the statistics as JSON (times in µs).
+        #[arg(long)]
+        json: bool,
+        /// Trace files or directories of per-process files; `-` reads standard input.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// What changed between two sets of runs: per group the shift with its confidence
+    /// interval and a verdict (slower, faster, no change, too few runs).
+    Compare {
+        /// Print the comparison as JSON (times in µs).
+        #[arg(long)]
+        json: bool,
+        /// Also write a self-contained HTML page with a picture per command.
+        #[arg(long, value_name = "OUT")]
+        html: Option<PathBuf>,
+        /// Name commands without their program (`status`, not `git:status`): compares one
+        /// program's runs of a command with another's.
+        #[arg(long)]
+        ignore_program: bool,
+        /// Family-wise false-positive rate (intervals at 1 − ALPHA).
+        #[arg(long, default_value_t = trace2_cli::stats::DEFAULT_ALPHA, value_name = "ALPHA",
+              value_parser = parse_alpha)]
+        alpha: f64,
+        /// Base runs (instead of BASE NEW): files or directories.
+        #[arg(long, num_args = 1.., value_name = "PATH", requires = "new",
+              conflicts_with = "sides")]
+        base: Vec<PathBuf>,
+        /// New runs (instead of BASE NEW): files or directories.
+        #[arg(long, num_args = 1.., value_name = "PATH", requires = "base")]
+        new: Vec<PathBuf>,
+        /// BASE NEW: a file or directory of each.
+        #[arg(num_args = 2, value_names = ["BASE", "NEW"], required_unless_present = "base")]
+        sides: Vec<PathBuf>,
+    },
+}
+
+fn parse_alpha(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(alpha) if alpha > 0.0 && alpha < 0.5 => Ok(alpha),
+        _ => Err("a rate between 0 and 0.5, such as 0.05".to_owned()),
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -117,5 +162,21 @@ fn main() -> ExitCode {
             ExportFormat::Chrome => trace2_cli::run::export_chrome(&files, &output),
             ExportFormat::Perfetto => trace2_cli::run::export_perfetto(&files, &output),
         },
+        Command::Stats { json, files } => trace2_cli::run::stats(&files, json),
+        Command::Compare {
+            json,
+            html,
+            ignore_program,
+            alpha,
+            base,
+            new,
+            sides,
+        } => {
+            let (base, new) = match sides.as_slice() {
+                [base, new] => (vec![base.clone()], vec![new.clone()]),
+                _ => (base, new),
+            };
+            trace2_cli::run::compare(&base, &new, json, html.as_deref(), alpha, ignore_program)
+        }
     }
 }

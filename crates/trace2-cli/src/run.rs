@@ -253,3 +253,83 @@ fn finish(report: &Report, written: io::Result<()>, output: &str) -> ExitCode {
 fn warn(message: &str) {
     eprintln!("trace2: {}", visible(message));
 }
+
+/// Reads `paths` (files or directories) into the samples of `trace2 stats`/`compare`,
+/// recording in `report` what was skipped.
+pub fn collect(paths: &[PathBuf], report: &mut Report) -> crate::stats::SampleSet {
+    collect_with(paths, report, crate::stats::Collector::new())
+}
+
+/// [`collect`] into `collector` (made with the options the command line asked for).
+pub fn collect_with(
+    paths: &[PathBuf],
+    report: &mut Report,
+    mut collector: crate::stats::Collector,
+) -> crate::stats::SampleSet {
+    let specs = input::expand(paths);
+    let progress = progress_for(&specs);
+    input::for_each_event(&specs, &progress, report, |event| collector.event(event));
+    progress.finish();
+    collector.finish()
+}
+
+/// `trace2 stats`.
+pub fn stats(paths: &[PathBuf], as_json: bool) -> ExitCode {
+    let mut report = Report::default();
+    let set = collect(paths, &mut report);
+    let stats = crate::stats::stats(&set);
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let written = if as_json {
+        serde_json::to_writer_pretty(&mut out, &stats)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        out.write_all(crate::stats::text::render_stats(&stats).as_bytes())
+    }
+    .and_then(|()| out.flush());
+    finish(&report, written, "standard output")
+}
+
+/// `trace2 compare`: `base` against `new`, the table (or JSON) on standard output and, when
+/// asked, the page in `html`. `without_program`: commands named without their program, so
+/// that one program's runs are compared with another's.
+pub fn compare(
+    base: &[PathBuf],
+    new: &[PathBuf],
+    as_json: bool,
+    html: Option<&Path>,
+    alpha: f64,
+    without_program: bool,
+) -> ExitCode {
+    let mut report = Report::default();
+    let collector = || {
+        let collector = crate::stats::Collector::new();
+        if without_program {
+            collector.without_program()
+        } else {
+            collector
+        }
+    };
+    let base = collect_with(base, &mut report, collector());
+    let new = collect_with(new, &mut report, collector());
+    let comparison = crate::stats::compare(&base, &new, alpha);
+    if let Some(html) = html {
+        let page = crate::stats::html::render(&comparison);
+        if let Err(e) = std::fs::write(html, page) {
+            warn(&format!("{}: {e}", html.display()));
+            return ExitCode::from(EXIT_FAILED);
+        }
+    }
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let written = if as_json {
+        serde_json::to_writer_pretty(&mut out, &comparison)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        out.write_all(crate::stats::text::render_comparison(&comparison).as_bytes())
+    }
+    .and_then(|()| out.flush());
+    finish(&report, written, "standard output")
+}
