@@ -109,9 +109,7 @@ fn check(rel: &Path, text: &str) -> Vec<String> {
             for path in tmp_paths(t) {
                 let top = tmp_top(&path);
                 if !created.contains(&top) {
-                    problems.push(at(format!(
-                        "{path}: no command of this file creates {top}"
-                    )));
+                    problems.push(at(format!("{path}: no command of this file creates {top}")));
                 }
             }
         }
@@ -120,7 +118,7 @@ fn check(rel: &Path, text: &str) -> Vec<String> {
         }
         if line.fence.is_none() {
             for target in links(t) {
-                if let Err(e) = resolve_link(&root, dir, rel, text, &target) {
+                if let Err(e) = resolve_link(&root, dir, text, &target) {
                     problems.push(at(e));
                 }
             }
@@ -215,7 +213,9 @@ fn issue_reference(line: &str) -> Option<String> {
         if pos > 0 && lower[..pos].chars().next_back().unwrap().is_alphanumeric() {
             continue;
         }
-        let rest = lower[pos + 5..].strip_prefix('s').unwrap_or(&lower[pos + 5..]);
+        let rest = lower[pos + 5..]
+            .strip_prefix('s')
+            .unwrap_or(&lower[pos + 5..]);
         let rest = rest.strip_prefix(' ').unwrap_or(rest);
         let rest = rest.strip_prefix('#').unwrap_or(rest);
         if rest.starts_with(|c: char| c.is_ascii_digit()) {
@@ -242,7 +242,9 @@ fn links(line: &str) -> Vec<String> {
     out
 }
 
-fn resolve_link(root: &Path, dir: &Path, rel: &Path, text: &str, target: &str) -> Result<(), String> {
+/// A link's file exists (relative to the document's folder), and its anchor is a heading
+/// there (an anchor alone: a heading of `text`, the document itself).
+fn resolve_link(root: &Path, dir: &Path, text: &str, target: &str) -> Result<(), String> {
     let (path, anchor) = match target.split_once('#') {
         Some((p, a)) => (p, Some(a)),
         None => (target, None),
@@ -330,7 +332,9 @@ fn md_names(line: &str) -> Vec<String> {
     // Link targets are checked as links.
     let mut text = line.to_owned();
     while let Some(start) = text.find("](") {
-        let end = text[start..].find(')').map_or(text.len(), |e| start + e + 1);
+        let end = text[start..]
+            .find(')')
+            .map_or(text.len(), |e| start + e + 1);
         text.replace_range(start..end, " ");
     }
     text.split(|c: char| c.is_whitespace() || "`()[],;:*\"'".contains(c))
@@ -341,9 +345,13 @@ fn md_names(line: &str) -> Vec<String> {
 
 /// A mentioned `.md` file: beside the document, from the root, or in docs/.
 fn find_md(root: &Path, dir: &Path, name: &str) -> Option<PathBuf> {
-    [root.join(dir).join(name), root.join(name), root.join("docs").join(name)]
-        .into_iter()
-        .find(|p| p.is_file())
+    [
+        root.join(dir).join(name),
+        root.join(name),
+        root.join("docs").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
 }
 
 #[test]
@@ -388,7 +396,10 @@ fn each_rule_finds_what_it_is_for() {
         ":8: /tmp/demo/origin",
     ];
     for e in expect {
-        assert!(problems.iter().any(|p| p.contains(e)), "{e} not in {problems:#?}");
+        assert!(
+            problems.iter().any(|p| p.contains(e)),
+            "{e} not in {problems:#?}"
+        );
     }
     assert_eq!(problems.len(), expect.len(), "{problems:#?}");
 }
@@ -406,7 +417,9 @@ fn example_spans_use_trace2_role_fields() {
         files += 1;
         let text = std::fs::read_to_string(&path).unwrap();
         for (i, line) in text.lines().enumerate() {
-            let Some(at) = line.find("span!(") else { continue };
+            let Some(at) = line.find("span!(") else {
+                continue;
+            };
             let args = &line[at..];
             for role in ["category", "label"] {
                 for (pos, _) in args.match_indices(&format!("{role} =")) {
@@ -418,5 +431,9 @@ fn example_spans_use_trace2_role_fields() {
         }
     }
     assert!(files > 0, "no example found");
-    assert!(problems.is_empty(), "plain role fields:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "plain role fields:\n{}",
+        problems.join("\n")
+    );
 }
