@@ -123,7 +123,12 @@ fn wrap(code: &str) -> String {
     if code.contains("fn main(") {
         return code;
     }
-    if code.trim_end().lines().last().is_some_and(|l| l.trim_start().starts_with("Ok::<")) {
+    if code
+        .trim_end()
+        .lines()
+        .last()
+        .is_some_and(|l| l.trim_start().starts_with("Ok::<"))
+    {
         // rustdoc's form for a block that ends in its own `Ok::<(), E>(())`.
         return format!(
             "fn main() {{\n    fn _inner() -> Result<(), impl core::fmt::Debug> {{\n{code}    }}\n    _inner().unwrap()\n}}\n"
@@ -306,7 +311,13 @@ fn every_rust_snippet_of_the_docs_compiles_as_written() {
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
-        .args(["check", "--offline", "--bins", "--quiet", "--message-format=short"])
+        .args([
+            "check",
+            "--offline",
+            "--bins",
+            "--quiet",
+            "--message-format=short",
+        ])
         .current_dir(dir.path())
         .env("CARGO_TARGET_DIR", root.join("target/readme-snippets"))
         .env_remove("RUSTFLAGS")
