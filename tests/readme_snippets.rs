@@ -14,11 +14,12 @@
 //!   crates.io, which know nothing of rustdoc's convention).
 //! * A `rust,ignore` block is not compiled, and must say why on the line before its
 //!   fence, as an HTML comment that readers do not see: `<!-- ignore: <reason> -->`.
-//! * The dependencies are the ```` ```toml ```` blocks of the repository README and of the
-//!   snippet's own file (lines `name = "version"` or `name = { … }`, under a
-//!   `[dependencies]` header or not); a crate of this workspace is taken by path, the
-//!   others from the workspace's `Cargo.lock`, copied in, with `cargo --offline`: the
-//!   test needs no network, only the crates the workspace's own build already fetched.
+//! * The dependencies are what the ```` ```toml ```` blocks of the checked files name
+//!   (lines `name = "version"` or `name = { … }`, under a `[dependencies]` header or not;
+//!   features merged), for all snippets at once since one package builds them; a crate of
+//!   this workspace is taken by path, the others from the workspace's `Cargo.lock`, copied
+//!   in, with `cargo --offline`: the test needs no network, only the crates the
+//!   workspace's own build already fetched. The README must name `tracing-trace2`.
 //! * A crate README that its crate includes as doc tests (`include_str!("../README.md")`
 //!   in `src/lib.rs`) is left to rustdoc.
 //!
