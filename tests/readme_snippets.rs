@@ -12,6 +12,8 @@
 //!   of one. Unlike rustdoc, that `main` returns `Result<(), Box<dyn Error>>`, so a
 //!   fragment may use `?` without a hidden line (hidden lines show on GitHub and
 //!   crates.io, which know nothing of rustdoc's convention).
+//! * A snippet that calls `Trace2::from_env()` also calls `with_exe_version` (without it
+//!   the trace says `version 0.0.0`).
 //! * A `rust,ignore` block is not compiled, and must say why on the line before its
 //!   fence, as an HTML comment that readers do not see: `<!-- ignore: <reason> -->`.
 //! * The dependencies are what the ```` ```toml ```` blocks of the checked files name
@@ -278,6 +280,14 @@ fn every_rust_snippet_of_the_docs_compiles_as_written() {
             }
             if rel == "README.md" {
                 readme_snippets += 1;
+            }
+            // Without it the trace names version 0.0.0 (the default a library cannot know).
+            if block.code.contains("Trace2::from_env()") && !block.code.contains("with_exe_version")
+            {
+                problems.push(format!(
+                    "{rel}:{}: Trace2::from_env() without .with_exe_version(env!(\"CARGO_PKG_VERSION\"))",
+                    block.line
+                ));
             }
             match rust_source(&block) {
                 Ok(Some(source)) => {
