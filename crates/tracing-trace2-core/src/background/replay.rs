@@ -611,9 +611,20 @@ mod tests {
                 assert!(lines[103].contains("msg=later"));
             },
         );
+        // git's text for the error: "No space left on device" on Unix; on Windows the code
+        // is read as a system error code, with the system's text.
+        let err = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let expected = tracing_trace2_dst::format_warning(
+            &tracing_trace2_dst::write_failed_message("BATCHED", &err),
+        );
+        #[cfg(unix)]
+        assert_eq!(
+            expected,
+            b"warning: unable to write trace to 'BATCHED': No space left on device\n"
+        );
         tracing_trace2_test_support::child::assert_child_stderr(
             &out,
-            "warning: unable to write trace to 'BATCHED': No space left on device\n",
+            &String::from_utf8_lossy(&expected),
         );
     }
 
