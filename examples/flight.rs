@@ -22,7 +22,7 @@ use tracing_trace2::flight::{self, Trigger};
 use tracing_trace2::{Trace2, api};
 
 fn step(n: u32, slow: bool) {
-    let _region = info_span!("step", category = "work", label = "step").entered();
+    let _region = info_span!("step", trace2.category = "work").entered();
     info!(category = "work", key = "n", value = n);
     if slow && n == 3 {
         std::thread::sleep(Duration::from_millis(300));

@@ -126,11 +126,15 @@ fn run_case(root: &Path, tool: &Path, case: &Case) -> Result<(), String> {
     }
     let ours_root = root.to_str().unwrap();
     let mut problems = String::new();
+    // git captured some cases in one format only; a case with no capture at all (the
+    // capture set not found) fails rather than passing on nothing compared.
+    let mut compared = 0;
     for ext in ["event", "perf", "normal"] {
         let name = format!("{}.{ext}", case.capture);
         if !support::samples_dir().join(&name).exists() {
             continue;
         }
+        compared += 1;
         let ours = std::fs::read_to_string(out(ext))
             .map_err(|e| format!("{ext}: {e}"))?
             .replace(ours_root, GIT_HELPER_ROOT);
@@ -139,6 +143,13 @@ fn run_case(root: &Path, tool: &Path, case: &Case) -> Result<(), String> {
         if let Some(diff) = compare(&ours, &theirs) {
             problems.push_str(&format!("  {ext}: {diff}\n"));
         }
+    }
+    if compared == 0 {
+        return Err(format!(
+            "no capture of git's to compare with: {}.{{event,perf,normal}} not found in {}",
+            case.capture,
+            support::samples_dir().display()
+        ));
     }
     if problems.is_empty() {
         Ok(())

@@ -106,3 +106,8 @@ pub use header::TextDefaults;
 pub use target::{FlushingSink, NestedRecordingFormat, RecordingFormat};
 pub use text::{TextFormat, TextOptions, decode_to_event_json, decode_to_text};
 pub use writer::{BinaryWriter, BinaryWriterBuilder, DEFAULT_FLUSH_INTERVAL, WriterStats};
+
+/// The README's example, run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

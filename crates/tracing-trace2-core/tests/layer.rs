@@ -369,65 +369,95 @@ fn libc_epipe() -> i32 {
 
 #[test]
 fn a_failing_target_is_disabled_and_reported_to_the_others() {
-    let good = MemorySink::new();
-    let failing = Arc::new(Failing { ok: Mutex::new(1) });
-    let layer = Trace2Layer::builder()
-        .with_target(Target::new("GIT_TRACE2", Describe, failing.clone()).with_dst_debug(true))
-        .with_target(Target::new("GIT_TRACE2_EVENT", Describe, good.clone()))
-        .build();
-    let probe = layer.clone();
-    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
-        info!("first");
-        info!("second");
-        info!("third");
-    });
-    let lines: Vec<String> = good.to_string_lossy().lines().map(str::to_owned).collect();
-    // As in git (dst-badfd.*): the failure is reported during the same call, so the
-    // other targets get the error line before that call's own line.
-    assert_eq!(lines[0], "version open=0 exe=0.1.0");
-    assert_eq!(lines[2], "printf open=0 msg=Some(\"first\")");
-    assert_eq!(
-        lines[1],
-        "error open=0 msg=Some(\"unable to write trace to 'GIT_TRACE2': Broken pipe\") \
-         fmt=Some(\"unable to write trace to '%s': %s\")"
+    // The failure is on purpose: its warning goes to fd 2, so the scenario runs in a
+    // child whose stderr is asserted (nothing alarming reaches the test output).
+    let out = tracing_trace2_test_support::child::child_or_run(
+        concat!(
+            module_path!(),
+            "::a_failing_target_is_disabled_and_reported_to_the_others"
+        ),
+        || {
+            let good = MemorySink::new();
+            let failing = Arc::new(Failing { ok: Mutex::new(1) });
+            let layer = Trace2Layer::builder()
+                .with_target(
+                    Target::new("GIT_TRACE2", Describe, failing.clone()).with_dst_debug(true),
+                )
+                .with_target(Target::new("GIT_TRACE2_EVENT", Describe, good.clone()))
+                .build();
+            let probe = layer.clone();
+            tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+                info!("first");
+                info!("second");
+                info!("third");
+            });
+            let lines: Vec<String> = good.to_string_lossy().lines().map(str::to_owned).collect();
+            // As in git (dst-badfd.*): the failure is reported during the same call, so the
+            // other targets get the error line before that call's own line.
+            assert_eq!(lines[0], "version open=0 exe=0.1.0");
+            assert_eq!(lines[2], "printf open=0 msg=Some(\"first\")");
+            assert_eq!(
+                lines[1],
+                "error open=0 msg=Some(\"unable to write trace to 'GIT_TRACE2': Broken pipe\") \
+             fmt=Some(\"unable to write trace to '%s': %s\")"
+            );
+            assert_eq!(lines.len(), 5, "{lines:?}");
+            assert!(!probe.targets()[0].is_enabled());
+            assert!(probe.targets()[1].is_enabled());
+        },
     );
-    assert_eq!(lines.len(), 5, "{lines:?}");
-    assert!(!probe.targets()[0].is_enabled());
-    assert!(probe.targets()[1].is_enabled());
+    tracing_trace2_test_support::child::assert_child_stderr(
+        &out,
+        "warning: unable to write trace to 'GIT_TRACE2': Broken pipe\n",
+    );
 }
 
 /// One target alone (its callbacks write one line each, without the loop over several):
 /// its failed write disables it, and it is not written to again.
 #[test]
 fn a_lone_failing_target_is_disabled_and_not_written_again() {
-    struct Counting {
-        calls: Mutex<usize>,
-        failing: Failing,
-    }
-    impl Sink for Counting {
-        fn write_line(&self, line: &[u8]) -> io::Result<()> {
-            *self.calls.lock().unwrap() += 1;
-            self.failing.write_line(line)
-        }
-    }
-    let sink = Arc::new(Counting {
-        calls: Mutex::new(0),
-        failing: Failing { ok: Mutex::new(2) },
-    });
-    let layer = Trace2Layer::builder()
-        .with_target(Target::new("GIT_TRACE2", Describe, sink.clone()).with_dst_debug(true))
-        .build();
-    let probe = layer.clone();
-    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
-        info!("first");
-        assert!(probe.targets()[0].is_enabled());
-        info!("second");
-        assert!(!probe.targets()[0].is_enabled());
-        info!("third");
-        let _span = tracing::info_span!("region").entered();
-    });
-    // `version`, `first`, then `second`, which fails; nothing after it.
-    assert_eq!(*sink.calls.lock().unwrap(), 3);
+    // The failure is on purpose: its warning goes to fd 2, so the scenario runs in a
+    // child whose stderr is asserted (nothing alarming reaches the test output).
+    let out = tracing_trace2_test_support::child::child_or_run(
+        concat!(
+            module_path!(),
+            "::a_lone_failing_target_is_disabled_and_not_written_again"
+        ),
+        || {
+            struct Counting {
+                calls: Mutex<usize>,
+                failing: Failing,
+            }
+            impl Sink for Counting {
+                fn write_line(&self, line: &[u8]) -> io::Result<()> {
+                    *self.calls.lock().unwrap() += 1;
+                    self.failing.write_line(line)
+                }
+            }
+            let sink = Arc::new(Counting {
+                calls: Mutex::new(0),
+                failing: Failing { ok: Mutex::new(2) },
+            });
+            let layer = Trace2Layer::builder()
+                .with_target(Target::new("GIT_TRACE2", Describe, sink.clone()).with_dst_debug(true))
+                .build();
+            let probe = layer.clone();
+            tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+                info!("first");
+                assert!(probe.targets()[0].is_enabled());
+                info!("second");
+                assert!(!probe.targets()[0].is_enabled());
+                info!("third");
+                let _span = tracing::info_span!("region").entered();
+            });
+            // `version`, `first`, then `second`, which fails; nothing after it.
+            assert_eq!(*sink.calls.lock().unwrap(), 3);
+        },
+    );
+    tracing_trace2_test_support::child::assert_child_stderr(
+        &out,
+        "warning: unable to write trace to 'GIT_TRACE2': Broken pipe\n",
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! * [`random`]: a deterministic generator and random [`Record`]s of every event kind,
 //!   with the texts and numbers the formats must escape, quote, pad or cut.
 //! * [`git`]: the real `git` binary the interop tests compare against.
+//! * [`child`]: one test run again in a child process, to assert what it writes to fd 2.
 //!
 //! [`Record`]: tracing_trace2_record::Record
 
@@ -13,5 +14,6 @@
 #![allow(missing_docs)]
 
 pub mod alloc;
+pub mod child;
 pub mod git;
 pub mod random;

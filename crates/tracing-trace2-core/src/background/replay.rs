@@ -569,41 +569,63 @@ mod tests {
     /// the failed target.
     #[test]
     fn a_failed_batch_disables_the_target_once() {
-        let (layer, calls, other, started, go) = batching_layer(1000, Some(1));
-        dispatcher::with_default(&dispatch(&layer), || {
-            tracing::info!("first");
-            started.recv().unwrap();
-            for i in 0..100 {
-                tracing::info!("line {i}");
-            }
-            go.send(()).unwrap();
-        });
-        layer.flush();
-        dispatcher::with_default(&dispatch(&layer), || tracing::info!("later"));
-        layer.flush();
-        assert!(!layer.targets()[0].is_enabled());
-        // `version` went through; the second call failed; nothing after it.
-        assert_eq!(calls.lock().unwrap().len(), 2);
-        let text = other.to_string_lossy();
-        let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error ")).collect();
-        assert_eq!(errors.len(), 1, "{text}");
-        let thread = text.lines().nth(1).unwrap().split(' ').nth(1).unwrap();
-        assert_eq!(errors[0].split(' ').nth(1), Some(thread));
-        assert!(
-            errors[0].contains("unable to write trace to 'BATCHED'"),
-            "{}",
-            errors[0]
+        // The failure is on purpose: its warning goes to fd 2, so the scenario runs in a
+        // child whose stderr is asserted (nothing alarming reaches the test output).
+        let out = tracing_trace2_test_support::child::child_or_run(
+            concat!(module_path!(), "::a_failed_batch_disables_the_target_once"),
+            || {
+                let (layer, calls, other, started, go) = batching_layer(1000, Some(1));
+                dispatcher::with_default(&dispatch(&layer), || {
+                    tracing::info!("first");
+                    started.recv().unwrap();
+                    for i in 0..100 {
+                        tracing::info!("line {i}");
+                    }
+                    go.send(()).unwrap();
+                });
+                layer.flush();
+                dispatcher::with_default(&dispatch(&layer), || tracing::info!("later"));
+                layer.flush();
+                assert!(!layer.targets()[0].is_enabled());
+                // `version` went through; the second call failed; nothing after it.
+                assert_eq!(calls.lock().unwrap().len(), 2);
+                let text = other.to_string_lossy();
+                let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error ")).collect();
+                assert_eq!(errors.len(), 1, "{text}");
+                let thread = text.lines().nth(1).unwrap().split(' ').nth(1).unwrap();
+                assert_eq!(errors[0].split(' ').nth(1), Some(thread));
+                assert!(
+                    errors[0].contains("unable to write trace to 'BATCHED'"),
+                    "{}",
+                    errors[0]
+                );
+                // The error line follows the lines of the failed batch in the other target (the
+                // batch was written when it was full, after its last line) and precedes `later`.
+                let lines: Vec<&str> = text.lines().collect();
+                assert_eq!(lines.len(), 1 + 101 + 1 + 1);
+                let at = lines.iter().position(|l| l.starts_with("error ")).unwrap();
+                let failed = String::from_utf8_lossy(&calls.lock().unwrap()[0])
+                    .lines()
+                    .count();
+                assert!(at > failed + 1, "error line at {at}: {text}");
+                assert!(lines[103].contains("msg=later"));
+            },
         );
-        // The error line follows the lines of the failed batch in the other target (the
-        // batch was written when it was full, after its last line) and precedes `later`.
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 1 + 101 + 1 + 1);
-        let at = lines.iter().position(|l| l.starts_with("error ")).unwrap();
-        let failed = String::from_utf8_lossy(&calls.lock().unwrap()[0])
-            .lines()
-            .count();
-        assert!(at > failed + 1, "error line at {at}: {text}");
-        assert!(lines[103].contains("msg=later"));
+        // git's text for the error: "No space left on device" on Unix; on Windows the code
+        // is read as a system error code, with the system's text.
+        let err = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let expected = tracing_trace2_dst::format_warning(
+            &tracing_trace2_dst::write_failed_message("BATCHED", &err),
+        );
+        #[cfg(unix)]
+        assert_eq!(
+            expected,
+            b"warning: unable to write trace to 'BATCHED': No space left on device\n"
+        );
+        tracing_trace2_test_support::child::assert_child_stderr(
+            &out,
+            &String::from_utf8_lossy(&expected),
+        );
     }
 
     #[test]
