@@ -12,7 +12,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
-use tracing::{info, info_span, warn};
+use tracing::{error, info, info_span};
 use tracing_subscriber::prelude::*;
 use tracing_trace2::{Settings, Trace2};
 use tracing_trace2_binary::{TextFormat, TextOptions, decode_to_text};
@@ -73,8 +73,8 @@ fn huge_values() {
     let json = format!("{{\"list\":[{}0]}}", "1,".repeat(600));
     let span = info_span!("work", trace2.category = accents.as_str(), arg = ?big);
     let _entered = span.enter();
-    warn!(?big, "the value was too big");
-    warn!("{big:?}");
+    error!(?big, "the value was too big");
+    error!("{big:?}");
     info!(dump = ?big);
     info!(text = accents.as_str());
     info!("{accents}");
@@ -158,7 +158,7 @@ fn the_bound_is_the_message_limit() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A 1.5 MB `Debug` value in a warning and in a datum is formatted no further than the
+/// A 1.5 MB `Debug` value in an error and in a datum is formatted no further than the
 /// bound: the thread allocates far less than the value's text while tracing it.
 #[test]
 fn a_huge_debug_value_is_not_formatted_whole() {
@@ -168,7 +168,7 @@ fn a_huge_debug_value_is_not_formatted_whole() {
     traced(&dir, None, || {
         for _ in 0..3 {
             let before = counting::allocated_bytes();
-            warn!(?big, "the value was too big");
+            error!(?big, "the value was too big");
             info!(dump = ?big);
             info!("{big:?}");
             measured.push(counting::allocated_bytes() - before);
