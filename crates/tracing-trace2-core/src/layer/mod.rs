@@ -21,9 +21,9 @@
 //! They form floors, as the crate's modules do, each using only those below it: `emit`
 //! at the bottom; `thread_end` on it; `spans`, `events` and `api_calls` on those two
 //! (none of the three uses another); this file's callbacks on top. Every submodule uses
-//! this file's types (the layer's state is theirs: a module's use of its parent is how
-//! Rust modules nest, not a floor). A method another file calls is `pub(super)`; the
-//! rest stays private to its file.
+//! this file's types and its gate (`busy`, `key`, `close`, `flush`): the layer's state is
+//! theirs, and a module's use of its parent is how Rust modules nest, not a floor. A
+//! method another file calls is `pub(super)`; the rest stays private to its file.
 //!
 //! User spans above the layer's span level ([`Trace2LayerBuilder::with_span_level`],
 //! DEBUG by default) and events above its event level
