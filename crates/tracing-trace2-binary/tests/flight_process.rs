@@ -51,6 +51,14 @@ fn main() -> ExitCode {
             a_forked_child_starts_an_empty_ring,
         ),
     );
+    #[cfg(unix)]
+    tests.insert(
+        1,
+        (
+            "forked_processes_snapshotting_together_lose_nothing",
+            forked_processes_snapshotting_together_lose_nothing,
+        ),
+    );
     support::run_tests("flight_process", &tests)
 }
 
@@ -101,7 +109,77 @@ fn play(scenario: &str, #[cfg_attr(not(unix), allow(unused_variables))] dir: &Pa
             (0..5).for_each(|i| say(&r, "main", &format!("parent after {i}")));
             r.snapshot(Trigger::Request).expect("the parent's snapshot");
         }
+        #[cfg(unix)]
+        "storm" => {
+            // A minimum age longer than the storm: every snapshot has the records.
+            let r = FlightRecorder::builder(dir)
+                .with_signal(false)
+                .with_min_age(std::time::Duration::from_secs(3600))
+                .build()
+                .expect("a writable directory");
+            record(&r, Trace2Event::Version { exe: "2.47.3" });
+            record(
+                &r,
+                Trace2Event::Start {
+                    argv: &["storm", "--all"],
+                },
+            );
+            say(&r, "main", "parent before");
+            let mut children = Vec::new();
+            for _ in 0..STORM_CHILDREN {
+                // SAFETY: the child only records, snapshots and exits.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    storm(&r);
+                    // SAFETY: leaves without the parent's exit handlers.
+                    unsafe { libc::_exit(0) };
+                }
+                children.push(pid);
+            }
+            storm(&r);
+            for pid in children {
+                let mut status = 0;
+                // SAFETY: waits for a child just forked.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                assert_eq!(status, 0);
+            }
+        }
         other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// Processes taking snapshots together in the storm (the parent and its children).
+#[cfg(unix)]
+const STORM_CHILDREN: usize = 3;
+/// Snapshots each of them takes: 10,000 in all.
+#[cfg(unix)]
+const STORM_SNAPSHOTS: usize = 2_500;
+
+#[cfg(unix)]
+fn record(recorder: &FlightRecorder, event: Trace2Event<'_>) {
+    recorder.record(&Record {
+        event,
+        time: clock::now(),
+        sid: SID,
+        depth: 0,
+        thread: "main",
+        callsite: Callsite::default(),
+        open_regions: 0,
+    });
+}
+
+/// One process's share of the storm: a record of its own, then snapshots one after the
+/// other, each of which must be written.
+#[cfg(unix)]
+fn storm(r: &FlightRecorder) {
+    say(r, "main", &format!("process {}", std::process::id()));
+    for i in 0..STORM_SNAPSHOTS {
+        let written = r.snapshot(Trigger::Request).expect("a snapshot");
+        assert!(
+            written.is_some(),
+            "snapshot {i} not written: {:?}",
+            r.stats()
+        );
     }
 }
 
@@ -194,4 +272,60 @@ fn recorders_keep_to_their_own_rings() {
     assert_eq!(messages(&a_file), names("a", 500));
     assert_eq!(messages(&b_file), names("b", 500));
     assert_eq!(snapshots(b_dir.path()).len(), 1);
+}
+
+#[cfg(unix)]
+fn forked_processes_snapshotting_together_lose_nothing() {
+    // In memory where there is such a file system: 10,000 files in seconds.
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, "storm")
+        .env(DIR, dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = snapshots(dir.path());
+    // Every trigger made its file, and no temporary file is left.
+    assert_eq!(files.len(), (STORM_CHILDREN + 1) * STORM_SNAPSHOTS);
+    let mut per_pid = std::collections::BTreeMap::<u32, usize>::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(name.ends_with("-request.t2b"), "{name}");
+        let pid: u32 = name.rsplit('-').nth(2).unwrap().parse().unwrap();
+        *per_pid.entry(pid).or_default() += 1;
+        let mut kinds = Vec::new();
+        let mut newest_pid = 0;
+        let report = tracing_trace2_binary::decode(
+            std::fs::read(file).unwrap().as_slice(),
+            &Default::default(),
+            |stream, record| {
+                newest_pid = stream.header.pid;
+                kinds.push(format!("{:?}", record.event));
+            },
+        )
+        .unwrap();
+        assert!(report.is_complete(), "{name}: {report}");
+        // Each says which process it is: `version` and `start` first, then the
+        // process's own records, in a stream of the process named in the file name.
+        assert!(kinds[0].starts_with("Version"), "{name}: {kinds:?}");
+        assert!(kinds[1].starts_with("Start"), "{name}: {kinds:?}");
+        assert_eq!(newest_pid, pid, "{name}");
+        let own = format!("process {pid}");
+        assert!(kinds.iter().any(|k| k.contains(&own)), "{name}: {kinds:?}");
+    }
+    assert_eq!(per_pid.len(), STORM_CHILDREN + 1, "{per_pid:?}");
+    assert!(
+        per_pid.values().all(|&n| n == STORM_SNAPSHOTS),
+        "{per_pid:?}"
+    );
 }

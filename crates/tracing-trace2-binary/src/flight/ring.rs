@@ -59,6 +59,11 @@ pub(crate) struct StreamAside {
     pub clocks: Vec<Arc<Vec<u8>>>,
     /// The first batch of thread 0 (`version`, `start`).
     pub first_batch: Option<RingFrame>,
+    /// `first_batch` went out right after a `start` record: it says which process this is.
+    pub holds_start: bool,
+    /// Kept from the parent by a `fork`ed child: the parent's `version`/`start`, which
+    /// the child's snapshots repeat (the child records none of its own).
+    pub inherited: bool,
 }
 
 /// A consistent copy of the ring's contents, taken for a snapshot.
@@ -79,6 +84,11 @@ struct RingState {
     spare_bytes: usize,
     /// The longest batch frame kept so far: what a full batch is.
     largest_frame: usize,
+    /// A `start` record was recorded and its batch has not come yet.
+    start_noted: bool,
+    /// This is a `fork`ed child's ring: a new stream's first batch is an ordinary one
+    /// (the child records no `version`/`start`) unless a `start` was noted.
+    forked: bool,
 }
 
 impl RingState {
@@ -182,10 +192,30 @@ impl Ring {
         unsafe { self.state.unlock_after_fork() };
         let mut state = self.state.lock();
         if self.fork_gen.load(Ordering::Acquire) != now {
-            // The parent's history is the parent's: the child keeps nothing of it.
-            *state = RingState::default();
+            // The parent's history is the parent's: the child keeps nothing of it but
+            // the `version`/`start` batch (with its stream's header and clocks), which
+            // the child's snapshots need to say which process they are.
+            let inherited = state
+                .streams
+                .iter()
+                .rev()
+                .find(|s| s.holds_start && s.first_batch.is_some())
+                .cloned();
+            *state = RingState {
+                forked: true,
+                ..RingState::default()
+            };
+            if let Some(mut aside) = inherited {
+                aside.inherited = true;
+                state.streams.push(aside);
+            }
             self.fork_gen.store(now, Ordering::Release);
         }
+    }
+
+    /// A `start` record was recorded: the next first batch of a stream holds it.
+    pub fn note_start(&self) {
+        self.locked().start_noted = true;
     }
 
     fn keep(&self, bytes: &[u8]) {
@@ -232,9 +262,13 @@ impl Ring {
                     thread_index: batch.thread_index,
                     written_us: now_us,
                 };
+                let first = batch.thread_index == 0 && batch.batch_seq == 0;
+                let start_noted = first && std::mem::take(&mut state.start_noted);
+                let forked = state.forked;
                 let aside = stream_aside(&mut state.streams, batch.stream_id);
-                if batch.thread_index == 0 && batch.batch_seq == 0 && aside.first_batch.is_none() {
+                if first && aside.first_batch.is_none() && (!forked || start_noted) {
                     aside.first_batch = Some(ring_frame);
+                    aside.holds_start = start_noted;
                     return;
                 }
                 state.bytes += ring_frame.bytes.len();
