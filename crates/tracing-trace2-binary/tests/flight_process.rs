@@ -51,6 +51,12 @@ fn main() -> ExitCode {
             a_forked_child_starts_an_empty_ring,
         ),
     );
+    // The memory figures come from Linux's /proc.
+    #[cfg(target_os = "linux")]
+    tests.push((
+        "the_cap_bounds_all_the_memory_the_recorder_holds",
+        the_cap_bounds_all_the_memory_the_recorder_holds,
+    ));
     #[cfg(unix)]
     tests.insert(
         1,
@@ -144,6 +150,8 @@ fn play(scenario: &str, #[cfg_attr(not(unix), allow(unused_variables))] dir: &Pa
                 assert_eq!(status, 0);
             }
         }
+        #[cfg(target_os = "linux")]
+        "memory" => memory_workload(),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -181,6 +189,88 @@ fn storm(r: &FlightRecorder) {
             r.stats()
         );
     }
+}
+
+/// The ring's cap of the memory workload (`0`: the binary target into nothing, the
+/// baseline).
+#[cfg(target_os = "linux")]
+const CAP: &str = "FLIGHT_CAP";
+
+/// Records until a ring of `FLIGHT_CAP` bytes has been full for a while (or, with no
+/// cap, a fixed number of records into the binary target), then prints the process's
+/// anonymous memory in KiB.
+#[cfg(target_os = "linux")]
+fn memory_workload() {
+    let cap: usize = std::env::var(CAP).unwrap().parse().unwrap();
+    let text: String = "x".repeat(40);
+    let start = std::time::Instant::now();
+    if cap == 0 {
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            .build(tracing_trace2_binary::dest::NullSink);
+        for i in 0..200_000u64 {
+            writer.record(&memory_record(i, &text));
+        }
+        writer.flush_all();
+        println!("anon_kib={}", anonymous_kib());
+        drop(writer);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let r = FlightRecorder::builder(dir.path())
+        .with_signal(false)
+        .with_max_bytes(cap)
+        .with_min_age(std::time::Duration::from_secs(3600))
+        .build()
+        .expect("a writable directory");
+    // Full, then as much again: every buffer the ring will ever hold is in use.
+    let mut i = 0u64;
+    let mut full_at = None;
+    loop {
+        for _ in 0..1_000 {
+            r.record(&memory_record(i, &text));
+            i += 1;
+        }
+        let evicted = r.stats().evicted_batches;
+        match full_at {
+            None if evicted > 0 => full_at = Some(i),
+            Some(at) if i >= 2 * at => break,
+            _ => {}
+        }
+        assert!(start.elapsed().as_secs() < 60, "the ring never filled");
+    }
+    r.writer().flush_all();
+    println!("anon_kib={}", anonymous_kib());
+}
+
+#[cfg(target_os = "linux")]
+fn memory_record<'a>(i: u64, text: &'a str) -> Record<'a> {
+    Record {
+        event: if i % 2 == 0 {
+            Trace2Event::Printf { msg: Some(text) }
+        } else {
+            Trace2Event::Printf {
+                msg: Some(&text[..(i % 40) as usize]),
+            }
+        },
+        time: clock::now(),
+        sid: SID,
+        depth: 0,
+        thread: "main",
+        callsite: Callsite::default(),
+        open_regions: 0,
+    }
+}
+
+/// The anonymous memory of this process (heap and stacks), in KiB.
+#[cfg(target_os = "linux")]
+fn anonymous_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/smaps_rollup")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Anonymous:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("an Anonymous line")
 }
 
 // ---- the tests ----
@@ -328,4 +418,36 @@ fn forked_processes_snapshotting_together_lose_nothing() {
         per_pid.values().all(|&n| n == STORM_SNAPSHOTS),
         "{per_pid:?}"
     );
+}
+
+#[cfg(target_os = "linux")]
+fn the_cap_bounds_all_the_memory_the_recorder_holds() {
+    let run = |cap: usize| -> u64 {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .env(SCENARIO, "memory")
+            .env(DIR, "/")
+            .env(CAP, cap.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.trim()
+            .strip_prefix("anon_kib=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no figure in {text:?}"))
+    };
+    let baseline = run(0);
+    // The promise: the cap, plus one batch per recording thread (one here), beyond the
+    // same program with the binary target. (Before the cap counted every buffer, the
+    // spares and the buffers' slack took 228, 444 and 1,236 KiB more than the cap.)
+    let batch_kib = (tracing_trace2_binary::DEFAULT_BATCH_SIZE >> 10) as u64;
+    for cap_kib in [1024u64, 4096, 16384] {
+        let anon = run((cap_kib as usize) << 10);
+        let excess = anon.saturating_sub(baseline);
+        eprintln!("cap {cap_kib} KiB: {anon} KiB anonymous, {excess} KiB over the binary target");
+        assert!(
+            excess <= cap_kib + batch_kib,
+            "cap {cap_kib} KiB: {excess} KiB over the binary target ({anon} vs {baseline})"
+        );
+    }
 }

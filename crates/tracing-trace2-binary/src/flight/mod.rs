@@ -287,9 +287,10 @@ pub struct FlightStats {
     pub rate_limited: u64,
     /// Batch frames dropped from the ring (over the cap or the minimum age).
     pub evicted_batches: u64,
-    /// Bytes of batches in the ring now.
+    /// Bytes of batch buffers queued in the ring now (at their capacity; the cap also
+    /// counts the spare buffers and the frames kept aside).
     pub ring_bytes: u64,
-    /// The most bytes of batches the ring held.
+    /// The most bytes of batch buffers the ring queued.
     pub peak_ring_bytes: u64,
 }
 
