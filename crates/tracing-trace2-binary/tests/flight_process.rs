@@ -246,7 +246,7 @@ fn memory_workload() {
 #[cfg(target_os = "linux")]
 fn memory_record<'a>(i: u64, text: &'a str) -> Record<'a> {
     Record {
-        event: if i % 2 == 0 {
+        event: if i.is_multiple_of(2) {
             Trace2Event::Printf { msg: Some(text) }
         } else {
             Trace2Event::Printf {
