@@ -608,9 +608,7 @@ mod tests {
         let mut pieces = Vec::new();
         write_by_pages(file.as_raw_fd(), &lines, |piece| {
             pieces.push(piece.len());
-            let n = unsafe { libc::write(file.as_raw_fd(), piece.as_ptr().cast(), piece.len()) };
-            assert_eq!(n, piece.len() as isize);
-            Ok(())
+            std::io::Write::write_all(&mut &file, piece)
         })
         .unwrap();
         // From byte 100: the 1,000-byte line crosses the first page end and goes alone.
