@@ -41,6 +41,10 @@ fn main() -> ExitCode {
             "recorders_keep_to_their_own_rings",
             recorders_keep_to_their_own_rings,
         ),
+        (
+            "a_failed_snapshot_says_so_once",
+            a_failed_snapshot_says_so_once,
+        ),
     ];
     // Windows has no fork.
     #[cfg(unix)]
@@ -152,6 +156,14 @@ fn play(scenario: &str, #[cfg_attr(not(unix), allow(unused_variables))] dir: &Pa
         }
         #[cfg(target_os = "linux")]
         "memory" => memory_workload(),
+        "vanished" => {
+            let r = recorder(dir);
+            say(&r, "main", "before");
+            std::fs::remove_dir(dir).expect("the directory removed");
+            let err = r.snapshot(Trigger::Request).expect_err("no directory");
+            assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+            assert_eq!(r.stats().failed, 1);
+        }
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -450,4 +462,28 @@ fn the_cap_bounds_all_the_memory_the_recorder_holds() {
             "cap {cap_kib} KiB: {excess} KiB over the binary target ({anon} vs {baseline})"
         );
     }
+}
+
+fn a_failed_snapshot_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, "vanished")
+        .env(DIR, &gone)
+        .env_remove("GIT_TRACE2_DST_DEBUG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    // git's warning, once, without GIT_TRACE2_DST_DEBUG: the window is lost.
+    let prefix = format!("warning: trace2: could not write '{}/", gone.display());
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.starts_with(&prefix), "{err:?}");
+    assert!(
+        err.ends_with(
+            "-request.t2b' for 'TRACING_TRACE2_FLIGHT' tracing: No such file or directory\n"
+        ),
+        "{err:?}"
+    );
 }
