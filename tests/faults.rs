@@ -53,8 +53,8 @@ fn main() -> ExitCode {
         ),
         ("sigterm_while_busy", sigterm_while_busy),
         (
-            "kills_cut_lines_only_across_a_page",
-            kills_cut_lines_only_across_a_page,
+            "kills_cut_lines_only_at_a_page_end",
+            kills_cut_lines_only_at_a_page_end,
         ),
         ("exit_from_a_thread", exit_from_a_thread),
         ("fd_target_closed_and_reused", fd_target_closed_and_reused),
@@ -447,14 +447,12 @@ fn sigterm_while_busy() {
 
 /// A host tracing from two threads into every file target, killed (SIGKILL, or a
 /// SIGTERM it does not handle) a few milliseconds after it started, 1,000 times, direct
-/// and background. A kill stops a `write` to a file only between two pages of it, and
-/// the writers write a batch of lines page by page (a `write` per page's whole lines, a
-/// line that crosses a page boundary alone): every file holds whole lines, except a
-/// last line that crossed a page boundary, cut exactly there. That one no writer can
-/// avoid (git's one `write` per line cannot either); `trace2` takes it for the end of
-/// the trace. Before the batches went page by page, a kill cut a background writer's
-/// batch at any of its pages.
-fn kills_cut_lines_only_across_a_page() {
+/// and background. A kill stops a `write` to a file only between two pages of it:
+/// every file holds whole lines, except at most a last line cut exactly where a page
+/// of the file ends (a line, or a background writer's batch, whose `write` crossed a
+/// page boundary). No writer can rule that one out (git's one `write` per line cannot
+/// either); `trace2` takes it for the end of the trace. The counts are printed.
+fn kills_cut_lines_only_at_a_page_end() {
     let dir = tempfile::tempdir().unwrap();
     let files = ["normal", "perf", "event"].map(|name| dir.path().join(name));
     let (mut cut, mut written) = ([0u32; 2], 0);
@@ -498,7 +496,7 @@ fn kills_cut_lines_only_across_a_page() {
         }
     }
     eprintln!(
-        "1,000 kills: {written} bytes written; last lines cut across a page: {} direct, {} background",
+        "1,000 kills: {written} bytes written; last lines cut at a page end: {} direct, {} background",
         cut[0], cut[1]
     );
     assert!(written > 0, "nothing was written before the kills");

@@ -7,10 +7,9 @@
 //! [`crate`].
 //!
 //! A sink may also take several whole lines at once ([`Sink::write_lines`], up to its
-//! [`Sink::batch_limit`]): a background writer uses that for files, where a `write`
-//! of whole lines to an `O_APPEND` file lands whole as well, and saves system calls (the
-//! file sink writes a batch page by page of the file, so that a kill leaves whole
-//! lines). Sockets and pipes keep one line per call.
+//! [`Sink::batch_limit`]): a background writer uses that for files, where one `write`
+//! of whole lines to an `O_APPEND` file lands whole as well, and saves a system call per
+//! line. Sockets and pipes keep one line per call.
 
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,10 +35,9 @@ pub trait Sink: Send + Sync + 'static {
         0
     }
 
-    /// Writes `lines`, whole lines back to back: in `write`s of several whole lines
-    /// when the sink has a [`batch_limit`](Sink::batch_limit) and they fit in it (a
-    /// caller keeps batches within it; a single longer line goes alone; a file sink
-    /// writes a page of the file's whole lines at a time). A sink that batches follows a short
+    /// Writes `lines`, whole lines back to back: with one `write` when the sink has a
+    /// [`batch_limit`](Sink::batch_limit) and they fit in it (a caller keeps batches
+    /// within it; a single longer line goes alone). A sink that batches follows a short
     /// write with the rest, so nothing is lost; an error is returned at once and the
     /// caller disables the target. The default writes each line with
     /// [`write_line`](Sink::write_line).

@@ -28,11 +28,8 @@
 //! lines while it works through what it took from the queue and writes them with one
 //! `write` of whole lines, at most [`FILE_BATCH_LIMIT`](tracing_trace2_dst::FILE_BATCH_LIMIT)
 //! bytes (a longer line goes alone), when the next line would not fit and as soon as it
-//! has handled everything it took: a line never waits for more lines. The sink hands
-//! such a batch to the kernel page by page of the file (a kill stops a `write` only
-//! between pages, so a killed process leaves whole lines, but for a line that crossed
-//! a page boundary: `tracing_trace2_dst`'s file sink says how). With `O_APPEND`
-//! each write lands whole among other processes' writes, as a single line does; a
+//! has handled everything it took: a line never waits for more lines. With `O_APPEND`
+//! such a write lands whole among other processes' writes, as a single line does; a
 //! short write is followed by the rest. Sockets, pipes and terminals, and sinks that do
 //! not ask for batches ([`Sink::batch_limit`](crate::Sink::batch_limit)), get one call
 //! per line. Under sustained load this is what keeps the worker ahead: a `write` per
