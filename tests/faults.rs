@@ -52,6 +52,10 @@ fn main() -> ExitCode {
             lossy_pressure_keeps_lifecycle,
         ),
         ("sigterm_while_busy", sigterm_while_busy),
+        (
+            "kills_cut_lines_only_at_a_page_end",
+            kills_cut_lines_only_at_a_page_end,
+        ),
         ("exit_from_a_thread", exit_from_a_thread),
         ("fd_target_closed_and_reused", fd_target_closed_and_reused),
         ("panic_in_a_fields_debug", panic_in_a_fields_debug),
@@ -439,6 +443,63 @@ fn sigterm_while_busy() {
         assert_eq!(count(&events, "atexit"), 0);
         assert!(printf_with(&events, "t0") >= 10);
     }
+}
+
+/// A host tracing from two threads into every file target, killed (SIGKILL, or a
+/// SIGTERM it does not handle) a few milliseconds after it started, 1,000 times, direct
+/// and background. A kill stops a `write` to a file only between two pages of it:
+/// every file holds whole lines, except at most a last line cut exactly where a page
+/// of the file ends (a line, or a background writer's batch, whose `write` crossed a
+/// page boundary). No writer can rule that one out (git's one `write` per line cannot
+/// either); `trace2` takes it for the end of the trace. The counts are printed.
+fn kills_cut_lines_only_at_a_page_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = ["normal", "perf", "event"].map(|name| dir.path().join(name));
+    let (mut cut, mut written) = ([0u32; 2], 0);
+    for n in 0..1_000u64 {
+        let background = (n % 2 == 1).then_some("lossless");
+        for file in &files {
+            let _ = std::fs::remove_file(file);
+        }
+        let env = [
+            ("GIT_TRACE2", files[0].to_str().unwrap()),
+            ("GIT_TRACE2_PERF", files[1].to_str().unwrap()),
+            ("GIT_TRACE2_EVENT", files[2].to_str().unwrap()),
+        ];
+        let args = ["--lines", "10", "--threads", "2", "--end", "forever"];
+        let mut child = host_with(&args, background, &env)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(1_000 + (n * 617) % 4_000));
+        let signal = if n % 4 < 2 {
+            libc::SIGKILL
+        } else {
+            libc::SIGTERM
+        };
+        // SAFETY: signals our own child, which cannot outlive either signal.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "run {n}");
+        for file in &files {
+            let text = std::fs::read(file).unwrap_or_default();
+            written += text.len();
+            let Some(&last) = text.last() else { continue };
+            if last == b'\n' {
+                continue;
+            }
+            cut[usize::from(background.is_some())] += 1;
+            // Cut where a page of the file ends, never inside one.
+            let what = format!("run {n} ({background:?}), {}", file.display());
+            assert_eq!(text.len() % 4096, 0, "{what}: cut inside a page");
+        }
+    }
+    eprintln!(
+        "1,000 kills: {written} bytes written; last lines cut at a page end: {} direct, {} background",
+        cut[0], cut[1]
+    );
+    assert!(written > 0, "nothing was written before the kills");
 }
 
 /// A fork whose child traces and calls `exit`: the child's lines are written (under

@@ -371,7 +371,8 @@ pub struct FileReport {
     pub skipped: u64,
     /// The first few skipped lines: line number and why.
     pub first_skips: Vec<(u64, SkipReason)>,
-    /// Number of the last line, when it was cut short (no newline, incomplete JSON).
+    /// Number of the last line, when it was cut short (no newline, incomplete JSON):
+    /// where a process killed while writing stopped, so the end of the trace, not damage.
     pub cut_short: Option<u64>,
     /// Reading stopped early on an I/O error.
     pub read_error: Option<String>,
@@ -409,12 +410,11 @@ impl FileReport {
         !self.first_notes.is_empty()
     }
 
-    /// True when something in the input was not used.
+    /// True when something in the input was not used (a last line cut short aside: a
+    /// process killed while it wrote a line leaves one, and that is where its trace
+    /// ends).
     pub fn damaged(&self) -> bool {
-        self.skipped > 0
-            || self.cut_short.is_some()
-            || self.read_error.is_some()
-            || (self.events == 0 && self.repeated == 0)
+        self.skipped > 0 || self.read_error.is_some() || (self.events == 0 && self.repeated == 0)
     }
 
     /// The one-line account of a damaged input (without the file name).
@@ -444,7 +444,9 @@ impl FileReport {
             ));
         }
         if let Some(line) = self.cut_short {
-            parts.push(format!("last line {line} is cut short, skipped"));
+            parts.push(format!(
+                "last line {line} is cut short, skipped (where a killed process stopped writing)"
+            ));
         }
         if let Some(error) = &self.read_error {
             parts.push(format!("read error after line {}: {error}", self.lines));
@@ -519,17 +521,22 @@ impl Report {
             .push((name.to_owned(), InputReport::Unread(why.to_owned())));
     }
 
-    /// One line per damaged, foreign or unreadable input, and per input with lines or keys
-    /// the tool does not know, in input order.
+    /// One line per damaged, foreign or unreadable input, per input with lines or keys
+    /// the tool does not know, and per input whose last line is cut short, in input
+    /// order.
     pub fn messages(&self) -> Vec<String> {
         self.inputs
             .iter()
             .filter_map(|(name, input)| match input {
-                InputReport::Read(file) if file.damaged() || file.has_notes() => Some(format!(
-                    "trace2: {}: {}",
-                    visible(name),
-                    visible(&file.message())
-                )),
+                InputReport::Read(file)
+                    if file.damaged() || file.has_notes() || file.cut_short.is_some() =>
+                {
+                    Some(format!(
+                        "trace2: {}: {}",
+                        visible(name),
+                        visible(&file.message())
+                    ))
+                }
                 InputReport::Read(_) => None,
                 InputReport::Unread(why) => {
                     Some(format!("trace2: {}: {}", visible(name), visible(why)))
@@ -617,6 +624,25 @@ mod tests {
         );
         assert!(message.contains("last line 6 is cut short"), "{message}");
         assert!(report.damaged());
+    }
+
+    #[test]
+    fn a_last_line_cut_short_is_the_end_of_the_trace_not_damage() {
+        let (report, names) = read(
+            b"{\"event\":\"version\",\"sid\":\"s\",\"thread\":\"main\",\"evt\":\"4\",\"exe\":\"2.47.3\"}\n\
+              {\"event\":\"printf\",\"sid\":\"s\",\"thr",
+        );
+        assert_eq!(names, ["version"]);
+        assert_eq!(report.cut_short, Some(2));
+        assert!(!report.damaged());
+        assert_eq!(
+            report.message(),
+            "last line 2 is cut short, skipped (where a killed process stopped writing)"
+        );
+        let mut inputs = Report::default();
+        inputs.file("killed.event", report);
+        assert!(inputs.clean());
+        assert_eq!(inputs.messages().len(), 1);
     }
 
     #[test]

@@ -280,3 +280,39 @@ fn unknown_kinds_and_keys_are_reported_and_passed_along() {
     let plain = run_trace2(&["summary", &sample("status.event")]);
     assert_eq!(stdout(&out), stdout(&plain));
 }
+
+#[test]
+fn a_killed_process_cut_last_line_is_the_end_of_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let killed = dir.path().join("killed.event");
+    let sid = "20261121T232200.038465Z-H0a7c9cdf-P00002cdd";
+    let line = |rest: &str| {
+        format!(
+            r#"{{"event":{rest},"sid":"{sid}","thread":"main","time":"2026-11-21T23:22:00.038465Z","file":"git.c","line":1"#
+        )
+    };
+    let text = format!(
+        "{}{}\n{}{}\n{}",
+        line(r#""version""#),
+        r#","evt":"4","exe":"2.47.3"}"#,
+        line(r#""start""#),
+        r#","t_abs":0.001,"argv":["git","status"]}"#,
+        // Killed while it wrote this one.
+        &line(r#""printf""#)[..60],
+    );
+    fs::write(&killed, text).unwrap();
+    let out = run_trace2(&["summary", path(&killed)]);
+    assert_no_panic(&out);
+    // Said, but not damage: the exit status is 0.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("last line 3 is cut short, skipped (where a killed process stopped writing)"),
+        "{err}"
+    );
+    assert!(
+        stdout(&out).contains("git status  git  no exit"),
+        "{}",
+        stdout(&out)
+    );
+}

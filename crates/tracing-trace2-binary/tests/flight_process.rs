@@ -41,6 +41,10 @@ fn main() -> ExitCode {
             "recorders_keep_to_their_own_rings",
             recorders_keep_to_their_own_rings,
         ),
+        (
+            "a_failed_snapshot_says_so_once",
+            a_failed_snapshot_says_so_once,
+        ),
     ];
     // Windows has no fork.
     #[cfg(unix)]
@@ -49,6 +53,20 @@ fn main() -> ExitCode {
         (
             "a_forked_child_starts_an_empty_ring",
             a_forked_child_starts_an_empty_ring,
+        ),
+    );
+    // The memory figures come from Linux's /proc.
+    #[cfg(target_os = "linux")]
+    tests.push((
+        "the_cap_bounds_all_the_memory_the_recorder_holds",
+        the_cap_bounds_all_the_memory_the_recorder_holds,
+    ));
+    #[cfg(unix)]
+    tests.insert(
+        1,
+        (
+            "forked_processes_snapshotting_together_lose_nothing",
+            forked_processes_snapshotting_together_lose_nothing,
         ),
     );
     support::run_tests("flight_process", &tests)
@@ -101,8 +119,170 @@ fn play(scenario: &str, #[cfg_attr(not(unix), allow(unused_variables))] dir: &Pa
             (0..5).for_each(|i| say(&r, "main", &format!("parent after {i}")));
             r.snapshot(Trigger::Request).expect("the parent's snapshot");
         }
+        #[cfg(unix)]
+        "storm" => {
+            // A minimum age longer than the storm: every snapshot has the records.
+            let r = FlightRecorder::builder(dir)
+                .with_signal(false)
+                .with_min_age(std::time::Duration::from_secs(3600))
+                .build()
+                .expect("a writable directory");
+            record(&r, Trace2Event::Version { exe: "2.47.3" });
+            record(
+                &r,
+                Trace2Event::Start {
+                    argv: &["storm", "--all"],
+                },
+            );
+            say(&r, "main", "parent before");
+            let mut children = Vec::new();
+            for _ in 0..STORM_CHILDREN {
+                // SAFETY: the child only records, snapshots and exits.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    storm(&r);
+                    // SAFETY: leaves without the parent's exit handlers.
+                    unsafe { libc::_exit(0) };
+                }
+                children.push(pid);
+            }
+            storm(&r);
+            for pid in children {
+                let mut status = 0;
+                // SAFETY: waits for a child just forked.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                assert_eq!(status, 0);
+            }
+        }
+        #[cfg(target_os = "linux")]
+        "memory" => memory_workload(),
+        "vanished" => {
+            let r = recorder(dir);
+            say(&r, "main", "before");
+            std::fs::remove_dir(dir).expect("the directory removed");
+            let err = r.snapshot(Trigger::Request).expect_err("no directory");
+            assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+            assert_eq!(r.stats().failed, 1);
+        }
         other => panic!("unknown scenario {other}"),
     }
+}
+
+/// Processes taking snapshots together in the storm (the parent and its children).
+#[cfg(unix)]
+const STORM_CHILDREN: usize = 3;
+/// Snapshots each of them takes: 10,000 in all.
+#[cfg(unix)]
+const STORM_SNAPSHOTS: usize = 2_500;
+
+#[cfg(unix)]
+fn record(recorder: &FlightRecorder, event: Trace2Event<'_>) {
+    recorder.record(&Record {
+        event,
+        time: clock::now(),
+        sid: SID,
+        depth: 0,
+        thread: "main",
+        callsite: Callsite::default(),
+        open_regions: 0,
+    });
+}
+
+/// One process's share of the storm: a record of its own, then snapshots one after the
+/// other, each of which must be written.
+#[cfg(unix)]
+fn storm(r: &FlightRecorder) {
+    say(r, "main", &format!("process {}", std::process::id()));
+    for i in 0..STORM_SNAPSHOTS {
+        let written = r.snapshot(Trigger::Request).expect("a snapshot");
+        assert!(
+            written.is_some(),
+            "snapshot {i} not written: {:?}",
+            r.stats()
+        );
+    }
+}
+
+/// The ring's cap of the memory workload (`0`: the binary target into nothing, the
+/// baseline).
+#[cfg(target_os = "linux")]
+const CAP: &str = "FLIGHT_CAP";
+
+/// Records until a ring of `FLIGHT_CAP` bytes has been full for a while (or, with no
+/// cap, a fixed number of records into the binary target), then prints the process's
+/// anonymous memory in KiB.
+#[cfg(target_os = "linux")]
+fn memory_workload() {
+    let cap: usize = std::env::var(CAP).unwrap().parse().unwrap();
+    let text: String = "x".repeat(40);
+    let start = std::time::Instant::now();
+    if cap == 0 {
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            .build(tracing_trace2_binary::dest::NullSink);
+        for i in 0..200_000u64 {
+            writer.record(&memory_record(i, &text));
+        }
+        writer.flush_all();
+        println!("anon_kib={}", anonymous_kib());
+        drop(writer);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let r = FlightRecorder::builder(dir.path())
+        .with_signal(false)
+        .with_max_bytes(cap)
+        .with_min_age(std::time::Duration::from_secs(3600))
+        .build()
+        .expect("a writable directory");
+    // Full, then as much again: every buffer the ring will ever hold is in use.
+    let mut i = 0u64;
+    let mut full_at = None;
+    loop {
+        for _ in 0..1_000 {
+            r.record(&memory_record(i, &text));
+            i += 1;
+        }
+        let evicted = r.stats().evicted_batches;
+        match full_at {
+            None if evicted > 0 => full_at = Some(i),
+            Some(at) if i >= 2 * at => break,
+            _ => {}
+        }
+        assert!(start.elapsed().as_secs() < 60, "the ring never filled");
+    }
+    r.writer().flush_all();
+    println!("anon_kib={}", anonymous_kib());
+}
+
+#[cfg(target_os = "linux")]
+fn memory_record<'a>(i: u64, text: &'a str) -> Record<'a> {
+    Record {
+        event: if i.is_multiple_of(2) {
+            Trace2Event::Printf { msg: Some(text) }
+        } else {
+            Trace2Event::Printf {
+                msg: Some(&text[..(i % 40) as usize]),
+            }
+        },
+        time: clock::now(),
+        sid: SID,
+        depth: 0,
+        thread: "main",
+        callsite: Callsite::default(),
+        open_regions: 0,
+    }
+}
+
+/// The anonymous memory of this process (heap and stacks), in KiB.
+#[cfg(target_os = "linux")]
+fn anonymous_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/smaps_rollup")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Anonymous:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("an Anonymous line")
 }
 
 // ---- the tests ----
@@ -194,4 +374,116 @@ fn recorders_keep_to_their_own_rings() {
     assert_eq!(messages(&a_file), names("a", 500));
     assert_eq!(messages(&b_file), names("b", 500));
     assert_eq!(snapshots(b_dir.path()).len(), 1);
+}
+
+#[cfg(unix)]
+fn forked_processes_snapshotting_together_lose_nothing() {
+    // In memory where there is such a file system: 10,000 files in seconds.
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, "storm")
+        .env(DIR, dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let files = snapshots(dir.path());
+    // Every trigger made its file, and no temporary file is left.
+    assert_eq!(files.len(), (STORM_CHILDREN + 1) * STORM_SNAPSHOTS);
+    let mut per_pid = std::collections::BTreeMap::<u32, usize>::new();
+    for file in &files {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(name.ends_with("-request.t2b"), "{name}");
+        let pid: u32 = name.rsplit('-').nth(2).unwrap().parse().unwrap();
+        *per_pid.entry(pid).or_default() += 1;
+        let mut kinds = Vec::new();
+        let mut newest_pid = 0;
+        let report = tracing_trace2_binary::decode(
+            std::fs::read(file).unwrap().as_slice(),
+            &Default::default(),
+            |stream, record| {
+                newest_pid = stream.header.pid;
+                kinds.push(format!("{:?}", record.event));
+            },
+        )
+        .unwrap();
+        assert!(report.is_complete(), "{name}: {report}");
+        // Each says which process it is: `version` and `start` first, then the
+        // process's own records, in a stream of the process named in the file name.
+        assert!(kinds[0].starts_with("Version"), "{name}: {kinds:?}");
+        assert!(kinds[1].starts_with("Start"), "{name}: {kinds:?}");
+        assert_eq!(newest_pid, pid, "{name}");
+        let own = format!("process {pid}");
+        assert!(kinds.iter().any(|k| k.contains(&own)), "{name}: {kinds:?}");
+    }
+    assert_eq!(per_pid.len(), STORM_CHILDREN + 1, "{per_pid:?}");
+    assert!(
+        per_pid.values().all(|&n| n == STORM_SNAPSHOTS),
+        "{per_pid:?}"
+    );
+}
+
+#[cfg(target_os = "linux")]
+fn the_cap_bounds_all_the_memory_the_recorder_holds() {
+    let run = |cap: usize| -> u64 {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .env(SCENARIO, "memory")
+            .env(DIR, "/")
+            .env(CAP, cap.to_string())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.trim()
+            .strip_prefix("anon_kib=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no figure in {text:?}"))
+    };
+    let baseline = run(0);
+    // The promise: the cap, plus one batch per recording thread (one here), beyond the
+    // same program with the binary target. (Before the cap counted every buffer, the
+    // spares and the buffers' slack took 228, 444 and 1,236 KiB more than the cap.)
+    let batch_kib = (tracing_trace2_binary::DEFAULT_BATCH_SIZE >> 10) as u64;
+    for cap_kib in [1024u64, 4096, 16384] {
+        let anon = run((cap_kib as usize) << 10);
+        let excess = anon.saturating_sub(baseline);
+        eprintln!("cap {cap_kib} KiB: {anon} KiB anonymous, {excess} KiB over the binary target");
+        assert!(
+            excess <= cap_kib + batch_kib,
+            "cap {cap_kib} KiB: {excess} KiB over the binary target ({anon} vs {baseline})"
+        );
+    }
+}
+
+fn a_failed_snapshot_says_so_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, "vanished")
+        .env(DIR, &gone)
+        .env_remove("GIT_TRACE2_DST_DEBUG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    // git's warning, once, without GIT_TRACE2_DST_DEBUG: the window is lost.
+    let prefix = format!("warning: trace2: could not write '{}/", gone.display());
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.starts_with(&prefix), "{err:?}");
+    assert!(
+        err.ends_with(
+            "-request.t2b' for 'TRACING_TRACE2_FLIGHT' tracing: No such file or directory\n"
+        ),
+        "{err:?}"
+    );
 }

@@ -160,8 +160,8 @@ impl FlightRecorderBuilder {
         self
     }
 
-    /// Print git's warning when a snapshot cannot be written or the directory is not
-    /// usable (`GIT_TRACE2_DST_DEBUG`).
+    /// Print git's warning when the directory is not usable (`GIT_TRACE2_DST_DEBUG`). A
+    /// snapshot that cannot be written is reported always: its window is lost.
     pub fn with_dst_debug(mut self, dst_debug: bool) -> Self {
         self.dst_debug = dst_debug;
         self
@@ -203,7 +203,6 @@ impl FlightRecorderBuilder {
             slow_region_us: self
                 .slow_region
                 .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
-            dst_debug: self.dst_debug,
             signal: self.signal,
             writing: AtomicBool::new(false),
             pending: Mutex::new(None),
@@ -288,9 +287,10 @@ pub struct FlightStats {
     pub rate_limited: u64,
     /// Batch frames dropped from the ring (over the cap or the minimum age).
     pub evicted_batches: u64,
-    /// Bytes of batches in the ring now.
+    /// Bytes of batch buffers queued in the ring now (at their capacity; the cap also
+    /// counts the spare buffers and the frames kept aside).
     pub ring_bytes: u64,
-    /// The most bytes of batches the ring held.
+    /// The most bytes of batch buffers the ring queued.
     pub peak_ring_bytes: u64,
 }
 
@@ -309,7 +309,6 @@ struct RecorderState {
     min_age_us: u64,
     error_trigger: bool,
     slow_region_us: Option<u64>,
-    dst_debug: bool,
     /// Whether the on-demand signal snapshots this recorder (read by the Unix signal
     /// handler; Windows has no such signal).
     #[cfg_attr(not(unix), allow(dead_code))]
@@ -376,6 +375,7 @@ impl FlightRecorder {
         let trigger = match record.event {
             // `version` and `start` go out as one batch, which the ring keeps aside.
             Trace2Event::Start { .. } => {
+                self.inner.ring.note_start();
                 self.inner.writer.flush_all();
                 return;
             }
@@ -511,19 +511,36 @@ impl RecorderState {
         self.writer.flush_all();
         let now_us = tracing_trace2_dst::clock::t_abs_us();
         let copy = self.ring.copy(now_us);
-        if copy.frames.is_empty() && copy.streams.iter().all(|s| s.first_batch.is_none()) {
+        // A forked child that recorded nothing has nothing of its own to show.
+        if copy.frames.is_empty()
+            && copy
+                .streams
+                .iter()
+                .all(|s| s.first_batch.is_none() || s.inherited)
+        {
             return Ok(None);
         }
         let sid = snapshot::newest_sid(&copy).unwrap_or_default();
         let wall_us = tracing_trace2_dst::clock::start()
             .wall_us()
             .saturating_add(i64::try_from(now_us).unwrap_or(i64::MAX));
-        let number = self.next_number.fetch_add(1, Ordering::Relaxed);
-        let name = snapshot::file_name(wall_us, &sid, number, trigger.name());
         let marker = trigger.has_marker().then(|| trigger.name());
-        let written = snapshot::write_file(&self.dir, &name, |out| {
-            snapshot::assemble(&copy, marker, now_us, out)
-        });
+        let pid = std::process::id();
+        let mut attempts = 0;
+        let (name, written) = loop {
+            let number = self.next_number.fetch_add(1, Ordering::Relaxed);
+            let name = snapshot::file_name(wall_us, &sid, pid, number, trigger.name());
+            let written = snapshot::write_file(&self.dir, &name, |out| {
+                snapshot::assemble(&copy, marker, now_us, out)
+            });
+            attempts += 1;
+            // A name taken already (a file left by a killed process whose pid this one
+            // reuses): the next number.
+            match written {
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists && attempts < 8 => {}
+                written => break (name, written),
+            }
+        };
         match written {
             Ok(path) => {
                 self.stats.snapshots.fetch_add(1, Ordering::Relaxed);
@@ -531,13 +548,12 @@ impl RecorderState {
             }
             Err(err) => {
                 self.stats.failed.fetch_add(1, Ordering::Relaxed);
-                if self.dst_debug {
-                    tracing_trace2_dst::warning(&format!(
-                        "trace2: could not write '{}' for '{ENV_NAME}' tracing: {}",
-                        self.dir.join(&name).display(),
-                        tracing_trace2_dst::strerror(&err)
-                    ));
-                }
+                // A lost snapshot is a lost window: said always, once per snapshot.
+                tracing_trace2_dst::warning(&format!(
+                    "trace2: could not write '{}' for '{ENV_NAME}' tracing: {}",
+                    self.dir.join(&name).display(),
+                    tracing_trace2_dst::strerror(&err)
+                ));
                 Err(err)
             }
         }

@@ -4,18 +4,23 @@
 //! Batch frames queue in the order they were written and the oldest go first, while the
 //! ring holds more than its byte cap or a frame was written longer than the minimum age
 //! ago (so the window is never shorter than the minimum age unless the cap forces it).
-//! Two kinds of frame are kept aside, outside the cap: each stream's newest STREAM frame
+//! Two kinds of frame are kept aside from the queue: each stream's newest STREAM frame
 //! and CLOCK frames, and the stream's first batch of its first thread, which holds
 //! `version` and `start` (the recorder writes that batch out right after `start`), so an
 //! old window still says which process it is. END frames are dropped: a snapshot writes
 //! its own. The lock is held for a copy of one frame at most; after a `fork` the child
-//! starts with an empty ring.
+//! starts with an empty ring (but its parent's `version`/`start`).
+//!
+//! The cap counts every buffer the ring owns, at its capacity: the queued frames, the
+//! frames kept aside and the spare buffers below. A buffer that a snapshot's copy still
+//! holds after its eviction is the copy's, and goes with it.
 //!
 //! A batch frame's buffer is recycled: an evicted frame that no snapshot copy still
-//! holds is kept aside (a few always, more while frames and spares together stay under
-//! the cap, so that a ring emptied by the minimum age refills without allocating) and
-//! the next full batch is copied into it, so a ring that once filled allocates nothing
-//! per batch. With glibc, a fresh 64 KiB buffer per batch (and the free of an evicted
+//! holds is kept as a spare (one always, when the cap has room for it beside the
+//! queue: the queue gives up its oldest frame for it; more while the queue is shorter,
+//! so that a ring emptied by the minimum age refills without allocating) and the next
+//! full batch is copied into it, so a ring that once filled allocates nothing per
+//! batch. With glibc, a fresh 64 KiB buffer per batch (and the free of an evicted
 //! one) made the traced thread merge every small block the rest of the process had
 //! freed since the last such call (`malloc_consolidate`): the host's allocator
 //! housekeeping, paid on the hot path.
@@ -35,9 +40,6 @@ use crate::writer::fork_generation;
 const STREAMS_KEPT: usize = 4;
 /// How many CLOCK frames a stream keeps (the newest ones).
 const CLOCKS_KEPT: usize = 8;
-/// How many evicted batch buffers always wait for reuse, whatever the cap (frames vary
-/// a little in length, and a write may evict two small frames for one large one).
-const SPARES_KEPT: usize = 2;
 
 /// One batch frame in the ring.
 #[derive(Clone, Debug)]
@@ -59,6 +61,11 @@ pub(crate) struct StreamAside {
     pub clocks: Vec<Arc<Vec<u8>>>,
     /// The first batch of thread 0 (`version`, `start`).
     pub first_batch: Option<RingFrame>,
+    /// `first_batch` went out right after a `start` record: it says which process this is.
+    pub holds_start: bool,
+    /// Kept from the parent by a `fork`ed child: the parent's `version`/`start`, which
+    /// the child's snapshots repeat (the child records none of its own).
+    pub inherited: bool,
 }
 
 /// A consistent copy of the ring's contents, taken for a snapshot.
@@ -77,8 +84,15 @@ struct RingState {
     spares: Vec<Arc<Vec<u8>>>,
     /// The capacity of those buffers, in bytes.
     spare_bytes: usize,
+    /// The capacity of the buffers of `streams`, in bytes.
+    aside_bytes: usize,
     /// The longest batch frame kept so far: what a full batch is.
     largest_frame: usize,
+    /// A `start` record was recorded and its batch has not come yet.
+    start_noted: bool,
+    /// This is a `fork`ed child's ring: a new stream's first batch is an ordinary one
+    /// (the child records no `version`/`start`) unless a `start` was noted.
+    forked: bool,
 }
 
 impl RingState {
@@ -102,6 +116,24 @@ impl RingState {
     /// Whether a buffer of `len` bytes is worth recycling for full batches.
     fn is_batch_sized(&self, len: usize) -> bool {
         len >= self.largest_frame - self.largest_frame / 4
+    }
+
+    /// Every byte the ring owns: queued frames, spares and frames kept aside.
+    fn owned_bytes(&self) -> usize {
+        self.bytes + self.spare_bytes + self.aside_bytes
+    }
+
+    /// Counts the buffers kept aside again (after one of them changed: rare).
+    fn count_aside(&mut self) {
+        self.aside_bytes = self
+            .streams
+            .iter()
+            .map(|s| {
+                s.header.as_ref().map_or(0, |h| h.capacity())
+                    + s.clocks.iter().map(|c| c.capacity()).sum::<usize>()
+                    + s.first_batch.as_ref().map_or(0, |f| f.bytes.capacity())
+            })
+            .sum();
     }
 }
 
@@ -182,10 +214,31 @@ impl Ring {
         unsafe { self.state.unlock_after_fork() };
         let mut state = self.state.lock();
         if self.fork_gen.load(Ordering::Acquire) != now {
-            // The parent's history is the parent's: the child keeps nothing of it.
-            *state = RingState::default();
+            // The parent's history is the parent's: the child keeps nothing of it but
+            // the `version`/`start` batch (with its stream's header and clocks), which
+            // the child's snapshots need to say which process they are.
+            let inherited = state
+                .streams
+                .iter()
+                .rev()
+                .find(|s| s.holds_start && s.first_batch.is_some())
+                .cloned();
+            *state = RingState {
+                forked: true,
+                ..RingState::default()
+            };
+            if let Some(mut aside) = inherited {
+                aside.inherited = true;
+                state.streams.push(aside);
+            }
+            state.count_aside();
             self.fork_gen.store(now, Ordering::Release);
         }
+    }
+
+    /// A `start` record was recorded: the next first batch of a stream holds it.
+    pub fn note_start(&self) {
+        self.locked().start_noted = true;
     }
 
     fn keep(&self, bytes: &[u8]) {
@@ -212,7 +265,9 @@ impl Ring {
                     return;
                 };
                 let aside = stream_aside(&mut state.streams, header.stream_id);
-                aside.header = Some(refilled(aside.header.take(), bytes));
+                aside.header = Some(Arc::new(bytes.to_vec()));
+                state.count_aside();
+                self.evict(&mut state, now_us);
             }
             kind::CLOCK => {
                 let Some(id) = stream_id_of(payload) else {
@@ -221,6 +276,8 @@ impl Ring {
                 let clocks = &mut stream_aside(&mut state.streams, id).clocks;
                 let oldest = (clocks.len() == CLOCKS_KEPT).then(|| clocks.remove(0));
                 clocks.push(refilled(oldest, bytes));
+                state.count_aside();
+                self.evict(&mut state, now_us);
             }
             kind::BATCH | kind::XBATCH => {
                 let Some(batch) = BatchHeader::parse(payload) else {
@@ -232,12 +289,18 @@ impl Ring {
                     thread_index: batch.thread_index,
                     written_us: now_us,
                 };
+                let first = batch.thread_index == 0 && batch.batch_seq == 0;
+                let start_noted = first && std::mem::take(&mut state.start_noted);
+                let forked = state.forked;
                 let aside = stream_aside(&mut state.streams, batch.stream_id);
-                if batch.thread_index == 0 && batch.batch_seq == 0 && aside.first_batch.is_none() {
+                if first && aside.first_batch.is_none() && (!forked || start_noted) {
                     aside.first_batch = Some(ring_frame);
+                    aside.holds_start = start_noted;
+                    state.count_aside();
+                    self.evict(&mut state, now_us);
                     return;
                 }
-                state.bytes += ring_frame.bytes.len();
+                state.bytes += ring_frame.bytes.capacity();
                 state.frames.push_back(ring_frame);
                 self.peak_bytes
                     .fetch_max(state.bytes as u64, Ordering::Relaxed);
@@ -248,26 +311,45 @@ impl Ring {
         }
     }
 
-    /// Drops the oldest frames while over the cap, or written before the minimum age.
+    /// Drops the oldest frames while the ring owns more than the cap, or written before
+    /// the minimum age; and one more, to be the spare the next full batch is copied
+    /// into, when there is none and the cap has no room for one beside the queue.
     fn evict(&self, state: &mut RingState, now_us: u64) {
         let oldest_kept = now_us.saturating_sub(self.min_age_us);
         while let Some(front) = state.frames.front() {
-            if state.bytes <= self.max_bytes && front.written_us >= oldest_kept {
+            let old = front.written_us < oldest_kept;
+            let over = state.owned_bytes() > self.max_bytes;
+            // The room a spare for a full batch takes (its buffer has 1/16 of slack).
+            let spare_room = state.largest_frame + state.largest_frame / 16;
+            let wants_spare = state.spares.is_empty()
+                && state.frames.len() > 1
+                && state.owned_bytes() + spare_room > self.max_bytes;
+            if !old && !over && !wants_spare {
                 break;
             }
-            state.bytes -= front.bytes.len();
-            if let Some(mut evicted) = state.frames.pop_front()
-                && Arc::get_mut(&mut evicted.bytes).is_some()
+            let Some(mut evicted) = state.frames.pop_front() else {
+                break;
+            };
+            let capacity = evicted.bytes.capacity();
+            state.bytes -= capacity;
+            if Arc::get_mut(&mut evicted.bytes).is_some()
+                && state.is_batch_sized(evicted.bytes.len())
+                && state.owned_bytes() + capacity <= self.max_bytes
             {
-                let capacity = evicted.bytes.capacity();
-                let room = state.spares.len() < SPARES_KEPT
-                    || state.bytes + state.spare_bytes + capacity <= self.max_bytes;
-                if room && state.is_batch_sized(evicted.bytes.len()) {
-                    state.spare_bytes += capacity;
-                    state.spares.push(evicted.bytes);
-                }
+                state.spare_bytes += capacity;
+                state.spares.push(evicted.bytes);
             }
             self.evicted.fetch_add(1, Ordering::Relaxed);
+            if !old && !over {
+                // The one frame given up for a spare (kept as one or not): no more.
+                break;
+            }
+        }
+        // Frames kept aside that grew (or a cap below them): spares go before anything.
+        while state.owned_bytes() > self.max_bytes
+            && let Some(spare) = state.spares.pop()
+        {
+            state.spare_bytes -= spare.capacity();
         }
     }
 }
@@ -325,13 +407,39 @@ mod tests {
             sink.write_line(&batch(7, 0, seq, 188)).unwrap();
         }
         let ring = &sink.0;
-        // 200-byte frames: five fit the cap.
-        assert_eq!(ring.bytes(), 1000);
+        // 200-byte frames in buffers of 212 (1/16 of slack), the first batch aside in
+        // one of 119, and a spare for the next frame: three frames fit the cap.
+        assert_eq!(ring.bytes(), 3 * 212);
+        assert_eq!(ring.locked().owned_bytes(), 119 + 3 * 212 + 212);
         let copy = ring.copy(0);
-        assert_eq!(copy.frames.len(), 5);
-        assert_eq!(ring.evicted.load(Ordering::Relaxed), 15);
+        assert_eq!(copy.frames.len(), 3);
+        assert_eq!(ring.evicted.load(Ordering::Relaxed), 17);
         assert!(copy.streams[0].first_batch.is_some());
-        assert!(ring.peak_bytes.load(Ordering::Relaxed) <= 1000 + 200);
+        assert!(ring.peak_bytes.load(Ordering::Relaxed) <= 1000);
+    }
+
+    #[test]
+    fn the_cap_counts_every_buffer_at_every_size() {
+        for cap in [300, 1000, 4096, 20_000] {
+            for len in [40, 188, 788] {
+                let ring = Arc::new(Ring::new(cap, u64::MAX));
+                let sink = RingSink(Arc::clone(&ring));
+                // `version` and `start` (kept aside, and counted).
+                sink.write_line(&batch(7, 0, 0, 40)).unwrap();
+                for seq in 1..=100 {
+                    // Full batches, and now and then a short one (a flush).
+                    let len = if seq % 7 == 0 { len / 3 } else { len };
+                    sink.write_line(&batch(7, 1, seq, len)).unwrap();
+                    let owned = ring.locked().owned_bytes();
+                    assert!(owned <= cap, "cap {cap}, frames of {len}: {owned}");
+                }
+                let copy = ring.copy(0);
+                // Whatever fits stays: the newest frame at least, when it fits alone.
+                if 2 * (len + 12) < cap {
+                    assert!(!copy.frames.is_empty(), "cap {cap}, frames of {len}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -398,7 +506,9 @@ mod tests {
 
     #[test]
     fn a_ring_emptied_by_the_minimum_age_refills_into_its_old_buffers() {
-        let ring = Arc::new(Ring::new(1000, 1_000));
+        // Five frames in buffers of 212 and a spare.
+        // A minimum age of a second: the writes below (slow under Miri) are all younger.
+        let ring = Arc::new(Ring::new(6 * 212, 1_000_000));
         let sink = RingSink(Arc::clone(&ring));
         for seq in 1..=5 {
             sink.write_line(&batch(7, 1, seq, 188)).unwrap();

@@ -186,9 +186,10 @@ fn marker_batch(
 }
 
 /// A snapshot's file name: the snapshot's UTC time (so names sort), the process's own
-/// session id component (host and pid: unique between processes), a counter (unique
-/// within the process) and the trigger.
-pub(crate) fn file_name(wall_us: i64, sid: &str, number: u64, trigger: &str) -> String {
+/// session id component, the id of the process writing it (a `fork`ed child keeps its
+/// parent's session id: the pid keeps live processes apart), a counter (unique within
+/// the process) and the trigger.
+pub(crate) fn file_name(wall_us: i64, sid: &str, pid: u32, number: u64, trigger: &str) -> String {
     let when: String = crate::record::text::utc_datetime_text(wall_us)
         .iter()
         .filter(|b| !matches!(b, b'-' | b':'))
@@ -205,10 +206,12 @@ pub(crate) fn file_name(wall_us: i64, sid: &str, number: u64, trigger: &str) -> 
             }
         })
         .collect();
-    format!("{when}-{own}-{number:03}-{trigger}.t2b")
+    format!("{when}-{own}-{pid}-{number:03}-{trigger}.t2b")
 }
 
-/// Writes `dir/name` with `fill`: under a temporary name first, renamed when complete.
+/// Writes `dir/name` with `fill`: under a temporary name first, created exclusively,
+/// renamed when complete. The temporary file is removed after a failure only when this
+/// call created it: a name taken (`AlreadyExists`) is another writer's file.
 pub(crate) fn write_file(
     dir: &Path,
     name: &str,
@@ -216,15 +219,13 @@ pub(crate) fn write_file(
 ) -> io::Result<PathBuf> {
     let path = dir.join(name);
     let temp = dir.join(format!(".{name}.tmp"));
-    let result = OpenOptions::new()
+    let file = OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(&temp)
-        .and_then(|file| {
-            let mut out = io::BufWriter::with_capacity(256 << 10, file);
-            fill(&mut out)?;
-            out.flush()
-        })
+        .open(&temp)?;
+    let mut out = io::BufWriter::with_capacity(256 << 10, file);
+    let result = fill(&mut out)
+        .and_then(|()| out.flush())
         .and_then(|()| fs::rename(&temp, &path));
     if let Err(err) = result {
         let _ = fs::remove_file(&temp);
@@ -249,17 +250,20 @@ mod tests {
     #[test]
     fn names_sort_by_time_and_keep_the_process_apart() {
         let sid = "20260101T000000.000000Z-H0a-P00000001/20260101T000001.000000Z-H0a-P00000002";
-        let a = file_name(1_795_303_297_816_635, sid, 1, "exit");
+        let a = file_name(1_795_303_297_816_635, sid, 2, 1, "exit");
         assert_eq!(
             a,
-            "20261121T232137.816635Z-20260101T000001.000000Z-H0a-P00000002-001-exit.t2b"
+            "20261121T232137.816635Z-20260101T000001.000000Z-H0a-P00000002-2-001-exit.t2b"
         );
-        let b = file_name(1_795_303_297_816_636, sid, 0, "request");
+        let b = file_name(1_795_303_297_816_636, sid, 2, 0, "request");
         assert!(a < b);
         assert_eq!(
-            file_name(0, "a/b c", 2, "panic"),
-            "19700101T000000.000000Z-b_c-002-panic.t2b"
+            file_name(0, "a/b c", 7, 2, "panic"),
+            "19700101T000000.000000Z-b_c-7-002-panic.t2b"
         );
+        // A forked child, with its parent's session id and counter at the same time:
+        // another name.
+        assert_ne!(file_name(1_795_303_297_816_635, sid, 3, 1, "exit"), a);
     }
 
     #[test]
@@ -302,5 +306,16 @@ mod tests {
         // A failure while filling leaves no file at all.
         assert!(write_file(dir.path(), "c.t2b", |_| Err(io::Error::other("full"))).is_err());
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_temporary_file_of_another_writer_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let theirs = dir.path().join(".d.t2b.tmp");
+        fs::write(&theirs, b"being written").unwrap();
+        let err = write_file(dir.path(), "d.t2b", |out| out.write_all(b"mine")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&theirs).unwrap(), b"being written");
+        assert!(!dir.path().join("d.t2b").exists());
     }
 }
