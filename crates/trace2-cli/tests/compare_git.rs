@@ -130,8 +130,12 @@ fn untracked_files_slow_the_regions_that_scan_and_print_them_and_no_other() {
             continue;
         }
         others += 1;
+        // Not slower. A region the untracked files do not touch may still come out a few
+        // per cent faster on a loaded machine (seen once: `index:refresh` -10 µs of 312, its
+        // interval [-18, -3]): a small real difference between two repositories that are
+        // not the same, never a slowdown put on the wrong region.
         assert!(
-            ["no_change", "too_few_runs"].contains(&group["verdict"].as_str().unwrap()),
+            ["no_change", "too_few_runs", "faster"].contains(&group["verdict"].as_str().unwrap()),
             "{name:?} flagged {}:\n{text}",
             group["verdict"]
         );
