@@ -23,7 +23,10 @@ use tracing_subscriber::registry::LookupSpan;
 /// [`Lifecycle::layer`]), and otherwise costs nothing: with no target enabled, every call
 /// site keeps the interest and `tracing`'s global level stays what the program's other
 /// layers make them. Add it last (`.with(lifecycle.layer())`), filter it further with
-/// [`OptionalLayer::with_filter`], or box it (`.boxed()`).
+/// [`OptionalLayer::with_filter`], or box it (`.boxed()`). Below a global filter layer
+/// that has another layer above it (`registry().with(trace2).with(EnvFilter).with(fmt)`)
+/// it is a per-layer-filtered layer under a global filter, which tracing-subscriber
+/// combines at a cost whether or not a target is enabled: add it last there.
 ///
 /// Disabled, it writes nothing and holds no Trace2 layer: the [`api`](crate::api) calls
 /// find none through the dispatcher and return at once.
