@@ -246,3 +246,58 @@ impl<L: fmt::Debug, S> fmt::Debug for OptionalLayer<L, S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::Registry;
+    use tracing_subscriber::prelude::*;
+    use tracing_trace2_core::{MemorySink, Target, Trace2Layer};
+    use tracing_trace2_event::EventFormat;
+
+    type Off = OptionalLayer<Trace2Layer, Registry>;
+
+    /// The downcasts the `api` calls and the lifecycle make through the dispatcher: a
+    /// disabled layer gives them no Trace2 layer, and none of its placeholder's types;
+    /// an enabled one gives them the layer it holds.
+    #[test]
+    fn downcasts_find_the_layer_only_when_enabled() {
+        let dispatch = tracing::Dispatch::new(Registry::default().with(Off::disabled()));
+        assert!(dispatch.downcast_ref::<Trace2Layer>().is_none());
+        assert!(dispatch.downcast_ref::<LevelFilter>().is_none());
+        assert!(dispatch.downcast_ref::<Identity>().is_none());
+        assert!(
+            dispatch
+                .downcast_ref::<Filtered<Identity, LevelFilter, Registry>>()
+                .is_none()
+        );
+        assert!(dispatch.downcast_ref::<Off>().is_some());
+
+        let layer = Trace2Layer::builder()
+            .with_target(Target::new(
+                "GIT_TRACE2_EVENT",
+                EventFormat::new(),
+                MemorySink::new(),
+            ))
+            .build();
+        let on = OptionalLayer::<_, Registry>::enabled(layer);
+        assert!(on.is_enabled());
+        let dispatch = tracing::Dispatch::new(Registry::default().with(on));
+        assert!(dispatch.downcast_ref::<Trace2Layer>().is_some());
+    }
+
+    /// Disabled, it is a layer that wants nothing and has nothing to say: the layers
+    /// around it decide, and a further filter leaves it disabled.
+    #[test]
+    fn disabled_answers_are_neutral() {
+        let off = Off::disabled().with_filter(LevelFilter::TRACE);
+        assert!(!off.is_enabled());
+        assert!(off.into_inner().is_none());
+        let off = Off::disabled();
+        assert_eq!(
+            Layer::<Registry>::max_level_hint(&off),
+            Some(LevelFilter::OFF)
+        );
+        assert_eq!(format!("{off:?}"), "OptionalLayer::disabled");
+    }
+}
