@@ -258,10 +258,9 @@ mod tests {
     type Off = OptionalLayer<Trace2Layer, Registry>;
 
     /// The downcasts the `api` calls and the lifecycle make through the dispatcher: a
-    /// disabled layer gives them no Trace2 layer, and none of its placeholder's types;
-    /// an enabled one gives them the layer it holds.
+    /// disabled layer gives them no Trace2 layer, and none of its placeholder's types.
     #[test]
-    fn downcasts_find_the_layer_only_when_enabled() {
+    fn a_disabled_layer_holds_no_layer() {
         let dispatch = tracing::Dispatch::new(Registry::default().with(Off::disabled()));
         assert!(dispatch.downcast_ref::<Trace2Layer>().is_none());
         assert!(dispatch.downcast_ref::<LevelFilter>().is_none());
@@ -273,6 +272,16 @@ mod tests {
         );
         assert!(dispatch.downcast_ref::<Off>().is_some());
 
+        // Enabled, the downcast is the held layer's.
+        let on = OptionalLayer::<_, Registry>::enabled(Identity::new());
+        let dispatch = tracing::Dispatch::new(Registry::default().with(on));
+        assert!(dispatch.downcast_ref::<Identity>().is_some());
+    }
+
+    /// The `api` calls find the Trace2 layer an enabled one holds.
+    #[test]
+    #[cfg_attr(miri, ignore = "the session reads the host name")]
+    fn an_enabled_layer_is_found() {
         let layer = Trace2Layer::builder()
             .with_target(Target::new(
                 "GIT_TRACE2_EVENT",
