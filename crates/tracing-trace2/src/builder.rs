@@ -51,10 +51,10 @@ pub struct Trace2 {
     message_limit: usize,
 }
 
-/// The Trace2 layer as [`Trace2::layer`] returns it: behind a per-layer filter at its
-/// levels ([`Trace2Filter`]), so that `tracing` skips, at the call site, every span and
-/// event that neither it nor another layer wants (see [`Trace2Layer::filtered`]).
-/// [`Filtered::inner`] is the layer itself.
+/// The Trace2 layer as an enabled [`OptionalLayer`] from [`Trace2::layer`] holds it:
+/// behind a per-layer filter at its levels ([`Trace2Filter`]), so that `tracing` skips,
+/// at the call site, every span and event that neither it nor another layer wants (see
+/// [`Trace2Layer::filtered`]). [`Filtered::inner`] is the layer itself.
 pub type FilteredLayer<S> = Filtered<Trace2Layer, Trace2Filter, S>;
 
 impl Trace2 {
