@@ -13,7 +13,7 @@
 //! | mode | Trace2 layer |
 //! |---|---|
 //! | `none` | none: the fmt layer alone |
-//! | `absent` | `Trace2::layer()` with no target enabled: `None`, added as an `Option` layer |
+//! | `absent` | `Trace2::layer()` with no target enabled: the disabled layer |
 //! | `init-off` | `Trace2::init()` with no target enabled, and no fmt layer |
 //! | `defaults` | the layer's defaults: spans from DEBUG, events from INFO, warnings nothing |
 //! | `former` | the former defaults: spans and events from INFO, warnings as `error` |
@@ -63,7 +63,8 @@ fn main() {
     let mut settings = Settings::default();
     settings.event_destination = Some(trace.display().to_string());
     let trace2 = match mode.as_str() {
-        "none" | "absent" | "init-off" => None,
+        "none" | "init-off" => None,
+        "absent" => Some(Trace2::with_settings(Settings::default())),
         "defaults" => Some(Trace2::with_settings(settings)),
         "former" => Some(
             Trace2::with_settings(settings)
@@ -83,11 +84,8 @@ fn main() {
         Registry::default().with(fmt).init();
     } else if mode == "init-off" {
         _guard = Trace2::with_settings(Settings::default()).init();
-    } else {
-        Registry::default()
-            .with(fmt)
-            .with(trace2.and_then(|t| t.layer()))
-            .init();
+    } else if let Some(trace2) = trace2 {
+        Registry::default().with(fmt).with(trace2.layer()).init();
     }
 
     let mut best = f64::INFINITY;

@@ -31,6 +31,7 @@ fn threads_and_processes_never_tear_lines() {
     let dir = support::process::fresh_dir("concurrency").unwrap();
     let layer = Trace2::with_settings(settings(&dir))
         .layer()
+        .into_inner()
         .expect("targets enabled");
     tracing_subscriber::registry().with(layer).init();
 

@@ -26,7 +26,7 @@ use tracing_trace2::{Settings, Trace2, Warnings, targets};
 
 fn main() -> ExitCode {
     let mut runner = runner::Runner::plain();
-    let tests: [runner::Test; 15] = [
+    let tests: [runner::Test; 16] = [
         ("jj_messages_are_bounded", jj_messages_are_bounded),
         (
             "jj_fields_of_regions_nobody_writes_are_not_formatted",
@@ -77,6 +77,10 @@ fn main() -> ExitCode {
         (
             "the_first_party_setup_keeps_dependencies_out",
             the_first_party_setup_keeps_dependencies_out,
+        ),
+        (
+            "a_disabled_layer_changes_nothing_in_the_program_stack",
+            a_disabled_layer_changes_nothing_in_the_program_stack,
         ),
     ];
     for (name, test) in tests {
@@ -714,4 +718,191 @@ fn the_first_party_setup_keeps_dependencies_out() {
     assert_eq!(data.len(), 1, "{text}");
     assert_eq!(data[0]["key"], "own");
     assert_eq!(data[0]["category"], "real_programs");
+}
+
+/// Calls `tracing` makes to the program's own filter when a call site is called (a call
+/// site whose interest is cached as `never` or `always` makes none).
+static PROGRAM_FILTER_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// The program's `EnvFilter`, counting its per-call `enabled` questions, as a per-layer
+/// filter or as a global filter layer.
+struct CountedFilter(EnvFilter);
+
+impl<S> tracing_subscriber::layer::Filter<S> for CountedFilter
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn enabled(
+        &self,
+        meta: &tracing::Metadata<'_>,
+        cx: &tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        PROGRAM_FILTER_CALLS.fetch_add(1, Ordering::SeqCst);
+        tracing_subscriber::layer::Filter::enabled(&self.0, meta, cx)
+    }
+
+    fn callsite_enabled(
+        &self,
+        meta: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing_subscriber::layer::Filter::<S>::callsite_enabled(&self.0, meta)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        tracing_subscriber::layer::Filter::<S>::max_level_hint(&self.0)
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for CountedFilter
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn register_callsite(
+        &self,
+        meta: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing_subscriber::Layer::<S>::register_callsite(&self.0, meta)
+    }
+
+    fn enabled(
+        &self,
+        meta: &tracing::Metadata<'_>,
+        cx: tracing_subscriber::layer::Context<'_, S>,
+    ) -> bool {
+        PROGRAM_FILTER_CALLS.fetch_add(1, Ordering::SeqCst);
+        tracing_subscriber::Layer::enabled(&self.0, meta, cx)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        tracing_subscriber::Layer::<S>::max_level_hint(&self.0)
+    }
+}
+
+/// The program's console: shows its own INFO events, hides the noisy dependency.
+const PROGRAM_FILTER: &str = "info,noisy_dep=off";
+
+type BoxedLayer = Box<dyn tracing_subscriber::Layer<Registry> + Send + Sync>;
+
+/// The program's subscriber in one of the shapes users build, with `trace2`'s layer
+/// added where they add it (or left out).
+fn program_stack(shape: &str, trace2: Option<&Trace2>) -> tracing::Dispatch {
+    fn fmt<S>() -> impl tracing_subscriber::Layer<S>
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        tracing_subscriber::fmt::layer().with_writer(std::io::sink)
+    }
+    fn filtered<S>() -> impl tracing_subscriber::Layer<S>
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        fmt().with_filter(CountedFilter(EnvFilter::new(PROGRAM_FILTER)))
+    }
+    match (shape, trace2) {
+        ("filtered fmt", None) => Registry::default().with(filtered()).into(),
+        ("filtered fmt", Some(t)) => Registry::default().with(filtered()).with(t.layer()).into(),
+        ("global EnvFilter", None) => Registry::default()
+            .with(CountedFilter(EnvFilter::new(PROGRAM_FILTER)))
+            .with(fmt())
+            .into(),
+        ("global EnvFilter", Some(t)) => Registry::default()
+            .with(CountedFilter(EnvFilter::new(PROGRAM_FILTER)))
+            .with(fmt())
+            .with(t.layer())
+            .into(),
+        // A filter the program can reload (a reloaded per-layer-filtered layer is
+        // never `never` in tracing-subscriber, with or without Trace2).
+        ("reload slot", None) => Registry::default()
+            .with(
+                tracing_subscriber::reload::Layer::new(CountedFilter(EnvFilter::new(
+                    PROGRAM_FILTER,
+                )))
+                .0,
+            )
+            .with(fmt())
+            .into(),
+        ("reload slot", Some(t)) => Registry::default()
+            .with(
+                tracing_subscriber::reload::Layer::new(CountedFilter(EnvFilter::new(
+                    PROGRAM_FILTER,
+                )))
+                .0,
+            )
+            .with(fmt())
+            .with(t.layer())
+            .into(),
+        ("boxed in a Vec", t) => {
+            let mut layers: Vec<BoxedLayer> = vec![filtered().boxed()];
+            layers.extend(t.map(|t| t.layer().boxed()));
+            Registry::default().with(layers).into()
+        }
+        ("further filter", None) => Registry::default().with(filtered()).into(),
+        ("further filter", Some(t)) => Registry::default()
+            .with(filtered())
+            .with(t.layer().with_filter(EnvFilter::new("info,hyper=warn")))
+            .into(),
+        ("trace2 first", None) => Registry::default().with(filtered()).into(),
+        ("trace2 first", Some(t)) => Registry::default().with(t.layer()).with(filtered()).into(),
+        (other, _) => panic!("no shape {other}"),
+    }
+}
+
+/// What the program's call sites cost under `dispatch`: the filter calls, the hidden
+/// warnings' fields built, `tracing`'s global level, and whether the call sites are
+/// enabled (hidden warning, own event).
+fn program_cost(dispatch: tracing::Dispatch) -> (usize, usize, LevelFilter, bool, bool) {
+    tracing::dispatcher::with_default(&dispatch, || {
+        PROGRAM_FILTER_CALLS.store(0, Ordering::SeqCst);
+        DEPENDENCY_WARNINGS_BUILT.store(0, Ordering::SeqCst);
+        for _ in 0..3 {
+            noisy_dependency();
+            tracing::info!(category = "cmd", key = "nodes", value = 94);
+        }
+        (
+            PROGRAM_FILTER_CALLS.load(Ordering::SeqCst),
+            DEPENDENCY_WARNINGS_BUILT.load(Ordering::SeqCst),
+            LevelFilter::current(),
+            tracing::enabled!(target: "noisy_dep::graph", tracing::Level::WARN),
+            tracing::enabled!(tracing::Level::INFO),
+        )
+    })
+}
+
+/// With no target enabled, the layer a program adds beside its own changes nothing in
+/// its subscriber, whatever its shape: the same call sites are enabled, `tracing`'s global
+/// level is the same, the program's filter is asked no more often (a dependency's
+/// warnings its console hides stay disabled call sites: their fields are never built),
+/// and the disabled layer holds no Trace2 layer for the `api` calls to find. (An
+/// `Option` layer's `None` made each hidden warning `sometimes`: 282 filter calls and
+/// 282 events built and dispatched to nobody here.)
+fn a_disabled_layer_changes_nothing_in_the_program_stack() {
+    let trace2 = Trace2::with_settings(Settings::default());
+    let layer = trace2.layer::<Registry>();
+    assert!(!layer.is_enabled());
+    assert!(layer.as_inner().is_none());
+    let lifecycle = trace2.lifecycle();
+    assert!(!lifecycle.layer::<Registry>().is_enabled());
+    for shape in [
+        "filtered fmt",
+        "global EnvFilter",
+        "reload slot",
+        "boxed in a Vec",
+        "further filter",
+        "trace2 first",
+    ] {
+        let alone = program_cost(program_stack(shape, None));
+        // The measure measures: the hidden warnings cost nothing without the layer.
+        assert_eq!(
+            alone,
+            (0, 0, LevelFilter::INFO, false, true),
+            "{shape}: the program's stack alone"
+        );
+        let dispatch = program_stack(shape, Some(&trace2));
+        assert!(dispatch.downcast_ref::<Trace2Layer>().is_none(), "{shape}");
+        assert_eq!(
+            program_cost(dispatch),
+            alone,
+            "{shape}: with the disabled layer"
+        );
+    }
 }

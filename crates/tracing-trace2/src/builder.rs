@@ -20,6 +20,7 @@ use tracing_trace2_binary::{BinaryWriter, TextDefaults};
 
 use crate::config::parse_git_bool;
 
+use crate::OptionalLayer;
 use crate::config::Settings;
 use crate::params;
 use crate::targets;
@@ -50,10 +51,10 @@ pub struct Trace2 {
     message_limit: usize,
 }
 
-/// The Trace2 layer as [`Trace2::layer`] returns it: behind a per-layer filter at its
-/// levels ([`Trace2Filter`]), so that `tracing` skips, at the call site, every span and
-/// event that neither it nor another layer wants (see [`Trace2Layer::filtered`]).
-/// [`Filtered::inner`] is the layer itself.
+/// The Trace2 layer as an enabled [`OptionalLayer`] from [`Trace2::layer`] holds it:
+/// behind a per-layer filter at its levels ([`Trace2Filter`]), so that `tracing` skips,
+/// at the call site, every span and event that neither it nor another layer wants (see
+/// [`Trace2Layer::filtered`]). [`Filtered::inner`] is the layer itself.
 pub type FilteredLayer<S> = Filtered<Trace2Layer, Trace2Filter, S>;
 
 impl Trace2 {
@@ -307,8 +308,11 @@ impl Trace2 {
         &self.exe_version
     }
 
-    /// Opens the enabled targets and returns the layer writing to them, or `None` when
-    /// no target is enabled (then nothing is installed and tracing costs nothing extra).
+    /// Opens the enabled targets and returns the layer writing to them, or, when no
+    /// target is enabled, a disabled [`OptionalLayer`] that writes nothing and leaves
+    /// every call site's interest and `tracing`'s global level as the program's other
+    /// layers make them (tracing costs nothing extra; an `Option` layer's `None`, which
+    /// this returned before, did not: see [`OptionalLayer`]).
     ///
     /// Warnings about destination values and destinations go to stderr as git prints them.
     /// Config problems that would stop git (an unreadable file, a valueless `trace2.*`
@@ -321,11 +325,11 @@ impl Trace2 {
     ///
     /// The layer comes behind a per-layer filter at its level ([`FilteredLayer`]); use
     /// [`Trace2::unfiltered_layer`] for the bare layer.
-    pub fn layer<S>(&self) -> Option<FilteredLayer<S>>
+    pub fn layer<S>(&self) -> OptionalLayer<FilteredLayer<S>, S>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        self.unfiltered_layer().map(Trace2Layer::filtered)
+        OptionalLayer::from_option(self.unfiltered_layer().map(Trace2Layer::filtered))
     }
 
     /// [`Trace2::layer`] without its level filter: it then sees every span and event
@@ -341,12 +345,13 @@ impl Trace2 {
     /// [`Trace2::layer`], with a guard that flushes and joins the background writers
     /// when dropped (an empty guard without a background writer). Lines traced after
     /// the guard is dropped are written synchronously.
-    pub fn layer_with_guard<S>(&self) -> (Option<FilteredLayer<S>>, BackgroundGuard)
+    pub fn layer_with_guard<S>(&self) -> (OptionalLayer<FilteredLayer<S>, S>, BackgroundGuard)
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let (layer, guard) = self.unfiltered_layer_with_guard();
-        (layer.map(Trace2Layer::filtered), guard)
+        let layer = OptionalLayer::from_option(layer.map(Trace2Layer::filtered));
+        (layer, guard)
     }
 
     /// [`Trace2::layer_with_guard`] without the level filter.

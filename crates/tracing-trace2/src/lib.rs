@@ -15,8 +15,8 @@
 //! }
 //!
 //! // A program calls `Trace2::from_env()`, which reads GIT_TRACE2* and the trace2.* keys
-//! // of git's config as git does (and gives no layer when no target is enabled). Here
-//! // the settings are explicit: the Event stream, into a file.
+//! // of git's config as git does (and gives a disabled layer that changes nothing when
+//! // no target is enabled). Here the settings are explicit: the Event stream, into a file.
 //! let path = std::env::temp_dir().join(format!("trace2-doc-{}.event", std::process::id()));
 //! let mut settings = Settings::default();
 //! settings.event_destination = Some(path.display().to_string());
@@ -98,6 +98,7 @@ mod builder;
 pub mod command;
 pub mod config;
 mod lifecycle;
+mod optional;
 mod params;
 mod session_env;
 pub mod targets;
@@ -109,6 +110,7 @@ pub use command::tokio::Trace2TokioCommandExt;
 pub use command::{Trace2CommandExt, TracedChild, add_session_env};
 pub use config::Settings;
 pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};
+pub use optional::OptionalLayer;
 pub use tracing_trace2_binary::flight;
 pub use tracing_trace2_core as core;
 pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
@@ -118,10 +120,11 @@ pub use tracing_trace2_event as event;
 pub use tracing_trace2_normal as normal;
 pub use tracing_trace2_perf as perf;
 
-/// The Trace2 layer configured from the environment and git config, or `None` when no
-/// target is enabled. The `version` line names version `0.0.0`; use [`Trace2`] with
-/// [`Trace2::with_exe_version`] to name the program's.
-pub fn layer<S>() -> Option<FilteredLayer<S>>
+/// The Trace2 layer configured from the environment and git config, disabled (a layer
+/// that changes nothing, see [`OptionalLayer`]) when no target is enabled. The `version`
+/// line names version `0.0.0`; use [`Trace2`] with [`Trace2::with_exe_version`] to name
+/// the program's.
+pub fn layer<S>() -> OptionalLayer<FilteredLayer<S>, S>
 where
     S: tracing_core::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {

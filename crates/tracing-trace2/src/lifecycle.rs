@@ -140,7 +140,7 @@ use tracing_trace2_core::timers;
 use tracing_trace2_core::{Trace2Layer, api};
 
 use crate::session_env;
-use crate::{FilteredLayer, Trace2};
+use crate::{FilteredLayer, OptionalLayer, Trace2};
 use tracing_core::Subscriber;
 use tracing_subscriber::registry::LookupSpan;
 
@@ -228,12 +228,13 @@ impl Trace2 {
 
 impl Lifecycle {
     /// The layer to add to the program's subscriber, behind its level filter (see
-    /// [`Trace2::layer`]); `None` when no target is enabled.
-    pub fn layer<S>(&self) -> Option<FilteredLayer<S>>
+    /// [`Trace2::layer`]); disabled when no target is enabled: it then changes nothing
+    /// in the program's subscriber (see [`OptionalLayer`]).
+    pub fn layer<S>(&self) -> OptionalLayer<FilteredLayer<S>, S>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        self.layer.clone().map(Trace2Layer::filtered)
+        OptionalLayer::from_option(self.layer.clone().map(Trace2Layer::filtered))
     }
 
     /// The layer without its level filter (see [`Trace2::unfiltered_layer`]).
