@@ -79,7 +79,7 @@ use crate::targets::Targets;
 use crate::text_slot::TextSlot;
 use crate::thread::{self, Frame, Lane, LaneOwner, ThreadState};
 use crate::timer_table::{self, TotalLine};
-use crate::wire::{ApiCall, ApiRegion};
+use crate::wire::{ApiCall, ApiRegion, Origin};
 use tracing_trace2_record::{
     Callsite, ChildInfo, Record, RegionInfo, TimerInfo, Timestamp, Trace2Event,
 };
@@ -220,6 +220,7 @@ impl Trace2LayerBuilder {
 
     /// The layer.
     pub fn build(self) -> Trace2Layer {
+        crate::background::set_failure_report(report_sink_failure);
         let session = self.session.unwrap_or_else(Session::global);
         let targets = Targets {
             list: self.targets,
@@ -1328,6 +1329,22 @@ impl Trace2Layer {
             }
         }
     }
+}
+
+/// Hands an API call to the Trace2 layer of the calling thread's current dispatcher
+/// (nothing happens when it has none): what `api`'s calls do, and how the background
+/// sinks report their failures ([`crate::background::report_failure`], set at `build`).
+pub(crate) fn send(call: &ApiCall<'_>, from: Origin<'_>) {
+    tracing::dispatcher::get_default(|dispatch| {
+        if let Some(layer) = dispatch.downcast_ref::<Trace2Layer>() {
+            layer.on_api_call(call, from.callsite());
+        }
+    });
+}
+
+/// A background sink's failure report: an `error` call from where the sink reports it.
+fn report_sink_failure(msg: &str, fmt: &str, at: &'static std::panic::Location<'static>) {
+    send(&ApiCall::Error { msg, fmt }, Origin::Caller(at));
 }
 
 /// The `th_timer`/`th_counter` event of a thread's total.
