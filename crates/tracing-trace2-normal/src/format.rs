@@ -1270,4 +1270,38 @@ mod tests {
             assert!(out.len() > 1000);
         }
     }
+
+    /// `writes` answers for `format`, which the deferred writer relies on: a full line
+    /// always has its prefix, so it says exactly whether the line is written; the
+    /// brief form writes nothing when `writes` says no (and may write nothing for an
+    /// empty message when it says yes). Kinds it skips and kinds it writes are both
+    /// seen.
+    #[test]
+    fn writes_says_whether_format_writes() {
+        use tracing_trace2_test_support::random::{KINDS, Owned, Rng};
+        let mut rng = Rng(0x7772_6974_6573);
+        let (mut skipped, mut written) = (0, 0);
+        for kind in 0..KINDS {
+            for _ in 0..4 {
+                let owned = Owned::new(&mut rng, kind);
+                let list = owned.list_refs();
+                let record = owned.record(&list);
+                for format in [NormalFormat::new(), NormalFormat::new().with_brief(true)] {
+                    let mut out = Vec::new();
+                    format.format(&record, &mut out);
+                    let writes = format.writes(&record);
+                    if format.brief() {
+                        assert!(writes || out.is_empty(), "{:?}", record.event);
+                    } else {
+                        assert_eq!(writes, !out.is_empty(), "{:?}", record.event);
+                        if writes { written += 1 } else { skipped += 1 }
+                    }
+                }
+            }
+        }
+        assert!(
+            skipped > 0 && written > 0,
+            "{skipped} skipped, {written} written"
+        );
+    }
 }

@@ -153,8 +153,8 @@ pub struct Field {
 }
 
 impl Field {
-    /// Whether a reader of Event JSON cannot recover this field from the line alone:
-    /// it has no key, or it is written in a lossy unit.
+    /// Whether a reader of Event JSON cannot recover this field from the line alone,
+    /// and gives it its default instead: Event JSON has no key for it.
     pub fn json_default(&self) -> bool {
         self.key.is_none()
     }
@@ -1075,6 +1075,29 @@ mod tests {
         assert_eq!(Kind::from_id(0), None);
         assert_eq!(Kind::from_id(KIND_COUNT as u8 + 1), None);
         assert_eq!(Kind::from_name("future"), None);
+    }
+
+    /// The fields Event JSON does not carry are the keyless ones, and each has a type
+    /// with a default for the reader to give (an absent text or a flag); every other
+    /// field has a key.
+    #[test]
+    fn json_default_fields_are_the_keyless_ones() {
+        let mut defaults = Vec::new();
+        for spec in CATALOGUE {
+            for field in spec.fields {
+                assert_eq!(field.json_default(), field.key.is_none(), "{field:?}");
+                if field.json_default() {
+                    assert!(matches!(field.ty, OptText | Flag), "{field:?}");
+                    defaults.push((spec.name, field.name));
+                }
+            }
+        }
+        assert!(
+            defaults.contains(&("exec_result", "err"))
+                && defaults.contains(&("child_start", "is_git")),
+            "{defaults:?}"
+        );
+        assert!(defaults.len() < CATALOGUE.len(), "{defaults:?}");
     }
 
     /// A sample event of every kind, built from the catalogue alone.
