@@ -107,6 +107,52 @@ fn push_indexed(out: &mut Vec<u8>, name: &str, id: u64) {
     out.push(b']');
 }
 
+/// `child_exit[<id>] pid:<pid> code:<code> elapsed:<seconds>`.
+fn push_child_exit(out: &mut Vec<u8>, child_id: u64, pid: i64, code: i64, elapsed_us: u64) {
+    push_indexed(out, "child_exit", child_id);
+    out.extend_from_slice(b" pid:");
+    text::push_i64(out, pid);
+    out.extend_from_slice(b" code:");
+    text::push_i64(out, code);
+    out.extend_from_slice(b" elapsed:");
+    text::push_seconds(out, elapsed_us);
+}
+
+/// `child_ready[<id>] pid:<pid> ready:<ready> elapsed:<seconds>`.
+fn push_child_ready(out: &mut Vec<u8>, child_id: u64, pid: i64, ready: &str, elapsed_us: u64) {
+    push_indexed(out, "child_ready", child_id);
+    out.extend_from_slice(b" pid:");
+    text::push_i64(out, pid);
+    out.extend_from_slice(b" ready:");
+    out.extend_from_slice(ready.as_bytes());
+    out.extend_from_slice(b" elapsed:");
+    text::push_seconds(out, elapsed_us);
+}
+
+/// `exec[<id>] [<exe> ]<quoted argv>`.
+fn push_exec(out: &mut Vec<u8>, exec_id: u64, exe: Option<&str>, argv: &[&str]) {
+    push_indexed(out, "exec", exec_id);
+    out.push(b' ');
+    if let Some(exe) = exe {
+        out.extend_from_slice(exe.as_bytes());
+        out.push(b' ');
+    }
+    text::push_quoted_list(out, argv);
+}
+
+/// `exec_result[<id>] code:<code>`, with ` err:<text>` for a failed exec.
+fn push_exec_result(out: &mut Vec<u8>, exec_id: u64, code: i64, err: Option<&str>) {
+    push_indexed(out, "exec_result", exec_id);
+    out.extend_from_slice(b" code:");
+    text::push_i64(out, code);
+    if code > 0
+        && let Some(err) = err
+    {
+        out.extend_from_slice(b" err:");
+        out.extend_from_slice(err.as_bytes());
+    }
+}
+
 fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
     match &record.event {
         Trace2Event::Version { exe } => {
@@ -178,48 +224,16 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
             pid,
             code,
             elapsed_us,
-        } => {
-            push_indexed(out, "child_exit", *child_id);
-            out.extend_from_slice(b" pid:");
-            text::push_i64(out, *pid);
-            out.extend_from_slice(b" code:");
-            text::push_i64(out, *code);
-            out.extend_from_slice(b" elapsed:");
-            text::push_seconds(out, *elapsed_us);
-        }
+        } => push_child_exit(out, *child_id, *pid, *code, *elapsed_us),
         Trace2Event::ChildReady {
             child_id,
             pid,
             ready,
             elapsed_us,
-        } => {
-            push_indexed(out, "child_ready", *child_id);
-            out.extend_from_slice(b" pid:");
-            text::push_i64(out, *pid);
-            out.extend_from_slice(b" ready:");
-            out.extend_from_slice(ready.as_bytes());
-            out.extend_from_slice(b" elapsed:");
-            text::push_seconds(out, *elapsed_us);
-        }
-        Trace2Event::Exec { exec_id, exe, argv } => {
-            push_indexed(out, "exec", *exec_id);
-            out.push(b' ');
-            if let Some(exe) = exe {
-                out.extend_from_slice(exe.as_bytes());
-                out.push(b' ');
-            }
-            text::push_quoted_list(out, argv);
-        }
+        } => push_child_ready(out, *child_id, *pid, ready, *elapsed_us),
+        Trace2Event::Exec { exec_id, exe, argv } => push_exec(out, *exec_id, *exe, argv),
         Trace2Event::ExecResult { exec_id, code, err } => {
-            push_indexed(out, "exec_result", *exec_id);
-            out.extend_from_slice(b" code:");
-            text::push_i64(out, *code);
-            if *code > 0
-                && let Some(err) = err
-            {
-                out.extend_from_slice(b" err:");
-                out.extend_from_slice(err.as_bytes());
-            }
+            push_exec_result(out, *exec_id, *code, *err)
         }
         Trace2Event::Printf { msg } => {
             if let Some(msg) = msg {
