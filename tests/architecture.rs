@@ -677,3 +677,81 @@ fn the_type_name_checker_sees_twice_declared_names() {
         ]
     );
 }
+
+/// How many times the word `unsafe` appears in the code of a Rust source (comments left
+/// out): blocks, `unsafe fn`, `unsafe impl`, `unsafe extern` and `#[unsafe(…)]` alike;
+/// `unsafe_code` and other lint names are not the word.
+fn unsafe_count(text: &str) -> usize {
+    text.lines()
+        .map(|line| {
+            let code = line.split("//").next().unwrap_or("");
+            code.match_indices("unsafe")
+                .filter(|&(at, _)| {
+                    let before = code[..at].bytes().next_back();
+                    let after = code[at + "unsafe".len()..].bytes().next();
+                    !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// The files docs/unsafe.md lists, with the count its heading gives each
+/// (`### `path` (n)`).
+fn listed_unsafe(doc: &str) -> BTreeMap<String, usize> {
+    doc.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("### `")?;
+            let (path, rest) = rest.split_once("` (")?;
+            let count = rest.strip_suffix(')')?.parse().ok()?;
+            Some((path.to_owned(), count))
+        })
+        .collect()
+}
+
+/// docs/unsafe.md lists every source file of the crates that holds `unsafe`, with as
+/// many as the file holds: a new `unsafe` is listed there, with the check that runs it.
+#[test]
+fn every_unsafe_is_listed() {
+    let root = workspace();
+    let mut found = BTreeMap::new();
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let count = unsafe_count(&std::fs::read_to_string(&file).unwrap());
+            if count > 0 {
+                let shown = file.strip_prefix(&root).unwrap();
+                let shown = shown.to_string_lossy().replace('\\', "/");
+                found.insert(shown, count);
+            }
+        }
+    }
+    let listed = listed_unsafe(&std::fs::read_to_string(root.join("docs/unsafe.md")).unwrap());
+    assert!(found.len() > 20, "{found:?}");
+    assert_eq!(
+        listed, found,
+        "docs/unsafe.md's headings (left) against the sources' `unsafe` counts (right)"
+    );
+}
+
+/// The counter counts the keyword only, in code only; the reader reads the headings.
+#[test]
+fn the_unsafe_counter_counts_the_keyword() {
+    let text = "// unsafe in a comment\n#![deny(unsafe_op_in_unsafe_fn)]\n\
+                unsafe impl Send for X {}\nlet y = unsafe { f() }; // unsafe\n\
+                #[unsafe(no_mangle)]\nfn not_unsafe_named() {}\n";
+    assert_eq!(unsafe_count(text), 3);
+    let doc = "# t\n### `crates/a/src/b.rs` (4)\n| x |\n### `crates/c/src/d.rs` (1)\n";
+    assert_eq!(
+        listed_unsafe(doc),
+        BTreeMap::from([
+            ("crates/a/src/b.rs".to_owned(), 4),
+            ("crates/c/src/d.rs".to_owned(), 1)
+        ])
+    );
+}
