@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_ring_emptied_by_the_minimum_age_refills_into_its_old_buffers() {
-        let ring = Arc::new(Ring::new(1000, 1_000));
+        let ring = Arc::new(Ring::new(1000, 1_000_000_000));
         let sink = RingSink(Arc::clone(&ring));
         for seq in 1..=5 {
             sink.write_line(&batch(7, 1, seq, 188)).unwrap();
