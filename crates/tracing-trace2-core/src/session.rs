@@ -209,7 +209,7 @@ pub fn hostname() -> Option<String> {
 }
 
 /// The host name as `gethostname` reports it, or `None` when it cannot be read.
-#[cfg(all(unix, not(miri)))]
+#[cfg(unix)]
 pub fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its whole length; gethostname writes at most that.
@@ -219,14 +219,6 @@ pub fn hostname() -> Option<String> {
     }
     let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     Some(String::from_utf8_lossy(&buf[..len]).into_owned())
-}
-
-/// Under Miri, which does not model `gethostname`: the host name cannot be read (the
-/// session id then has no host part, as when the call fails), so that the tests of
-/// what uses the session run there.
-#[cfg(all(unix, miri))]
-pub fn hostname() -> Option<String> {
-    None
 }
 
 #[cfg(test)]
@@ -328,7 +320,6 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "gethostname is a system call Miri does not model")]
     fn real_hostname_is_readable() {
         assert!(hostname().is_some());
     }
