@@ -5,6 +5,10 @@
 //! name is declared twice in the crates' non-test code (names that each mean one thing),
 //! but for a short list of reviewed exceptions.
 //!
+//! A folder module is also taken whole, as the sum of its files: a file's use is its
+//! folder's use (at every depth), so a cycle through a submodule is seen even when the
+//! module that closes it reaches the folder through its re-exports.
+//!
 //! Modules are read from the source: a file is a module (`lib.rs`/`main.rs` the crate
 //! root, `a.rs` or `a/mod.rs` module `a`, `a/b.rs` module `a::b`); test code is left out
 //! (modules declared under `#[cfg(test)]`, and everything from a `#[cfg(test)]` line on,
@@ -63,7 +67,7 @@ fn code_of(text: &str) -> String {
     while let Some(line) = lines.next() {
         let trimmed = line.trim_start();
         // An inline test module (`#[cfg(test)] mod tests { … }`) ends the file's code.
-        if trimmed.starts_with("#[cfg(test)]")
+        if is_test_cfg(trimmed)
             && lines
                 .peek()
                 .is_some_and(|next| next.trim_start().starts_with("mod ") && next.ends_with('{'))
@@ -79,13 +83,26 @@ fn code_of(text: &str) -> String {
     code
 }
 
+/// Whether an attribute line compiles what follows for tests only: `#[cfg(test)]`,
+/// `#[cfg(doctest)]`, or `test` in an `all(…)` (`#[cfg(all(test, unix))]`).
+fn is_test_cfg(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("#[cfg(test)]")
+        || line.starts_with("#[cfg(doctest)]")
+        || (line.starts_with("#[cfg(all(")
+            && !line.contains("not(")
+            && line["#[cfg(all(".len()..]
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|word| word == "test"))
+}
+
 /// Submodules declared under `#[cfg(test)]` (or `#[cfg(doctest)]`), whose files are
 /// test code.
 fn test_modules(text: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut test_attribute = false;
     for line in text.lines().map(str::trim) {
-        if line.starts_with("#[cfg(test)]") || line.starts_with("#[cfg(doctest)]") {
+        if is_test_cfg(line) {
             test_attribute = true;
             continue;
         }
@@ -251,6 +268,54 @@ fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
+/// The module graph seen from `depth` segments down: every module is taken as its
+/// ancestor `depth` segments deep (`a::b::c` as `a::b` at depth 2), so a folder module
+/// is the sum of its files, and a use its submodule makes is its own use. A cycle that
+/// runs through a submodule (`a::s` uses `b`, which uses `a`) is a cycle of `a` and `b`
+/// at depth 1, whatever re-export `b` reached `a` through.
+fn at_depth(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    depth: usize,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let cut = |m: &str| m.split("::").take(depth).collect::<Vec<_>>().join("::");
+    let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, targets) in graph {
+        let from = cut(module);
+        let entry = seen.entry(from.clone()).or_default();
+        for target in targets {
+            let to = cut(target);
+            let nested = from.is_empty()
+                || to.is_empty()
+                || from == to
+                || from.starts_with(&format!("{to}::"))
+                || to.starts_with(&format!("{from}::"));
+            if !nested {
+                entry.insert(to);
+            }
+        }
+    }
+    seen
+}
+
+/// The module cycles of a crate's graph at every depth (see [`at_depth`]), each once,
+/// its deepest form first.
+fn all_cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let deepest = graph
+        .keys()
+        .map(|m| m.split("::").count())
+        .max()
+        .unwrap_or(1);
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for depth in (1..=deepest).rev() {
+        for cycle in cycles(&at_depth(graph, depth)) {
+            if !found.contains(&cycle) {
+                found.push(cycle);
+            }
+        }
+    }
+    found
+}
+
 /// The strongly connected components with more than one module (Tarjan's algorithm).
 fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     struct State<'g> {
@@ -318,7 +383,7 @@ fn no_crate_has_a_module_cycle() {
             continue;
         }
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let found = cycles(&module_graph(&src));
+        let found = all_cycles(&module_graph(&src));
         if !found.is_empty() {
             all.insert(name, found);
         }
@@ -363,6 +428,32 @@ fn the_cycle_checker_sees_cycles() {
     assert_eq!(
         cycles(&graph),
         vec![vec!["a::inner".to_owned(), "b".to_owned()]]
+    );
+}
+
+/// A cycle through a folder module's file is seen as a cycle of the folder module,
+/// though no single file imports one that imports it back; test modules behind
+/// `#[cfg(all(test, …))]` are left out.
+#[test]
+fn the_cycle_checker_sees_cycles_through_submodules() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir(src.join("a")).unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod a;\nmod b;\n#[cfg(all(test, unix))]\nmod t;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("a/mod.rs"), "mod s;\npub struct A;\n").unwrap();
+    std::fs::write(src.join("a/s.rs"), "fn f() { crate::b::g(); }\n").unwrap();
+    std::fs::write(src.join("b.rs"), "pub fn g() {}\nuse crate::a::A;\n").unwrap();
+    std::fs::write(src.join("t.rs"), "use crate::a::s;\n").unwrap();
+    let graph = module_graph(src);
+    assert!(!graph.contains_key("t"), "{graph:?}");
+    assert!(cycles(&graph).is_empty(), "{graph:?}");
+    assert_eq!(
+        all_cycles(&graph),
+        vec![vec!["a".to_owned(), "b".to_owned()]]
     );
 }
 
@@ -499,7 +590,7 @@ fn type_declarations(crates: &Path) -> BTreeMap<String, Vec<String>> {
             let mut under_test_cfg = false;
             for line in code_of(text).lines() {
                 let trimmed = line.trim_start();
-                if trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(doctest)]") {
+                if is_test_cfg(trimmed) {
                     under_test_cfg = true;
                     continue;
                 }
@@ -584,5 +675,83 @@ fn the_type_name_checker_sees_twice_declared_names() {
             Path::new("a/src/slots.rs").display().to_string(),
             Path::new("b/src/fields.rs").display().to_string(),
         ]
+    );
+}
+
+/// How many times the word `unsafe` appears in the code of a Rust source (comments left
+/// out): blocks, `unsafe fn`, `unsafe impl`, `unsafe extern` and `#[unsafe(…)]` alike;
+/// `unsafe_code` and other lint names are not the word.
+fn unsafe_count(text: &str) -> usize {
+    text.lines()
+        .map(|line| {
+            let code = line.split("//").next().unwrap_or("");
+            code.match_indices("unsafe")
+                .filter(|&(at, _)| {
+                    let before = code[..at].bytes().next_back();
+                    let after = code[at + "unsafe".len()..].bytes().next();
+                    !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+                })
+                .count()
+        })
+        .sum()
+}
+
+/// The files docs/unsafe.md lists, with the count its heading gives each
+/// (`### `path` (n)`).
+fn listed_unsafe(doc: &str) -> BTreeMap<String, usize> {
+    doc.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("### `")?;
+            let (path, rest) = rest.split_once("` (")?;
+            let count = rest.strip_suffix(')')?.parse().ok()?;
+            Some((path.to_owned(), count))
+        })
+        .collect()
+}
+
+/// docs/unsafe.md lists every source file of the crates that holds `unsafe`, with as
+/// many as the file holds: a new `unsafe` is listed there, with the check that runs it.
+#[test]
+fn every_unsafe_is_listed() {
+    let root = workspace();
+    let mut found = BTreeMap::new();
+    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let count = unsafe_count(&std::fs::read_to_string(&file).unwrap());
+            if count > 0 {
+                let shown = file.strip_prefix(&root).unwrap();
+                let shown = shown.to_string_lossy().replace('\\', "/");
+                found.insert(shown, count);
+            }
+        }
+    }
+    let listed = listed_unsafe(&std::fs::read_to_string(root.join("docs/unsafe.md")).unwrap());
+    assert!(found.len() > 20, "{found:?}");
+    assert_eq!(
+        listed, found,
+        "docs/unsafe.md's headings (left) against the sources' `unsafe` counts (right)"
+    );
+}
+
+/// The counter counts the keyword only, in code only; the reader reads the headings.
+#[test]
+fn the_unsafe_counter_counts_the_keyword() {
+    let text = "// unsafe in a comment\n#![deny(unsafe_op_in_unsafe_fn)]\n\
+                unsafe impl Send for X {}\nlet y = unsafe { f() }; // unsafe\n\
+                #[unsafe(no_mangle)]\nfn not_unsafe_named() {}\n";
+    assert_eq!(unsafe_count(text), 3);
+    let doc = "# t\n### `crates/a/src/b.rs` (4)\n| x |\n### `crates/c/src/d.rs` (1)\n";
+    assert_eq!(
+        listed_unsafe(doc),
+        BTreeMap::from([
+            ("crates/a/src/b.rs".to_owned(), 4),
+            ("crates/c/src/d.rs".to_owned(), 1)
+        ])
     );
 }

@@ -417,8 +417,10 @@ fn region_of<'a>(region: &tracing_trace2_record::RegionInfo<'a>, nesting: u32) -
 #[cfg(test)]
 mod tests {
     use tracing_trace2_event::EventFormat;
+    use tracing_trace2_record::catalogue::FieldError;
     use tracing_trace2_record::{
-        Callsite, ChildInfo, Format, Record, RegionInfo, TimerInfo, Timestamp, Trace2Event,
+        CATALOGUE, Callsite, ChildInfo, FieldType, FieldValue, Format, Record, RegionInfo,
+        TimerInfo, Timestamp, Trace2Event,
     };
 
     use super::*;
@@ -449,14 +451,11 @@ mod tests {
             min_ns: 100_000,
             max_ns: 900_000,
         };
-        vec![
+        let mut events = vec![
             Trace2Event::Version { exe: "2.47.3" },
             Trace2Event::TooManyFiles,
             Trace2Event::Start {
                 argv: &["git", "commit", "-m", "it's \"done\""],
-            },
-            Trace2Event::CmdAncestry {
-                ancestry: &["bash", "sshd"],
             },
             Trace2Event::CmdPath {
                 path: "/usr/bin/git",
@@ -572,7 +571,37 @@ mod tests {
             Trace2Event::Exit { code: 0 },
             Trace2Event::Atexit { code: 0 },
             Trace2Event::Signal { signo: 15 },
-        ]
+        ];
+        // Every kind not written out above (`cmd_ancestry`, a kind new to the
+        // catalogue), built from its catalogue row with values that read back exactly.
+        for spec in CATALOGUE {
+            if events.iter().all(|event| event.kind() != spec.kind) {
+                events.push(
+                    Trace2Event::from_fields(spec.kind, |field| {
+                        Ok::<_, FieldError>(match field.ty {
+                            FieldType::Text | FieldType::TextOmittedWhenEmpty => {
+                                FieldValue::Text(field.name)
+                            }
+                            FieldType::Json => FieldValue::Text("[1]"),
+                            FieldType::OptText => FieldValue::OptText(None),
+                            FieldType::TextList => FieldValue::TextList(&["bash", "sshd"]),
+                            FieldType::Uint
+                            | FieldType::Count
+                            | FieldType::Micros
+                            | FieldType::Nanos => FieldValue::Uint(1000),
+                            FieldType::Int => FieldValue::Int(-1),
+                            FieldType::OptInt => FieldValue::OptInt(Some(1)),
+                            FieldType::Nesting => FieldValue::Nesting(1),
+                            FieldType::Code => FieldValue::Code(1),
+                            FieldType::Flag => FieldValue::Flag(false),
+                        })
+                    })
+                    .unwrap(),
+                );
+            }
+        }
+        assert!(events.len() > CATALOGUE.len(), "{}", events.len());
+        events
     }
 
     #[test]

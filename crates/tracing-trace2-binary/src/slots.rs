@@ -400,6 +400,10 @@ mod tests {
         assert_eq!(list.iter().count(), 1);
     }
 
+    /// Rounds of the concurrent tests: fewer under Miri (each step is interpreted, and
+    /// Miri explores the threads' interleavings on its own schedule).
+    const ROUNDS: u32 = if cfg!(miri) { 300 } else { 20_000 };
+
     #[test]
     fn concurrent_owner_and_flusher_count_exactly() {
         let list = SlotList::new();
@@ -409,7 +413,7 @@ mod tests {
         let flushed = std::thread::scope(|scope| {
             let flusher = scope.spawn(|| {
                 let mut flushed = 0;
-                for _ in 0..20_000 {
+                for _ in 0..ROUNDS {
                     if let Some(mut g) = slot.acquire_for_flush(Duration::from_millis(10)) {
                         g.claim += 1;
                         flushed += 1;
@@ -417,7 +421,7 @@ mod tests {
                 }
                 flushed
             });
-            for _ in 0..20_000 {
+            for _ in 0..ROUNDS {
                 let mut g = slot.acquire().unwrap();
                 g.claim += 1;
             }
@@ -425,7 +429,7 @@ mod tests {
         });
         assert!(flushed > 0);
         // No increment was lost to a race between the two.
-        assert_eq!(slot.acquire().unwrap().claim, 20_000 + flushed);
+        assert_eq!(slot.acquire().unwrap().claim, u64::from(ROUNDS) + flushed);
     }
 
     #[test]
@@ -435,7 +439,7 @@ mod tests {
             .map(|_| {
                 let lock = Arc::clone(&lock);
                 std::thread::spawn(move || {
-                    for _ in 0..10_000 {
+                    for _ in 0..ROUNDS / 2 {
                         *lock.lock() += 1;
                     }
                 })
@@ -444,6 +448,6 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        assert_eq!(*lock.lock(), 40_000);
+        assert_eq!(*lock.lock(), 4 * u64::from(ROUNDS / 2));
     }
 }

@@ -124,7 +124,6 @@ pub mod kind {
     pub const SIGNAL: u8 = Kind::Signal.id();
     pub const ERROR: u8 = Kind::Error.id();
     pub const CMD_PATH: u8 = Kind::CmdPath.id();
-    pub const CMD_ANCESTRY: u8 = Kind::CmdAncestry.id();
     pub const CMD_NAME: u8 = Kind::CmdName.id();
     pub const CMD_MODE: u8 = Kind::CmdMode.id();
     pub const ALIAS: u8 = Kind::Alias.id();

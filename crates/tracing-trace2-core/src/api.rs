@@ -18,7 +18,6 @@ use std::time::Instant;
 
 use std::borrow::Cow;
 
-use crate::layer::Trace2Layer;
 use crate::redact::redact;
 use crate::session::Session;
 use crate::wire::{ApiCall, ApiChild, ApiRegion, ApiTimer, Origin};
@@ -575,11 +574,7 @@ impl ApiCall<'_> {
     /// Hands the call to the Trace2 layer of the calling thread's current dispatcher
     /// (nothing happens when it has none).
     pub(crate) fn send(&self, from: Origin<'_>) {
-        tracing::dispatcher::get_default(|dispatch| {
-            if let Some(layer) = dispatch.downcast_ref::<Trace2Layer>() {
-                layer.on_api_call(self, from.callsite());
-            }
-        });
+        crate::layer::send(self, from);
     }
 }
 
@@ -591,7 +586,7 @@ mod tests {
     use tracing_subscriber::layer::{Context, SubscriberExt};
 
     use super::*;
-    use crate::{Format, MemorySink, Record, Target};
+    use crate::{Format, MemorySink, Record, Target, Trace2Layer};
 
     #[test]
     fn exec_result_reads_its_code_as_an_errno() {

@@ -213,8 +213,9 @@ pub fn in_panic_hook<R>(hook: impl FnOnce() -> R) -> R {
 /// caller (`but_caller`), then waits (at most [`CLOSE_WAIT`]) until no other thread is
 /// inside it. The calling thread may itself be inside it (it is about to write the last
 /// lines). A thread whose thread-locals are gone cannot be told apart: the gate then
-/// closes to all.
-pub(crate) fn close(key: usize, closed: &Gate, but_caller: bool) {
+/// closes to all. Returns whether every thread it waited for left in time (`false`:
+/// the wait ended at its deadline).
+pub(crate) fn close(key: usize, closed: &Gate, but_caller: bool) -> bool {
     let token = if but_caller { own_token() } else { None };
     closed.0.store(token.unwrap_or(SHUT), Ordering::SeqCst);
     let own = IN_FLIGHT.try_with(Arc::as_ptr).ok();
@@ -228,15 +229,20 @@ pub(crate) fn close(key: usize, closed: &Gate, but_caller: bool) {
         .collect();
     let deadline = Instant::now() + CLOSE_WAIT;
     let wait = |inside: &dyn Fn() -> bool| {
-        while inside() && Instant::now() < deadline {
+        while inside() {
+            if Instant::now() >= deadline {
+                return false;
+            }
             std::thread::yield_now();
         }
+        true
     };
+    let mut left = true;
     for mark in &others {
-        wait(&|| mark.load(Ordering::SeqCst) == key);
+        left &= wait(&|| mark.load(Ordering::SeqCst) == key);
     }
     let mine = usize::from(own_counted);
-    wait(&|| UNMARKED.load(Ordering::SeqCst) > mine);
+    left & wait(&|| UNMARKED.load(Ordering::SeqCst) > mine)
 }
 
 #[cfg(test)]
@@ -287,6 +293,8 @@ mod tests {
         let other_key = &other_layer as *const Gate as usize;
         let inside = Barrier::new(3);
         let left = AtomicBool::new(false);
+        let (closed_tx, closed_rx) = std::sync::mpsc::channel::<()>();
+        let (other_layer, inside) = (&other_layer, &inside);
         std::thread::scope(|scope| {
             scope.spawn(|| {
                 let busy = Busy::enter_layer(key, &closed).unwrap();
@@ -295,17 +303,18 @@ mod tests {
                 left.store(true, Ordering::SeqCst);
                 drop(busy);
             });
-            scope.spawn(|| {
-                // Inside another layer until well after the close: not waited for.
-                let _busy = Busy::enter_layer(other_key, &other_layer).unwrap();
+            scope.spawn(move || {
+                // Inside another layer until the close has returned: not waited for
+                // (a close that waited would run to its deadline and say so).
+                let _busy = Busy::enter_layer(other_key, other_layer).unwrap();
                 inside.wait();
-                std::thread::sleep(Duration::from_millis(1500));
+                closed_rx.recv().unwrap();
             });
             inside.wait();
-            let started = Instant::now();
-            close(key, &closed, false);
+            let in_time = close(key, &closed, false);
+            closed_tx.send(()).unwrap();
             assert!(left.load(Ordering::SeqCst), "close did not wait");
-            assert!(started.elapsed() < Duration::from_millis(1000));
+            assert!(in_time, "close waited for a thread inside another layer");
         });
     }
 }

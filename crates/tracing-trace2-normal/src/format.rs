@@ -107,6 +107,52 @@ fn push_indexed(out: &mut Vec<u8>, name: &str, id: u64) {
     out.push(b']');
 }
 
+/// `child_exit[<id>] pid:<pid> code:<code> elapsed:<seconds>`.
+fn push_child_exit(out: &mut Vec<u8>, child_id: u64, pid: i64, code: i64, elapsed_us: u64) {
+    push_indexed(out, "child_exit", child_id);
+    out.extend_from_slice(b" pid:");
+    text::push_i64(out, pid);
+    out.extend_from_slice(b" code:");
+    text::push_i64(out, code);
+    out.extend_from_slice(b" elapsed:");
+    text::push_seconds(out, elapsed_us);
+}
+
+/// `child_ready[<id>] pid:<pid> ready:<ready> elapsed:<seconds>`.
+fn push_child_ready(out: &mut Vec<u8>, child_id: u64, pid: i64, ready: &str, elapsed_us: u64) {
+    push_indexed(out, "child_ready", child_id);
+    out.extend_from_slice(b" pid:");
+    text::push_i64(out, pid);
+    out.extend_from_slice(b" ready:");
+    out.extend_from_slice(ready.as_bytes());
+    out.extend_from_slice(b" elapsed:");
+    text::push_seconds(out, elapsed_us);
+}
+
+/// `exec[<id>] [<exe> ]<quoted argv>`.
+fn push_exec(out: &mut Vec<u8>, exec_id: u64, exe: Option<&str>, argv: &[&str]) {
+    push_indexed(out, "exec", exec_id);
+    out.push(b' ');
+    if let Some(exe) = exe {
+        out.extend_from_slice(exe.as_bytes());
+        out.push(b' ');
+    }
+    text::push_quoted_list(out, argv);
+}
+
+/// `exec_result[<id>] code:<code>`, with ` err:<text>` for a failed exec.
+fn push_exec_result(out: &mut Vec<u8>, exec_id: u64, code: i64, err: Option<&str>) {
+    push_indexed(out, "exec_result", exec_id);
+    out.extend_from_slice(b" code:");
+    text::push_i64(out, code);
+    if code > 0
+        && let Some(err) = err
+    {
+        out.extend_from_slice(b" err:");
+        out.extend_from_slice(err.as_bytes());
+    }
+}
+
 fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
     match &record.event {
         Trace2Event::Version { exe } => {
@@ -178,48 +224,16 @@ fn push_payload(record: &Record<'_>, out: &mut Vec<u8>) {
             pid,
             code,
             elapsed_us,
-        } => {
-            push_indexed(out, "child_exit", *child_id);
-            out.extend_from_slice(b" pid:");
-            text::push_i64(out, *pid);
-            out.extend_from_slice(b" code:");
-            text::push_i64(out, *code);
-            out.extend_from_slice(b" elapsed:");
-            text::push_seconds(out, *elapsed_us);
-        }
+        } => push_child_exit(out, *child_id, *pid, *code, *elapsed_us),
         Trace2Event::ChildReady {
             child_id,
             pid,
             ready,
             elapsed_us,
-        } => {
-            push_indexed(out, "child_ready", *child_id);
-            out.extend_from_slice(b" pid:");
-            text::push_i64(out, *pid);
-            out.extend_from_slice(b" ready:");
-            out.extend_from_slice(ready.as_bytes());
-            out.extend_from_slice(b" elapsed:");
-            text::push_seconds(out, *elapsed_us);
-        }
-        Trace2Event::Exec { exec_id, exe, argv } => {
-            push_indexed(out, "exec", *exec_id);
-            out.push(b' ');
-            if let Some(exe) = exe {
-                out.extend_from_slice(exe.as_bytes());
-                out.push(b' ');
-            }
-            text::push_quoted_list(out, argv);
-        }
+        } => push_child_ready(out, *child_id, *pid, ready, *elapsed_us),
+        Trace2Event::Exec { exec_id, exe, argv } => push_exec(out, *exec_id, *exe, argv),
         Trace2Event::ExecResult { exec_id, code, err } => {
-            push_indexed(out, "exec_result", *exec_id);
-            out.extend_from_slice(b" code:");
-            text::push_i64(out, *code);
-            if *code > 0
-                && let Some(err) = err
-            {
-                out.extend_from_slice(b" err:");
-                out.extend_from_slice(err.as_bytes());
-            }
+            push_exec_result(out, *exec_id, *code, *err)
         }
         Trace2Event::Printf { msg } => {
             if let Some(msg) = msg {
@@ -1269,5 +1283,39 @@ mod tests {
             assert_eq!(allocations(), before, "brief: {}", format.brief());
             assert!(out.len() > 1000);
         }
+    }
+
+    /// `writes` answers for `format`, which the deferred writer relies on: a full line
+    /// always has its prefix, so it says exactly whether the line is written; the
+    /// brief form writes nothing when `writes` says no (and may write nothing for an
+    /// empty message when it says yes). Kinds it skips and kinds it writes are both
+    /// seen.
+    #[test]
+    fn writes_says_whether_format_writes() {
+        use tracing_trace2_test_support::random::{KINDS, Owned, Rng};
+        let mut rng = Rng(0x7772_6974_6573);
+        let (mut skipped, mut written) = (0, 0);
+        for kind in 0..KINDS {
+            for _ in 0..4 {
+                let owned = Owned::new(&mut rng, kind);
+                let list = owned.list_refs();
+                let record = owned.record(&list);
+                for format in [NormalFormat::new(), NormalFormat::new().with_brief(true)] {
+                    let mut out = Vec::new();
+                    format.format(&record, &mut out);
+                    let writes = format.writes(&record);
+                    if format.brief() {
+                        assert!(writes || out.is_empty(), "{:?}", record.event);
+                    } else {
+                        assert_eq!(writes, !out.is_empty(), "{:?}", record.event);
+                        if writes { written += 1 } else { skipped += 1 }
+                    }
+                }
+            }
+        }
+        assert!(
+            skipped > 0 && written > 0,
+            "{skipped} skipped, {written} written"
+        );
     }
 }

@@ -153,8 +153,8 @@ pub struct Field {
 }
 
 impl Field {
-    /// Whether a reader of Event JSON cannot recover this field from the line alone:
-    /// it has no key, or it is written in a lossy unit.
+    /// Whether a reader of Event JSON cannot recover this field from the line alone,
+    /// and gives it its default instead: Event JSON has no key for it.
     pub fn json_default(&self) -> bool {
         self.key.is_none()
     }
@@ -886,70 +886,23 @@ impl<'a> Trace2Event<'a> {
     /// order. A value of the wrong type is an error; `value`'s own errors pass through.
     pub fn from_fields<E: From<FieldError>>(
         kind: Kind,
-        mut value: impl FnMut(&'static Field) -> Result<FieldValue<'a>, E>,
+        value: impl FnMut(&'static Field) -> Result<FieldValue<'a>, E>,
     ) -> Result<Trace2Event<'a>, E> {
-        let mut fields = kind.spec().fields.iter();
-        let mut next = || -> Result<FieldValue<'a>, E> {
-            let field = fields
-                .next()
-                .expect("the catalogue row has as many fields as the variant");
-            let got = value(field)?;
-            if got.fits(field.ty) {
-                Ok(got)
-            } else {
-                Err(FieldError {
-                    kind,
-                    field: field.name,
-                }
-                .into())
-            }
+        let mut fields = FieldReader {
+            kind,
+            fields: kind.spec().fields.iter(),
+            value,
         };
         // Each getter takes the next field; `fits` has checked its type already, so the
-        // `unreachable!` arms are never taken.
+        // `unreachable!` arm is never taken.
         macro_rules! take {
             ($variant:ident) => {
-                match next()? {
+                fields.take(|v| match v {
                     FieldValue::$variant(v) => v,
                     _ => unreachable!("checked by FieldValue::fits"),
-                }
+                })?
             };
         }
-        let region = |next: &mut dyn FnMut() -> Result<FieldValue<'a>, E>| -> Result<_, E> {
-            let take_opt_text = |v| match v {
-                FieldValue::OptText(v) => v,
-                _ => unreachable!("checked by FieldValue::fits"),
-            };
-            Ok(RegionInfo {
-                repo: match next()? {
-                    FieldValue::OptInt(v) => v,
-                    _ => unreachable!("checked by FieldValue::fits"),
-                },
-                category: take_opt_text(next()?),
-                label: take_opt_text(next()?),
-                msg: take_opt_text(next()?),
-            })
-        };
-        let timer = |per_thread: bool, next: &mut dyn FnMut() -> Result<FieldValue<'a>, E>| {
-            let text = |v| match v {
-                FieldValue::Text(v) => v,
-                _ => unreachable!("checked by FieldValue::fits"),
-            };
-            let uint = |v| match v {
-                FieldValue::Uint(v) => v,
-                _ => unreachable!("checked by FieldValue::fits"),
-            };
-            Ok::<_, E>(Trace2Event::Timer {
-                per_thread,
-                timer: TimerInfo {
-                    category: text(next()?),
-                    name: text(next()?),
-                    intervals: uint(next()?),
-                    total_ns: uint(next()?),
-                    min_ns: uint(next()?),
-                    max_ns: uint(next()?),
-                },
-            })
-        };
         Ok(match kind {
             Kind::Version => Trace2Event::Version { exe: take!(Text) },
             Kind::TooManyFiles => Trace2Event::TooManyFiles,
@@ -979,11 +932,11 @@ impl<'a> Trace2Event<'a> {
                 worktree: take!(Text),
             },
             Kind::RegionEnter => Trace2Event::RegionEnter {
-                region: region(&mut next)?,
+                region: fields.region()?,
                 nesting: take!(Nesting),
             },
             Kind::RegionLeave => Trace2Event::RegionLeave {
-                region: region(&mut next)?,
+                region: fields.region()?,
                 nesting: take!(Nesting),
                 t_rel_us: take!(Uint),
             },
@@ -1045,8 +998,8 @@ impl<'a> Trace2Event<'a> {
             Kind::ThreadExit => Trace2Event::ThreadExit {
                 elapsed_us: take!(Uint),
             },
-            Kind::Timer => timer(false, &mut next)?,
-            Kind::ThTimer => timer(true, &mut next)?,
+            Kind::Timer => fields.timer(false)?,
+            Kind::ThTimer => fields.timer(true)?,
             Kind::Counter | Kind::ThCounter => Trace2Event::Counter {
                 per_thread: kind == Kind::ThCounter,
                 category: take!(Text),
@@ -1056,6 +1009,87 @@ impl<'a> Trace2Event<'a> {
             Kind::Exit => Trace2Event::Exit { code: take!(Code) },
             Kind::Atexit => Trace2Event::Atexit { code: take!(Code) },
             Kind::Signal => Trace2Event::Signal { signo: take!(Code) },
+        })
+    }
+}
+
+/// The fields of one event, read in catalogue order from a caller's `value`, each
+/// checked against its row's type ([`Trace2Event::from_fields`]).
+struct FieldReader<V> {
+    kind: Kind,
+    fields: std::slice::Iter<'static, Field>,
+    value: V,
+}
+
+impl<V> FieldReader<V> {
+    /// The next field's value, through `pick` (which the type check has made sure
+    /// finds its variant).
+    fn take<'a, E, T>(&mut self, pick: impl FnOnce(FieldValue<'a>) -> T) -> Result<T, E>
+    where
+        V: FnMut(&'static Field) -> Result<FieldValue<'a>, E>,
+        E: From<FieldError>,
+    {
+        let field = self
+            .fields
+            .next()
+            .expect("the catalogue row has as many fields as the variant");
+        let got = (self.value)(field)?;
+        if got.fits(field.ty) {
+            Ok(pick(got))
+        } else {
+            Err(FieldError {
+                kind: self.kind,
+                field: field.name,
+            }
+            .into())
+        }
+    }
+
+    /// A region's fields (`repo`, `category`, `label`, `msg`).
+    fn region<'a, E>(&mut self) -> Result<RegionInfo<'a>, E>
+    where
+        V: FnMut(&'static Field) -> Result<FieldValue<'a>, E>,
+        E: From<FieldError>,
+    {
+        let opt_text = |v| match v {
+            FieldValue::OptText(v) => v,
+            _ => unreachable!("checked by FieldValue::fits"),
+        };
+        Ok(RegionInfo {
+            repo: self.take(|v| match v {
+                FieldValue::OptInt(v) => v,
+                _ => unreachable!("checked by FieldValue::fits"),
+            })?,
+            category: self.take(opt_text)?,
+            label: self.take(opt_text)?,
+            msg: self.take(opt_text)?,
+        })
+    }
+
+    /// A `timer` or `th_timer` event's fields.
+    fn timer<'a, E>(&mut self, per_thread: bool) -> Result<Trace2Event<'a>, E>
+    where
+        V: FnMut(&'static Field) -> Result<FieldValue<'a>, E>,
+        E: From<FieldError>,
+    {
+        let text = |v| match v {
+            FieldValue::Text(v) => v,
+            _ => unreachable!("checked by FieldValue::fits"),
+        };
+        let uint = |v| match v {
+            FieldValue::Uint(v) => v,
+            _ => unreachable!("checked by FieldValue::fits"),
+        };
+        Ok(Trace2Event::Timer {
+            per_thread,
+            timer: TimerInfo {
+                category: self.take(text)?,
+                name: self.take(text)?,
+                intervals: self.take(uint)?,
+                total_ns: self.take(uint)?,
+                min_ns: self.take(uint)?,
+                max_ns: self.take(uint)?,
+            },
         })
     }
 }
@@ -1075,6 +1109,29 @@ mod tests {
         assert_eq!(Kind::from_id(0), None);
         assert_eq!(Kind::from_id(KIND_COUNT as u8 + 1), None);
         assert_eq!(Kind::from_name("future"), None);
+    }
+
+    /// The fields Event JSON does not carry are the keyless ones, and each has a type
+    /// with a default for the reader to give (an absent text or a flag); every other
+    /// field has a key.
+    #[test]
+    fn json_default_fields_are_the_keyless_ones() {
+        let mut defaults = Vec::new();
+        for spec in CATALOGUE {
+            for field in spec.fields {
+                assert_eq!(field.json_default(), field.key.is_none(), "{field:?}");
+                if field.json_default() {
+                    assert!(matches!(field.ty, OptText | Flag), "{field:?}");
+                    defaults.push((spec.name, field.name));
+                }
+            }
+        }
+        assert!(
+            defaults.contains(&("exec_result", "err"))
+                && defaults.contains(&("child_start", "is_git")),
+            "{defaults:?}"
+        );
+        assert!(defaults.len() < CATALOGUE.len(), "{defaults:?}");
     }
 
     /// A sample event of every kind, built from the catalogue alone.

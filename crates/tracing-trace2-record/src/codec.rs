@@ -1114,4 +1114,29 @@ mod tests {
         // 'a' + 'é' fit in 3 bytes; the second 'é' would cross the budget.
         assert_eq!(&buf[..], b"\x03\0\0\0a\xc3\xa9");
     }
+
+    /// The budget is shared by the strings of a frame: each takes what it wrote from
+    /// it, a string that fits exactly is whole, and once it is spent strings are empty.
+    #[test]
+    fn the_string_budget_is_spent_across_a_frame() {
+        let mut buf = Vec::new();
+        let mut w = FrameWriter {
+            out: Appender::new(&mut buf),
+            budget: 9,
+        };
+        w.str("aéé"); // 5 bytes, whole
+        assert_eq!(w.budget, 4);
+        w.str("bcd"); // 3 bytes, whole
+        assert_eq!(w.budget, 1);
+        w.str("e"); // exactly what is left
+        assert_eq!(w.budget, 0);
+        w.str("fg");
+        w.opt_str(Some("h"));
+        assert_eq!(w.budget, 0);
+        drop(w);
+        assert_eq!(
+            &buf[..],
+            b"\x05\0\0\0a\xc3\xa9\xc3\xa9\x03\0\0\0bcd\x01\0\0\0e\0\0\0\0\0\0\0\0"
+        );
+    }
 }

@@ -342,3 +342,58 @@ impl<F: Format + ?Sized> Format for Box<F> {
         (**self).writes(record)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A format that writes only the records of one kind, and says so.
+    struct OnlyPrintf;
+    impl Format for OnlyPrintf {
+        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+            if matches!(record.event, Trace2Event::Printf { .. }) {
+                out.extend_from_slice(b"printf\n");
+            }
+        }
+        fn writes(&self, record: &Record<'_>) -> bool {
+            matches!(record.event, Trace2Event::Printf { .. })
+        }
+    }
+
+    /// A format that leaves `writes` to the trait.
+    struct Everything;
+    impl Format for Everything {
+        fn format(&self, _record: &Record<'_>, out: &mut Vec<u8>) {
+            out.extend_from_slice(b"line\n");
+        }
+    }
+
+    fn record(event: Trace2Event<'_>) -> Record<'_> {
+        Record {
+            event,
+            time: Timestamp::default(),
+            sid: "sid",
+            depth: 0,
+            thread: "main",
+            callsite: Callsite::default(),
+            open_regions: 0,
+        }
+    }
+
+    /// `writes` is `true` unless a format says otherwise (the safe answer: the
+    /// deferred writer then encodes every record for it), and a boxed format answers
+    /// as the format inside.
+    #[test]
+    fn writes_defaults_to_true_and_boxes_forward_it() {
+        let printf = record(Trace2Event::Printf { msg: Some("m") });
+        let exit = record(Trace2Event::Exit { code: 0 });
+        assert!(Everything.writes(&printf) && Everything.writes(&exit));
+        let boxed: Box<dyn Format> = Box::new(OnlyPrintf);
+        assert!(boxed.writes(&printf));
+        assert!(!boxed.writes(&exit));
+        let mut out = Vec::new();
+        boxed.format(&printf, &mut out);
+        boxed.format(&exit, &mut out);
+        assert_eq!(out, b"printf\n");
+    }
+}

@@ -55,6 +55,70 @@ impl Window<'_> {
     }
 }
 
+/// Writes the fixed part of a steady record of kind `KIND` value by value, for the
+/// records the one-word forms do not take (a repository, a value past one byte, an id
+/// past one byte): the head, `dt`, the callsite, the repository, the nesting, the
+/// relative time (not for `region_enter`), and the ids (the third for regions only).
+#[inline(always)]
+fn general_head<const KIND: u8>(
+    w: &mut Window<'_>,
+    dt: u64,
+    callsite: u64,
+    repo: Option<i64>,
+    level: u64,
+    rel: u64,
+    ids: [u64; 3],
+) {
+    let mut head = KIND;
+    if callsite != 0 {
+        head |= spec::HAS_CALLSITE;
+    }
+    if repo.is_some() {
+        head |= spec::HAS_REPO;
+    }
+    w.byte(head);
+    w.u(dt);
+    if callsite != 0 {
+        w.u(callsite);
+    }
+    if let Some(repo) = repo {
+        w.u(varint::zigzag(repo));
+    }
+    w.u(level);
+    if KIND != kind::REGION_ENTER {
+        w.u(rel);
+    }
+    w.u(ids[0]);
+    w.u(ids[1]);
+    if KIND == kind::REGION_ENTER || KIND == kind::REGION_LEAVE {
+        w.u(ids[2]);
+    }
+}
+
+/// Writes a datum's value after its fixed part: a `data_json` text's length, a `data`
+/// text as a packed number or as its flagged length. Returns whether the text itself
+/// follows (written by the caller, past the window).
+#[inline(always)]
+fn datum_value<const KIND: u8>(w: &mut Window<'_>, text: &str) -> bool {
+    if KIND == kind::DATA_JSON {
+        // `b` text: its length, then the text.
+        w.u(text.len() as u64);
+        true
+    } else if KIND == kind::DATA {
+        if let Some(n) = spec::packed_number(text) {
+            // `n` text that packs: the number, flagged.
+            w.u(n << 1);
+            false
+        } else {
+            // `n` text that does not: its length, flagged, then the text.
+            w.u((text.len() as u64) << 1 | 1);
+            true
+        }
+    } else {
+        false
+    }
+}
+
 /// Writes a steady record of kind `KIND` whose `dt` takes two bytes (128 to 16383) and
 /// every other value one (the callsite and ids as [`one_byte_refs`] packs them) into
 /// `window` by one 16-byte store; returns its length.
@@ -257,6 +321,43 @@ impl BatchEncoder {
         }
     }
 
+    /// The callsite and string ids of a steady record of kind `KIND` whose texts are
+    /// `texts`, and their one-byte packing ([`one_byte_refs`]): from the shape seen
+    /// before (confirmed against the batch when some of its strings are not fixed), or
+    /// looked up; `None` when the record must take the general path.
+    #[inline(always)]
+    fn steady_shape<const KIND: u8>(
+        &mut self,
+        record: &Record<'_>,
+        texts: [Option<&str>; 3],
+    ) -> Option<(u32, [u32; 3], u64)> {
+        let site = record.callsite;
+        let [file, line] = site_key_parts(site.file, site.line);
+        let [t0, l0] = text_key(texts[0]);
+        let [t1, l1] = text_key(texts[1]);
+        let [t2, l2] = text_key(texts[2]);
+        let key = [file, line, t0, l0, t1, l1, t2, l2];
+        match self.shapes.find(&key) {
+            Some(shape) if shape.unfixed == 0 => Some((shape.callsite, shape.ids, shape.one_byte)),
+            Some(shape) => {
+                let batch = &self.buf[..self.len];
+                let confirmed = match (KIND, texts) {
+                    // A datum's category and key, copied by the layer: the usual case.
+                    (kind::DATA | kind::DATA_JSON, [Some(category), Some(key), _])
+                        if shape.unfixed == 0b110 =>
+                    {
+                        confirms_pair(shape, batch, category, key)
+                    }
+                    _ => confirms(shape, batch, record),
+                };
+                confirmed.then_some((shape.callsite, shape.ids, shape.one_byte))
+            }
+            None => self
+                .steady_refs(record, key)
+                .map(|(callsite, ids)| (callsite, ids, one_byte_refs(callsite, ids))),
+        }
+    }
+
     /// [`Self::try_encode_steady`] of a record of kind `KIND`, taken apart as `hot`.
     #[inline(always)]
     fn steady<const KIND: u8>(&mut self, record: &Record<'_>, hot: Hot<'_>) -> bool {
@@ -281,34 +382,8 @@ impl BatchEncoder {
         {
             return false;
         }
-        let site = record.callsite;
-        let [file, line] = site_key_parts(site.file, site.line);
-        let [t0, l0] = text_key(texts[0]);
-        let [t1, l1] = text_key(texts[1]);
-        let [t2, l2] = text_key(texts[2]);
-        let key = [file, line, t0, l0, t1, l1, t2, l2];
-        let (callsite, ids, one_byte) = match self.shapes.find(&key) {
-            Some(shape) if shape.unfixed == 0 => (shape.callsite, shape.ids, shape.one_byte),
-            Some(shape) => {
-                let batch = &self.buf[..self.len];
-                let confirmed = match (KIND, texts) {
-                    // A datum's category and key, copied by the layer: the usual case.
-                    (kind::DATA | kind::DATA_JSON, [Some(category), Some(key), _])
-                        if shape.unfixed == 0b110 =>
-                    {
-                        confirms_pair(shape, batch, category, key)
-                    }
-                    _ => confirms(shape, batch, record),
-                };
-                if !confirmed {
-                    return false;
-                }
-                (shape.callsite, shape.ids, shape.one_byte)
-            }
-            None => match self.steady_refs(record, key) {
-                Some((callsite, ids)) => (callsite, ids, one_byte_refs(callsite, ids)),
-                None => return false,
-            },
+        let Some((callsite, ids, one_byte)) = self.steady_shape::<KIND>(record, texts) else {
+            return false;
         };
         let callsite = u64::from(callsite);
         let ids = ids.map(u64::from);
@@ -360,47 +435,17 @@ impl BatchEncoder {
             // as small.
             w.at = two_byte_dt::<KIND>(w.bytes, dt, level, rel, one_byte);
         } else {
-            let mut head = KIND;
-            if callsite != 0 {
-                head |= spec::HAS_CALLSITE;
-            }
-            if repo.is_some() {
-                head |= spec::HAS_REPO;
-            }
-            w.byte(head);
-            w.u(dt);
-            if callsite != 0 {
-                w.u(callsite);
-            }
-            if let Some(repo) = repo {
-                w.u(varint::zigzag(repo));
-            }
-            w.u(level);
-            if KIND != kind::REGION_ENTER {
-                w.u(rel);
-            }
-            w.u(ids[0]);
-            w.u(ids[1]);
-            if region {
-                w.u(last_id);
-            }
+            general_head::<KIND>(
+                &mut w,
+                dt,
+                callsite,
+                repo,
+                level,
+                rel,
+                [ids[0], ids[1], last_id],
+            );
         }
-        // A datum's value.
-        let mut inline_text = false;
-        if KIND == kind::DATA_JSON {
-            // `b` text: its length, then the text.
-            w.u(text.len() as u64);
-            inline_text = true;
-        } else if KIND == kind::DATA {
-            if let Some(n) = spec::packed_number(text) {
-                // `n` text that packs: the number, flagged.
-                w.u(n << 1);
-            } else {
-                // `n` text that does not: its length, flagged, then the text.
-                w.u((text.len() as u64) << 1 | 1);
-                inline_text = true;
-            }
-        }
+        let inline_text = datum_value::<KIND>(&mut w, text);
         let mut written = w.at;
         if inline_text {
             // Right after the fixed part (the room holds the window and the text).

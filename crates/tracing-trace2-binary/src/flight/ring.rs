@@ -506,9 +506,9 @@ mod tests {
 
     #[test]
     fn a_ring_emptied_by_the_minimum_age_refills_into_its_old_buffers() {
-        // Five frames in buffers of 212 and a spare.
-        // A minimum age of a second: the writes below (slow under Miri) are all younger.
-        let ring = Arc::new(Ring::new(6 * 212, 1_000_000));
+        // Five frames in buffers of 212 and a spare. A minimum age out of reach (1,000 s):
+        // the writes below (slow under Miri) are all younger.
+        let ring = Arc::new(Ring::new(6 * 212, 1_000_000_000));
         let sink = RingSink(Arc::clone(&ring));
         for seq in 1..=5 {
             sink.write_line(&batch(7, 1, seq, 188)).unwrap();

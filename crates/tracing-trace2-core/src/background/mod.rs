@@ -86,6 +86,9 @@
 //! Exit waits for the worker like a direct writer would wait for its `write`: a
 //! destination that blocks forever (a pipe nobody reads) blocks the exit too.
 
+use std::panic::Location;
+use std::sync::OnceLock;
+
 mod guard;
 mod options;
 pub(crate) mod queue;
@@ -102,6 +105,28 @@ pub const DROP_REPORT_FMT: &str = "trace2: background writer for '%s' dropped %l
 /// The `msg` of the drop report's `error` event for `count` lines of target `name`.
 pub fn drop_report_message(name: &str, count: u64) -> String {
     format!("trace2: background writer for '{name}' dropped {count} lines")
+}
+
+/// How a background sink reports a failure: the `error` call of the layer of the
+/// reporting thread's dispatcher, with the place it reports from. Set by the layer when
+/// it is built: this floor is below the layer (which uses it), so a sink cannot call
+/// the layer, or `api` above it, itself.
+type FailureReport = fn(msg: &str, fmt: &str, at: &'static Location<'static>);
+
+static FAILURE_REPORT: OnceLock<FailureReport> = OnceLock::new();
+
+/// Sets where [`report_failure`] goes (the first setting stays: it is one function).
+pub(crate) fn set_failure_report(report: FailureReport) {
+    let _ = FAILURE_REPORT.get_or_init(|| report);
+}
+
+/// Reports a sink's failure as an `error` call would: nothing when no layer was ever
+/// built (no dispatcher has one to report to either).
+#[track_caller]
+pub(crate) fn report_failure(msg: &str, fmt: &str) {
+    if let Some(report) = FAILURE_REPORT.get() {
+        report(msg, fmt, Location::caller());
+    }
 }
 
 /// Flushes every background writer of the process (with drop reports); for a panic

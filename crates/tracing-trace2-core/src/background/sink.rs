@@ -147,7 +147,7 @@ impl Drain for SinkDrain {
         self.report_failure();
         if dropped > 0 && !self.status.has_failed() {
             let message = drop_report_message(self.name, dropped);
-            crate::api::error(&message, DROP_REPORT_FMT);
+            super::report_failure(&message, DROP_REPORT_FMT);
         }
     }
 }
@@ -164,7 +164,7 @@ impl SinkDrain {
         if self.status.dst_debug.load(Ordering::Relaxed) {
             let message = tracing_trace2_dst::write_failed_message(self.name, &err);
             tracing_trace2_dst::warning(&message);
-            crate::api::error(&message, "unable to write trace to '%s': %s");
+            super::report_failure(&message, "unable to write trace to '%s': %s");
         }
     }
 }

@@ -10,7 +10,7 @@ use crate::busy;
 use crate::clock;
 use crate::output::CallbackOutput;
 use crate::thread::{self, ThreadState};
-use crate::wire::{ApiCall, ApiRegion};
+use crate::wire::{ApiCall, ApiRegion, Origin};
 use tracing_trace2_record::{Callsite, ChildInfo, RegionInfo, TimerInfo, Timestamp, Trace2Event};
 
 use super::Trace2Layer;
@@ -284,4 +284,24 @@ fn plain_event<'a>(
         | ApiCall::EndThreads
         | ApiCall::Atexit { .. } => return None,
     })
+}
+
+/// Hands an API call to the Trace2 layer of the calling thread's current dispatcher
+/// (nothing happens when it has none): what `api`'s calls do, and how the background
+/// sinks report their failures ([`crate::background::report_failure`], set at `build`).
+pub(crate) fn send(call: &ApiCall<'_>, from: Origin<'_>) {
+    tracing::dispatcher::get_default(|dispatch| {
+        if let Some(layer) = dispatch.downcast_ref::<Trace2Layer>() {
+            layer.on_api_call(call, from.callsite());
+        }
+    });
+}
+
+/// A background sink's failure report: an `error` call from where the sink reports it.
+pub(super) fn report_sink_failure(
+    msg: &str,
+    fmt: &str,
+    at: &'static std::panic::Location<'static>,
+) {
+    send(&ApiCall::Error { msg, fmt }, Origin::Caller(at));
 }

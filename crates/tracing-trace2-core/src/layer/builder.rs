@@ -183,6 +183,7 @@ impl Trace2LayerBuilder {
 
     /// The layer.
     pub fn build(self) -> Trace2Layer {
+        crate::background::set_failure_report(super::api_calls::report_sink_failure);
         let session = self.session.unwrap_or_else(Session::global);
         let targets = Targets {
             list: self.targets,

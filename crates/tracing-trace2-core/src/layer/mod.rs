@@ -49,6 +49,7 @@ mod events;
 mod spans;
 mod thread_end;
 
+pub(crate) use api_calls::send;
 pub use builder::Trace2LayerBuilder;
 
 use std::cell::RefCell;

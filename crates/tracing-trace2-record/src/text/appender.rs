@@ -7,6 +7,14 @@ use super::chunk;
 use super::json::{block_needs_escape, needs_escape, needs_escape_any, push_json_escaped};
 use super::numbers::{digits6, pair};
 
+#[cfg(test)]
+thread_local! {
+    /// How many JSON fields the calling thread wrote by the no-escape fast path
+    /// (tests only: the fast path and its fallback write the same bytes, so only this
+    /// count shows whether the fast path is taken).
+    pub(super) static PLAIN_JSON_FIELDS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// An append cursor over a `Vec<u8>` for formatters that write many small pieces per
 /// line.
 ///
@@ -261,6 +269,8 @@ impl<'a> Appender<'a> {
         }
         self.cur = self.cur.wrapping_add(total);
         self.room = room;
+        #[cfg(test)]
+        PLAIN_JSON_FIELDS.with(|hits| hits.set(hits.get() + 1));
         true
     }
 

@@ -174,7 +174,23 @@ pub fn compact_json(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod json_tests {
-    use super::compact_json;
+    use super::{compact_json, push_json_str};
+
+    /// A string that needs no escaping is written with the one reservation made up
+    /// front, of exactly its quoted length: from an empty vector (which a reservation
+    /// grows to the size asked), the capacity is the length, whatever the text's size.
+    /// A reservation too small would grow the vector again (doubling it), one too
+    /// large would show as spare capacity.
+    #[test]
+    fn a_plain_string_takes_one_exact_reservation() {
+        for len in [20, 100, 1000] {
+            let text = "p".repeat(len);
+            let mut out = Vec::new();
+            push_json_str(&mut out, &text);
+            assert_eq!(out.len(), len + 2);
+            assert_eq!(out.capacity(), out.len(), "{len}");
+        }
+    }
 
     #[test]
     fn compacts_and_keeps_key_order() {
