@@ -481,7 +481,8 @@ fn exit_from(from: Origin<'_>, code: i32) -> i32 {
 /// before every `exit` (see [`crate::process_info`]); nothing without a Trace2 layer.
 #[cfg(windows)]
 fn peak_memory_line(from: Origin<'_>) {
-    let traced = tracing::dispatcher::get_default(|d| d.downcast_ref::<crate::Trace2Layer>().is_some());
+    let traced =
+        tracing::dispatcher::get_default(|d| d.downcast_ref::<crate::Trace2Layer>().is_some());
     if !traced {
         return;
     }
