@@ -17,11 +17,10 @@ mod real;
 mod example;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use real::{Trace, ensure};
 use serde_json::Value;
@@ -117,7 +116,7 @@ fn run_service(dir: &Path, debug: bool) -> Result<Run, String> {
         cmd.env("TRACING_TRACE2_FLIGHT", &flight);
     }
     let mut server = cmd.spawn().map_err(|e| format!("start the service: {e}"))?;
-    let port = read_port(&mut server);
+    let port = support::process::read_port(&mut server);
     // Half the requests, a snapshot asked for (DEBUG run), the other half.
     let served = port.and_then(|port| {
         let half =
@@ -131,7 +130,7 @@ fn run_service(dir: &Path, debug: bool) -> Result<Run, String> {
         }
         half()
     });
-    let status = wait_bounded(&mut server);
+    let status = support::process::wait_bounded(&mut server, END_WAIT);
     served?;
     let status = status?;
     ensure(status.success(), || format!("service: {status}"))?;
@@ -144,33 +143,6 @@ fn run_service(dir: &Path, debug: bool) -> Result<Run, String> {
         trace,
         snapshots,
     })
-}
-
-/// The port of the service's `listening on 127.0.0.1:<port>` line.
-fn read_port(server: &mut std::process::Child) -> Result<u16, String> {
-    let stdout = server.stdout.take().ok_or("no stdout")?;
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    line.trim_end()
-        .rsplit_once(':')
-        .and_then(|(_, port)| port.parse().ok())
-        .ok_or_else(|| format!("no port in {line:?}"))
-}
-
-/// Waits for the service to end, at most [`END_WAIT`] (then kills it).
-fn wait_bounded(server: &mut std::process::Child) -> Result<std::process::ExitStatus, String> {
-    let deadline = Instant::now() + END_WAIT;
-    while Instant::now() < deadline {
-        if let Some(status) = server.try_wait().map_err(|e| e.to_string())? {
-            return Ok(status);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = server.kill();
-    let _ = server.wait();
-    Err("the service did not end".into())
 }
 
 fn name(v: &Value) -> &str {

@@ -18,11 +18,10 @@ mod support;
 mod example;
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use support::receiver;
@@ -98,11 +97,11 @@ fn run_server(dir: &Path) -> Result<Run, String> {
         .args(["serve", &(CONNECTIONS * REQUESTS).to_string()])
         .stdout(Stdio::piped());
     let mut server = cmd.spawn().map_err(|e| format!("start the server: {e}"))?;
-    let port = read_port(&mut server);
+    let port = support::process::read_port(&mut server);
     let served = port.and_then(|port| {
         example::client(port, CONNECTIONS, REQUESTS).map_err(|e| format!("client: {e}"))
     });
-    let status = wait_bounded(&mut server);
+    let status = support::process::wait_bounded(&mut server, END_WAIT);
     served?;
     let status = status?;
     if !status.success() {
@@ -119,33 +118,6 @@ fn run_server(dir: &Path) -> Result<Run, String> {
         perf,
         binary,
     })
-}
-
-/// The port of the server's `listening on 127.0.0.1:<port>` line.
-fn read_port(server: &mut std::process::Child) -> Result<u16, String> {
-    let stdout = server.stdout.take().ok_or("no stdout")?;
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
-    line.trim_end()
-        .rsplit_once(':')
-        .and_then(|(_, port)| port.parse().ok())
-        .ok_or_else(|| format!("no port in {line:?}"))
-}
-
-/// Waits for the server to end, at most [`END_WAIT`] (then kills it).
-fn wait_bounded(server: &mut std::process::Child) -> Result<std::process::ExitStatus, String> {
-    let deadline = Instant::now() + END_WAIT;
-    while Instant::now() < deadline {
-        if let Some(status) = server.try_wait().map_err(|e| e.to_string())? {
-            return Ok(status);
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = server.kill();
-    let _ = server.wait();
-    Err("the server did not end".into())
 }
 
 fn ensure(ok: bool, why: impl FnOnce() -> String) -> Result<(), String> {

@@ -96,3 +96,34 @@ pub fn give_fd(cmd: &mut Command, fd: RawFd, target: RawFd) {
         });
     }
 }
+
+/// The port of a server's first stdout line, `listening on 127.0.0.1:<port>`.
+pub fn read_port(server: &mut std::process::Child) -> Result<u16, String> {
+    use std::io::{BufRead, BufReader};
+    let stdout = server.stdout.take().ok_or("no stdout")?;
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
+    line.trim_end()
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .ok_or_else(|| format!("no port in {line:?}"))
+}
+
+/// Waits for a server to end, at most `wait` (then kills it).
+pub fn wait_bounded(
+    server: &mut std::process::Child,
+    wait: std::time::Duration,
+) -> Result<std::process::ExitStatus, String> {
+    let deadline = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = server.try_wait().map_err(|e| e.to_string())? {
+            return Ok(status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    Err("the server did not end".into())
+}
