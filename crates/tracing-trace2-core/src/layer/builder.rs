@@ -160,8 +160,8 @@ impl Trace2LayerBuilder {
     }
 
     /// The most task lanes (default [`DEFAULT_MAX_TASK_LANES`]): Trace2 threads that
-    /// carry the regions of spans that could not go on their OS thread's lane (see the
-    /// module documentation). An idle one is reused before a new one is made; past the
+    /// carry the regions of spans that could not go on their OS thread's lane (the
+    /// facade's README, *Async programs and tokio*, tells the whole model). An idle one is reused before a new one is made; past the
     /// bound a region that needs one is left out of the trace, and the number left out
     /// is written as a `data` line (`trace2`/`task_regions_dropped`) at the process end.
     /// At least 1.

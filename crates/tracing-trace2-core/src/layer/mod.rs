@@ -82,7 +82,8 @@ pub enum RegionMode {
     /// One region per span lifetime: `region_enter` at the span's first entry,
     /// `region_leave` when it closes. Right for `async fn`s (entered once per poll) and
     /// spans kept and entered many times; regions that would break a thread's strict
-    /// stack go on a Trace2 thread of their own (see the module documentation).
+    /// stack go on a Trace2 thread of their own, a task lane (the facade's README, *Async
+    /// programs and tokio*, tells the whole model).
     #[default]
     Span,
     /// Git's behaviour: one region per entry, on the entering thread. An `async fn`
