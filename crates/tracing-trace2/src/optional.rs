@@ -14,7 +14,7 @@ use std::any::TypeId;
 use std::fmt;
 
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Dispatch, Event, Interest, LevelFilter, Metadata, Subscriber};
+use tracing_core::{Event, Interest, LevelFilter, Metadata, Subscriber};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Filter, Identity, Layer};
 use tracing_subscriber::registry::LookupSpan;
@@ -112,11 +112,9 @@ where
     L: Layer<S>,
     S: Subscriber + for<'a> LookupSpan<'a> + 'static,
 {
-    fn on_register_dispatch(&self, subscriber: &Dispatch) {
-        if let State::On(layer) = &self.state {
-            layer.on_register_dispatch(subscriber);
-        }
-    }
+    // Not forwarded: `on_register_dispatch` and `event_enabled`, which tracing-subscriber
+    // has only since 0.3.12-0.3.19 (this crate builds with 0.3.0). Their defaults are
+    // what the Trace2 layer and its filter answer anyway (neither overrides them).
 
     fn on_layer(&mut self, subscriber: &mut S) {
         // Disabled: no `on_layer` for the inner `Filtered`, so no filter id is taken
@@ -141,13 +139,6 @@ where
             State::On(layer) => layer.enabled(metadata, ctx),
             // Leaves the decision to the other layers (`false` would disable the call
             // site for all of them).
-            State::Off(_) => true,
-        }
-    }
-
-    fn event_enabled(&self, event: &Event<'_>, ctx: Context<'_, S>) -> bool {
-        match &self.state {
-            State::On(layer) => layer.event_enabled(event, ctx),
             State::Off(_) => true,
         }
     }
