@@ -353,16 +353,21 @@ mod tests {
     fn names_sharing_a_slot_keep_their_roles() {
         // More names than slots, half of them reserved: some share a slot, and a name
         // found in a slot another name took must be matched again, not given its role.
-        let names: Vec<&'static str> = (0..4 * CACHED_NAMES)
-            .map(|i| {
-                let text = if i % 2 == 0 {
-                    "value".to_owned()
-                } else {
-                    format!("d{i}")
-                };
-                &*Box::leak(text.into_boxed_str())
-            })
-            .collect();
+        // Names made at run time (each its own address), kept in a static so that they
+        // stay reachable (LeakSanitizer runs these tests).
+        static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+        let names = NAMES.get_or_init(|| {
+            (0..4 * CACHED_NAMES)
+                .map(|i| {
+                    let text = if i % 2 == 0 {
+                        "value".to_owned()
+                    } else {
+                        format!("d{i}")
+                    };
+                    &*Box::leak(text.into_boxed_str())
+                })
+                .collect()
+        });
         let mut cache = RoleCache::default();
         for _ in 0..3 {
             for (i, name) in names.iter().enumerate() {
