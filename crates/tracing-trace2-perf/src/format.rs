@@ -429,9 +429,10 @@ fn time_of_day(wall_us: i64, offset_secs: i32) -> [u8; 16] {
 /// Writes `HH:MM:SS.ffffff` over the first 15 of 16 bytes that end with a space.
 #[inline(always)]
 fn put_time_of_day(dst: &mut [u8; 16], wall_us: i64, offset_secs: i32) {
-    let local_us = wall_us + i64::from(offset_secs) * 1_000_000;
+    // Wrapping: a wall time near the ends of `i64` (a damaged record) must not panic.
+    let local_us = wall_us.wrapping_add(i64::from(offset_secs) * 1_000_000);
     let secs = local_us.div_euclid(1_000_000);
-    let micros = (local_us - secs * 1_000_000) as u32;
+    let micros = local_us.rem_euclid(1_000_000) as u32;
     dst[..8].copy_from_slice(&cached_second_text(secs));
     dst[8] = b'.';
     dst[9..15].copy_from_slice(&digits6(micros));

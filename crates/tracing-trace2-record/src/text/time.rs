@@ -25,7 +25,7 @@ pub struct DateTime {
 impl DateTime {
     /// Breaks down `wall_us` (µs since the epoch) shifted by `offset_secs` (east of UTC).
     pub fn from_micros(wall_us: i64, offset_secs: i32) -> DateTime {
-        let local_us = wall_us + i64::from(offset_secs) * 1_000_000;
+        let local_us = wall_us.wrapping_add(i64::from(offset_secs) * 1_000_000);
         let secs = local_us.div_euclid(1_000_000);
         let micros = local_us.rem_euclid(1_000_000) as u32;
         let days = secs.div_euclid(86_400);
@@ -57,7 +57,7 @@ impl DateTime {
 #[inline]
 pub fn push_time_of_day(out: &mut Vec<u8>, wall_us: i64, offset_secs: i32) {
     // Only the time of day is needed: no calendar date to work out.
-    let local_us = wall_us + i64::from(offset_secs) * 1_000_000;
+    let local_us = wall_us.wrapping_add(i64::from(offset_secs) * 1_000_000);
     let sod = local_us.div_euclid(1_000_000).rem_euclid(86_400) as u32;
     let micros = local_us.rem_euclid(1_000_000) as u64;
     push_2(out, sod / 3600);
