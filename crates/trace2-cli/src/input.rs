@@ -72,8 +72,36 @@ impl TraceSource {
 
 /// Expands the command line's paths: a directory stands for the regular files in it (sorted by
 /// name, which for git's directory target is the order the processes started), `-` for standard
-/// input. Paths that cannot be read are kept, with the reason, to be reported in their turn.
+/// input. Paths that cannot be read are kept, with the reason, to be reported in their turn. A
+/// file named twice (itself again, through a link, or inside a directory also named) is read once:
+/// counted twice, each of its processes would be two.
 pub fn expand(paths: &[PathBuf]) -> Vec<InputSpec> {
+    let mut specs = expand_all(paths);
+    let mut seen = std::collections::HashSet::new();
+    specs.retain(|spec| match &spec.path {
+        Some(path) if spec.problem.is_none() => {
+            file_identity(path).is_none_or(|id| seen.insert(id))
+        }
+        _ => true,
+    });
+    specs
+}
+
+/// What makes two paths one file: device and inode where there are such, else the canonical path.
+fn file_identity(path: &Path) -> Option<(u64, u64, PathBuf)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some((meta.dev(), meta.ino(), PathBuf::new()))
+    }
+    #[cfg(not(unix))]
+    {
+        Some((0, 0, std::fs::canonicalize(path).ok()?))
+    }
+}
+
+fn expand_all(paths: &[PathBuf]) -> Vec<InputSpec> {
     let mut specs = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
@@ -643,6 +671,24 @@ mod tests {
         inputs.file("killed.event", report);
         assert!(inputs.clean());
         assert_eq!(inputs.messages().len(), 1);
+    }
+
+    #[test]
+    fn a_file_named_twice_is_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.event");
+        std::fs::write(&file, "{}\n").unwrap();
+        let other = dir.path().join("b.event");
+        std::fs::write(&other, "{}\n").unwrap();
+        let named = [
+            file.clone(),
+            dir.path().to_owned(),
+            file.clone(),
+            PathBuf::from("-"),
+        ];
+        let specs = expand(&named);
+        let paths: Vec<_> = specs.iter().map(|s| s.path.clone()).collect();
+        assert_eq!(paths, [Some(file), Some(other), None]);
     }
 
     #[test]

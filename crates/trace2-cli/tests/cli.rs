@@ -9,10 +9,12 @@ use std::path::Path;
 
 use common::{run_trace2, stderr, stdout, trace2};
 
-const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/spec/samples");
-
+/// git's captures: `shared/spec/samples` beside the repository, or the folder `TRACE2_SAMPLES` names.
 fn sample(name: &str) -> String {
-    format!("{SAMPLES}/{name}")
+    let dir = std::env::var("TRACE2_SAMPLES").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/spec/samples").to_owned()
+    });
+    format!("{dir}/{name}")
 }
 
 fn path(p: &Path) -> &str {

@@ -335,6 +335,11 @@ impl Trace2 {
     /// [`Trace2::layer`] without its level filter: it then sees every span and event
     /// other layers enable (it still records only those at its level), and `tracing`
     /// learns no level from it.
+    ///
+    /// With no target enabled this is `None`, and a `None` added as a layer as it is
+    /// costs the program's hidden call sites their `never` interest (see
+    /// [`OptionalLayer`]): wrap it in [`OptionalLayer::from_option`] (after your own
+    /// filter, if any) rather than adding the `Option` itself.
     pub fn unfiltered_layer(&self) -> Option<Trace2Layer> {
         let (layer, guard) = self.unfiltered_layer_with_guard();
         // The writers must outlive this call: the exit handler shuts them down.

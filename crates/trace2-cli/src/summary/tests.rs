@@ -7,8 +7,12 @@ use super::*;
 use crate::input::{self, Report};
 use crate::progress::Progress;
 
+/// git's captures: `shared/spec/samples` beside the repository, or the folder `TRACE2_SAMPLES` names.
 pub(crate) fn samples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/samples")
+    match std::env::var_os("TRACE2_SAMPLES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/samples"),
+    }
 }
 
 /// Every Event capture of git, plus the two directory captures.
