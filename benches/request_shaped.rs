@@ -7,8 +7,8 @@
 //! `version` fields, the `#[instrument]` handler's `item` span inside it, and tower-http's
 //! two DEBUG events (`started processing request`, `finished processing request`). The
 //! handler suspends once (as a database call would) and renders its answer, hashing it
-//! [`RENDER_PASSES`] times: about 30 µs of CPU per request untraced, what the real service
-//! of `examples/web.rs` costs per request (34 µs, parsing and sockets included).
+//! [`RENDER_PASSES`] times: about 36 µs of CPU per request untraced, close to what the real
+//! service of `examples/web.rs` costs per request (34 µs, parsing and sockets included).
 //!
 //! The requests are served in process on a two-worker multi-thread tokio runtime, without
 //! sockets: [`CONNECTIONS`] tasks, each sending its share of the requests one after the
@@ -30,15 +30,15 @@
 //! alternate, so that a change of the machine's load hits every configuration alike.
 //!
 //! `cargo bench --bench request_shaped` (about a minute) prints a Markdown table: the
-//! median CPU µs per request, its ratio to `untraced` (median of per-round ratios) and the
-//! bytes written per request. For instruction counts, run the bench binary under callgrind
+//! median CPU µs per request (and its system part), its ratio to `untraced` (median of
+//! per-round ratios) and the bytes written per request. For instruction counts, run the bench binary under callgrind
 //! as `<bench> --child <configuration> <requests>`: the difference between two request
 //! counts is the cost of the requests alone.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -146,8 +146,8 @@ async fn serve(router: &Router, first: usize, requests: usize) {
     }
 }
 
-/// CPU time of the whole process so far (user + system, every thread), in ns.
-fn process_cpu_ns() -> u128 {
+/// CPU time of the whole process so far (user, system; every thread), in ns.
+fn process_cpu_ns() -> (u128, u128) {
     // SAFETY: `getrusage` fills the zeroed struct it is given and reads nothing else.
     let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
@@ -155,7 +155,7 @@ fn process_cpu_ns() -> u128 {
         usage
     };
     let ns = |t: libc::timeval| t.tv_sec as u128 * 1_000_000_000 + t.tv_usec as u128 * 1_000;
-    ns(usage.ru_utime) + ns(usage.ru_stime)
+    (ns(usage.ru_utime), ns(usage.ru_stime))
 }
 
 /// The program's own fmt layer: an `EnvFilter` showing warnings, writing nowhere.
@@ -176,20 +176,17 @@ fn install(config: &str, file: &Path) -> Box<dyn Fn()> {
     match config {
         "untraced" => Registry::default().with(program_layer()).init(),
         "fmt" => {
-            let out = Arc::new(Mutex::new(File::create(file).expect("the fmt file")));
-            let writer = out.clone();
+            // Each line one `write` to the shared file, as fmt writes to a `File`.
+            let out = Arc::new(File::create(file).expect("the fmt file"));
             Registry::default()
                 .with(program_layer())
                 .with(
                     tracing_subscriber::fmt::layer()
                         .with_ansi(false)
-                        .with_writer(move || MutexWriter(writer.clone()))
+                        .with_writer(out)
                         .with_filter(LevelFilter::DEBUG),
                 )
                 .init();
-            return Box::new(move || {
-                let _ = std::io::Write::flush(&mut *out.lock().expect("the fmt file"));
-            });
         }
         "binary" => trace2 = Some(Trace2::with_settings(settings).with_binary_target(path)),
         "flight" => {
@@ -227,20 +224,8 @@ fn install(config: &str, file: &Path) -> Box<dyn Fn()> {
     Box::new(move || layer.flush())
 }
 
-/// A writer for fmt's `MakeWriter` closure: each line one `write` to the shared file.
-struct MutexWriter(Arc<Mutex<File>>);
-
-impl std::io::Write for MutexWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        std::io::Write::write(&mut *self.0.lock().expect("the fmt file"), buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The child: serves [`WARM_UP`] requests, then `requests` measured ones; prints the
-/// CPU ns they and the flush took.
+/// CPU ns they and the flush took, the system part of it, and the bytes written.
 fn child(config: &str, requests: usize, file: &Path) {
     let flush = install(config, file);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -255,9 +240,13 @@ fn child(config: &str, requests: usize, file: &Path) {
     let start = process_cpu_ns();
     runtime.block_on(serve(&router, WARM_UP, requests));
     flush();
-    let cpu = process_cpu_ns() - start;
+    let end = process_cpu_ns();
     let size = std::fs::metadata(file).map_or(0, |m| m.len()) - size_before;
-    println!("{cpu} {size}");
+    println!(
+        "{} {} {size}",
+        end.0 + end.1 - start.0 - start.1,
+        end.1 - start.1
+    );
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -290,6 +279,7 @@ fn main() {
     }
     let exe = std::env::current_exe().expect("own path");
     let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
+    let mut sys: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
     let mut bytes = vec![0.0; CONFIGS.len()];
     for _ in 0..ROUNDS {
         for (i, (config, _)) in CONFIGS.iter().enumerate() {
@@ -305,14 +295,15 @@ fn main() {
                 .split_whitespace()
                 .map(|w| w.parse::<f64>().expect("a number"));
             cpu[i].push(words.next().expect("CPU ns") / REQUESTS as f64);
+            sys[i].push(words.next().expect("system ns") / REQUESTS as f64);
             bytes[i] = words.next().expect("bytes") / REQUESTS as f64;
         }
     }
     println!(
         "\n## Request-shaped: whole-process CPU µs per request (median of {ROUNDS} interleaved rounds, {REQUESTS} requests each)\n"
     );
-    println!("| configuration | CPU µs per request | ÷ untraced | goal | bytes per request |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| configuration | CPU µs per request | of which system | ÷ untraced | goal | bytes per request |");
+    println!("|---|---:|---:|---:|---:|---:|");
     let fmt = CONFIGS.iter().position(|(c, _)| *c == "fmt");
     let ratio = |i: usize| {
         let ratios: Vec<f64> = cpu[i].iter().zip(&cpu[0]).map(|(r, b)| r / b).collect();
@@ -332,8 +323,9 @@ fn main() {
             None => "-".into(),
         };
         println!(
-            "| {config} | {:.1} | {r:.3} | {goal} | {:.0} |",
+            "| {config} | {:.1} | {:.1} | {r:.3} | {goal} | {:.0} |",
             median(&cpu[i]) / 1000.0,
+            median(&sys[i]) / 1000.0,
             bytes[i],
         );
     }
