@@ -302,7 +302,9 @@ fn main() {
     println!(
         "\n## Request-shaped: whole-process CPU µs per request (median of {ROUNDS} interleaved rounds, {REQUESTS} requests each)\n"
     );
-    println!("| configuration | CPU µs per request | of which system | ÷ untraced | goal | bytes per request |");
+    println!(
+        "| configuration | CPU µs per request | of which system | ÷ untraced | goal | bytes per request |"
+    );
     println!("|---|---:|---:|---:|---:|---:|");
     let fmt = CONFIGS.iter().position(|(c, _)| *c == "fmt");
     let ratio = |i: usize| {
