@@ -13,6 +13,13 @@
 //! | `/rustc/<hash>/library/std/src/panicking.rs` | `library/std/src/panicking.rs` |
 //! | `/any/where/mycrate/src/lib.rs` | `mycrate/src/lib.rs` |
 //! | `/any/where/build.rs` (no `src`) | `build.rs` |
+//!
+//! Cutting searches the path for its markers, about 1,400 instructions for a
+//! dependency's path: more than the rest of a line's formatting. A dependency's call site
+//! that writes a line per request (tower-http's request span) would pay it every time, so
+//! the cut of a call site's `'static` path is remembered per thread, by the path's address.
+
+use std::cell::Cell;
 
 use tracing_core::Metadata;
 use tracing_trace2_record::Callsite;
@@ -58,6 +65,47 @@ fn cut_absolute(file: &str) -> &str {
     file.rsplit('/').next().unwrap_or(file)
 }
 
+/// Cuts remembered per thread (direct-mapped by the path's address).
+const CUT_SLOTS: usize = 16;
+
+thread_local! {
+    /// (address, length, offset of the cut) of recently cut `'static` paths. Plain cells
+    /// with a const initializer: no allocation, no destructor.
+    static CUTS: [Cell<(usize, usize, usize)>; CUT_SLOTS] =
+        const { [const { Cell::new((0, 0, 0)) }; CUT_SLOTS] };
+}
+
+/// [`relative_path`] of a `'static` path (a call site's), remembered per thread: the
+/// same address and length always hold the same text, as `'static` memory is never
+/// reused.
+#[inline]
+fn relative_static(file: &'static str) -> &'static str {
+    if !is_absolute(file) {
+        return file;
+    }
+    cached_cut(file)
+}
+
+#[inline(never)]
+fn cached_cut(file: &'static str) -> &'static str {
+    let address = file.as_ptr() as usize;
+    // Fibonacci hashing of the address: its top bits pick the slot.
+    let slot = ((address as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % CUT_SLOTS;
+    CUTS.try_with(|cuts| {
+        let (seen, len, offset) = cuts[slot].get();
+        if seen == address
+            && len == file.len()
+            && let Some(cut) = file.get(offset..)
+        {
+            return cut;
+        }
+        let cut = cut_absolute(file);
+        cuts[slot].set((address, file.len(), file.len() - cut.len()));
+        cut
+    })
+    .unwrap_or_else(|_| cut_absolute(file))
+}
+
 #[inline]
 fn is_absolute(file: &str) -> bool {
     let b = file.as_bytes();
@@ -71,14 +119,14 @@ fn is_absolute(file: &str) -> bool {
 #[inline]
 pub(crate) fn of(meta: &'static Metadata<'static>) -> Callsite<'static> {
     Callsite {
-        file: meta.file().map(relative_path),
+        file: meta.file().map(relative_static),
         line: meta.line().unwrap_or(0),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::relative_path;
+    use super::{relative_path, relative_static};
 
     #[test]
     fn absolute_paths_are_cut() {
@@ -104,5 +152,27 @@ mod tests {
             assert_eq!(relative_path(input), expected, "{input}");
             assert!(!relative_path(input).contains("alice"));
         }
+    }
+
+    /// The remembered cut is the cut, for paths that share a slot and for a path met
+    /// again, and a path of the same address but another length is cut anew.
+    #[test]
+    fn remembered_cuts_are_the_cuts() {
+        // Kept in a static, so that LeakSanitizer sees them reachable.
+        static PATHS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        let paths = PATHS.get_or_init(|| {
+            (0..40)
+                .map(|i| format!("/home/alice/.cargo/registry/src/index-1/dep{i}-1.0.0/src/lib.rs"))
+                .collect()
+        });
+        for _ in 0..3 {
+            for path in paths {
+                assert_eq!(relative_static(path), relative_path(path));
+                // A prefix of the same memory: same address, another length.
+                let prefix = &path[..path.len() - 7];
+                assert_eq!(relative_static(prefix), relative_path(prefix), "{prefix}");
+            }
+        }
+        assert_eq!(relative_static("src/main.rs"), "src/main.rs");
     }
 }

@@ -1,0 +1,334 @@
+//! The cost of tracing per request of a web service: the CPU time of the whole process
+//! per request (`getrusage(RUSAGE_SELF)`: every thread, the runtime's workers and our
+//! background writer or flusher alike), untraced and traced.
+//!
+//! The service is an axum `Router` behind tower-http's `TraceLayer`, as in
+//! `examples/web.rs`: per request a `request` span at DEBUG with `method`, `uri` and
+//! `version` fields, the `#[instrument]` handler's `item` span inside it, and tower-http's
+//! two DEBUG events (`started processing request`, `finished processing request`). The
+//! handler suspends once (as a database call would) and renders its answer, hashing it
+//! [`RENDER_PASSES`] times: about 36 µs of CPU per request untraced, close to what the real
+//! service of `examples/web.rs` costs per request (34 µs, parsing and sockets included).
+//!
+//! The requests are served in process on a two-worker multi-thread tokio runtime, without
+//! sockets: [`CONNECTIONS`] tasks, each sending its share of the requests one after the
+//! other through the router (as hyper drives a keep-alive connection) and reading the
+//! whole body. Sockets would add the same kernel work to every configuration and a client
+//! to the process's CPU time, noise for a ratio of a few per cent; without them, callgrind
+//! counts the requests exactly. With many connections on two workers, a request's span is
+//! often open while a worker polls another one, and the spans move between workers, as in
+//! the real service.
+//!
+//! Every configuration runs in a process of its own (this bench binary started again with
+//! `--child <configuration> <requests>`) whose global subscriber is the program's own (the
+//! registry and an fmt layer showing warnings, writing nowhere) plus, when traced, one of:
+//! `binary` (the t2b target), `flight` (the flight recorder), `event-bg` (the Event target
+//! through the background writer), `event` (the Event target written directly), and
+//! `fmt` (tracing-subscriber's fmt layer at DEBUG writing to a file: the peer). Each child
+//! serves [`WARM_UP`] requests, then measures [`REQUESTS`] requests and the flush that
+//! writes them out; the children of one round run one after the other and rounds
+//! alternate, so that a change of the machine's load hits every configuration alike.
+//!
+//! `cargo bench --bench request_shaped` (about a minute) prints a Markdown table: the
+//! median CPU µs per request (and its system part), its ratio to `untraced` (median of
+//! per-round ratios) and the bytes written per request. For instruction counts, run the bench binary under callgrind
+//! as `<bench> --child <configuration> <requests>`: the difference between two request
+//! counts is the cost of the requests alone.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{Request, Version};
+use axum::routing::get;
+use tower_http::trace::TraceLayer;
+use tower_service::Service;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
+use tracing_trace2::{BackgroundOptions, Settings, Trace2, Trace2Layer};
+
+/// Keep-alive connections served side by side.
+const CONNECTIONS: usize = 32;
+/// Requests each child serves before it measures.
+const WARM_UP: usize = 2_000;
+/// Requests each child measures.
+const REQUESTS: usize = 8_000;
+/// Interleaved rounds (one child per configuration each).
+const ROUNDS: usize = 9;
+/// Passes over the rendered answer: the handler's work (see the module documentation).
+const RENDER_PASSES: u32 = 200;
+
+/// The configurations, and the goal of each as a ratio to `untraced`.
+const CONFIGS: [(&str, Option<f64>); 6] = [
+    ("untraced", None),
+    ("binary", Some(1.05)),
+    ("flight", Some(1.05)),
+    ("event-bg", Some(1.05)),
+    ("event", Some(1.10)),
+    ("fmt", None),
+];
+
+/// The items the service answers about.
+struct Catalog {
+    names: Vec<String>,
+}
+
+/// FNV-1a: the stand-in for real work on bytes.
+fn hash(bytes: &[u8], mut h: u64) -> u64 {
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+/// `GET /item/{id}`: a lookup that suspends once, then renders the item.
+#[tracing::instrument(skip(catalog))]
+async fn item(UrlPath(id): UrlPath<u64>, State(catalog): State<Arc<Catalog>>) -> String {
+    tokio::task::yield_now().await;
+    let name = &catalog.names[id as usize % catalog.names.len()];
+    let body = format!("item {id}: {name}\n");
+    let h = (0..RENDER_PASSES).fold(0xcbf2_9ce4_8422_2325, |h, _| {
+        hash(std::hint::black_box(body.as_bytes()), h)
+    });
+    std::hint::black_box(h);
+    body
+}
+
+fn router() -> Router {
+    let catalog = Arc::new(Catalog {
+        names: (0..64)
+            .map(|i| format!("{} widget number {i}", "a long product name, ".repeat(6)))
+            .collect(),
+    });
+    Router::new()
+        .route("/item/{id}", get(item))
+        .layer(TraceLayer::new_for_http())
+        .with_state(catalog)
+}
+
+/// One connection: `requests` requests one after the other, each answer read whole.
+async fn connection(mut router: Router, first: usize, requests: usize) {
+    for id in first..first + requests {
+        let request = Request::builder()
+            .method("GET")
+            .uri(format!("/item/{id}"))
+            .version(Version::HTTP_11)
+            .header("host", "127.0.0.1")
+            .header("user-agent", "request-shaped")
+            .body(Body::empty())
+            .expect("a valid request");
+        let response = router.call(request).await.expect("infallible");
+        assert!(response.status().is_success());
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .expect("the whole body");
+        assert!(body.starts_with(format!("item {id}:").as_bytes()));
+    }
+}
+
+/// Serves `requests` requests on [`CONNECTIONS`] connections.
+async fn serve(router: &Router, first: usize, requests: usize) {
+    let per = requests.div_ceil(CONNECTIONS);
+    let tasks: Vec<_> = (0..CONNECTIONS)
+        .map(|c| {
+            let from = first + c * per;
+            let n = per.min((first + requests).saturating_sub(from));
+            tokio::spawn(connection(router.clone(), from, n))
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("a connection task");
+    }
+}
+
+/// CPU time of the whole process so far (user, system; every thread), in ns.
+fn process_cpu_ns() -> (u128, u128) {
+    // SAFETY: `getrusage` fills the zeroed struct it is given and reads nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let ns = |t: libc::timeval| t.tv_sec as u128 * 1_000_000_000 + t.tv_usec as u128 * 1_000;
+    (ns(usage.ru_utime), ns(usage.ru_stime))
+}
+
+/// The program's own fmt layer: an `EnvFilter` showing warnings, writing nowhere.
+fn program_layer<S>() -> impl Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::sink)
+        .with_filter(EnvFilter::new("warn"))
+}
+
+/// Installs `config`'s global subscriber writing to `file`; returns what flushes it.
+fn install(config: &str, file: &Path) -> Box<dyn Fn()> {
+    let path = file.display().to_string();
+    let mut settings = Settings::default();
+    let mut trace2 = None;
+    match config {
+        "untraced" => Registry::default().with(program_layer()).init(),
+        "fmt" => {
+            // Each line one `write` to the shared file, as fmt writes to a `File`.
+            let out = Arc::new(File::create(file).expect("the fmt file"));
+            Registry::default()
+                .with(program_layer())
+                .with(
+                    tracing_subscriber::fmt::layer()
+                        .with_ansi(false)
+                        .with_writer(out)
+                        .with_filter(LevelFilter::DEBUG),
+                )
+                .init();
+        }
+        "binary" => trace2 = Some(Trace2::with_settings(settings).with_binary_target(path)),
+        "flight" => {
+            let dir = file.with_extension("flight");
+            std::fs::create_dir_all(&dir).expect("the flight directory");
+            trace2 = Some(
+                Trace2::with_settings(settings).with_flight_recorder(dir.display().to_string()),
+            );
+        }
+        "event-bg" => {
+            settings.event_destination = Some(path);
+            trace2 = Some(
+                Trace2::with_settings(settings).with_background_writer(BackgroundOptions::new()),
+            );
+        }
+        "event" => {
+            settings.event_destination = Some(path);
+            trace2 = Some(Trace2::with_settings(settings));
+        }
+        _ => panic!("unknown configuration {config}"),
+    }
+    let Some(trace2) = trace2 else {
+        return Box::new(|| {});
+    };
+    let (layer, guard) = trace2
+        .with_exe_version("bench")
+        .unfiltered_layer_with_guard();
+    let layer: Trace2Layer = layer.expect("a target is enabled");
+    Registry::default()
+        .with(program_layer())
+        .with(layer.clone().filtered())
+        .init();
+    // The writers run until the process exits.
+    std::mem::forget(guard);
+    Box::new(move || layer.flush())
+}
+
+/// The child: serves [`WARM_UP`] requests, then `requests` measured ones; prints the
+/// CPU ns they and the flush took, the system part of it, and the bytes written.
+fn child(config: &str, requests: usize, file: &Path) {
+    let flush = install(config, file);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let router = router();
+    runtime.block_on(serve(&router, 0, WARM_UP));
+    flush();
+    let size_before = std::fs::metadata(file).map_or(0, |m| m.len());
+    let start = process_cpu_ns();
+    runtime.block_on(serve(&router, WARM_UP, requests));
+    flush();
+    let end = process_cpu_ns();
+    let size = std::fs::metadata(file).map_or(0, |m| m.len()) - size_before;
+    println!(
+        "{} {} {size}",
+        end.0 + end.1 - start.0 - start.1,
+        end.1 - start.1
+    );
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("request_shaped");
+    if let Some(pos) = args.iter().position(|a| a == "--child") {
+        let config = args.get(pos + 1).expect("a configuration");
+        let requests = args
+            .get(pos + 2)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(REQUESTS);
+        std::fs::create_dir_all(&dir).expect("the bench directory");
+        child(config, requests, &dir.join(config));
+        return;
+    }
+    // `cargo test --benches` runs bench targets with `--bench` absent: do nothing then.
+    if !args.iter().any(|a| a == "--bench") {
+        return;
+    }
+    let exe = std::env::current_exe().expect("own path");
+    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
+    let mut sys: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
+    let mut bytes = vec![0.0; CONFIGS.len()];
+    for _ in 0..ROUNDS {
+        for (i, (config, _)) in CONFIGS.iter().enumerate() {
+            let out = Command::new(&exe)
+                .args(["--child", config, &REQUESTS.to_string()])
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .output()
+                .expect("the child");
+            assert!(out.status.success(), "{config}: {out:?}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let mut words = text
+                .split_whitespace()
+                .map(|w| w.parse::<f64>().expect("a number"));
+            cpu[i].push(words.next().expect("CPU ns") / REQUESTS as f64);
+            sys[i].push(words.next().expect("system ns") / REQUESTS as f64);
+            bytes[i] = words.next().expect("bytes") / REQUESTS as f64;
+        }
+    }
+    println!(
+        "\n## Request-shaped: whole-process CPU µs per request (median of {ROUNDS} interleaved rounds, {REQUESTS} requests each)\n"
+    );
+    println!(
+        "| configuration | CPU µs per request | of which system | ÷ untraced | goal | bytes per request |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let fmt = CONFIGS.iter().position(|(c, _)| *c == "fmt");
+    let ratio = |i: usize| {
+        let ratios: Vec<f64> = cpu[i].iter().zip(&cpu[0]).map(|(r, b)| r / b).collect();
+        median(&ratios)
+    };
+    for (i, (config, goal)) in CONFIGS.iter().enumerate() {
+        let r = ratio(i);
+        let goal = match goal {
+            Some(g) => format!(
+                "≤ {g:.2}{}",
+                if r <= *g && fmt.is_none_or(|f| r < ratio(f)) {
+                    " met"
+                } else {
+                    " **missed**"
+                }
+            ),
+            None => "-".into(),
+        };
+        println!(
+            "| {config} | {:.1} | {:.1} | {r:.3} | {goal} | {:.0} |",
+            median(&cpu[i]) / 1000.0,
+            median(&sys[i]) / 1000.0,
+            bytes[i],
+        );
+    }
+}
