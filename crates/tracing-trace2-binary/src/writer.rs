@@ -1140,14 +1140,58 @@ mod tests {
             .build(sink.clone());
         let shared = Arc::clone(&writer.handle.shared);
         assert_eq!(shared.flusher.load(Ordering::Acquire), 0);
-        assert_eq!(Arc::weak_count(&shared), 0);
+        // The writer's own reference to itself (`this`).
+        assert_eq!(Arc::weak_count(&shared), 1);
         printf(&writer, "one");
         assert_ne!(shared.flusher.load(Ordering::Acquire), 0);
         // The flusher writes the batch this thread left, without another record.
         assert!(wait_for(|| !sink.contents().is_empty()));
         drop(writer);
         // Its weak reference goes when the thread ends.
-        assert!(wait_for(|| Arc::weak_count(&shared) == 0));
+        assert!(wait_for(|| Arc::weak_count(&shared) == 1));
+    }
+
+    #[test]
+    fn a_lazy_flusher_writes_through_until_enough_frames_then_batches() {
+        let sink = MemorySink::new();
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            .with_lazy_flusher(true)
+            .build(sink.clone());
+        let shared = Arc::clone(&writer.handle.shared);
+        printf(&writer, "one");
+        // No thread, and the record is written already (after the stream's header).
+        assert_eq!(shared.flusher.load(Ordering::Acquire), 0);
+        assert_eq!(writer.stats().frames, 2);
+        let mut sent = 1;
+        while writer.stats().frames < WRITE_THROUGH_FRAMES {
+            printf(&writer, "more");
+            sent += 1;
+        }
+        // The write that reached the count started the flusher; from then on records
+        // stay in the batch.
+        assert_ne!(shared.flusher.load(Ordering::Acquire), 0);
+        let frames = writer.stats().frames;
+        for _ in 0..10 {
+            printf(&writer, "kept");
+        }
+        assert_eq!(writer.stats().frames, frames);
+        drop(writer);
+        // Every record is in the stream once, in order.
+        let mut text = Vec::new();
+        let options = crate::text::TextOptions::new(crate::text::TextFormat::Event);
+        let bytes = sink.contents();
+        crate::text::decode_to_text(&bytes[..], &mut text, &options).expect("decode");
+        let text = String::from_utf8(text).expect("utf-8");
+        let msgs: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split("\"msg\":\"").nth(1))
+            .map(|m| m.split('"').next().unwrap_or_default())
+            .collect();
+        assert_eq!(msgs.len(), sent + 10, "{text}");
+        assert_eq!(msgs[0], "one");
+        assert!(msgs[1..sent].iter().all(|m| *m == "more"));
+        assert!(msgs[sent..].iter().all(|m| *m == "kept"));
     }
 
     /// A sink whose every write fails.
