@@ -11,7 +11,9 @@
 //! * by the writer's idle flusher, a thread started with the first slot claimed, that
 //!   wakes every half interval and writes each batch it already found unwritten at its
 //!   previous visit, so that no batch of a thread that stopped recording stays unwritten
-//!   longer than the interval (a SIGKILL loses at most that much);
+//!   longer than the interval (a SIGKILL loses at most that much); with
+//!   [`BinaryWriterBuilder::with_lazy_flusher`] it starts only after the writer's first
+//!   [`WRITE_THROUGH_FRAMES`] frames, until when every record's batch is written at once;
 //! * after `error`, `exit`, `signal`, `child_start` and `exec` records, together with
 //!   every other thread's batch (whichever is not in use at that moment), so that
 //!   nothing the parent recorded is behind a child's lines or lost to `exec`;
