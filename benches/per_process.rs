@@ -135,7 +135,7 @@ mod hook {
 
     #[instrument]
     fn read_config() -> Vec<(String, String)> {
-        (0..3).map(parse_layer).flatten().collect()
+        (0..3).flat_map(parse_layer).collect()
     }
 
     #[instrument]
@@ -377,14 +377,17 @@ impl Results {
             config.clean();
             run(config.command(dir));
         }
-        let mut samples = vec![vec![Vec::with_capacity(runs); rounds]; configs.len()];
-        for round in 0..rounds {
-            for config in configs {
+        let mut samples = vec![Vec::with_capacity(rounds); configs.len()];
+        for _ in 0..rounds {
+            for (config, rounds) in configs.iter().zip(&mut samples) {
                 config.clean();
+                rounds.push(Vec::with_capacity(runs));
             }
             for _ in 0..runs {
-                for (c, config) in configs.iter().enumerate() {
-                    samples[c][round].push(run(config.command(dir)));
+                for (config, rounds) in configs.iter().zip(&mut samples) {
+                    if let Some(round) = rounds.last_mut() {
+                        round.push(run(config.command(dir)));
+                    }
                 }
             }
         }
