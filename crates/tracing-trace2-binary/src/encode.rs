@@ -29,6 +29,12 @@ pub const DEFAULT_BATCH_SIZE: usize = 64 << 10;
 pub const MIN_BATCH_SIZE: usize = 4 << 10;
 /// The largest configurable batch.
 pub const MAX_BATCH_SIZE: usize = 1 << 20;
+/// The buffer a thread's batch starts in: it doubles as records fill it, up to the
+/// batch size, so that a short process (or thread) that records a few lines does not
+/// allocate and touch the pages of a whole batch (64 KiB by default) it never fills.
+const FIRST_BUFFER: usize = 4 << 10;
+/// The buffer grows when less than this share of it (1/n) is left.
+const GROW_WHEN_LEFT: usize = 4;
 /// The largest frame of all, for one record that does not fit a batch.
 const MAX_FRAME: usize = frame::MAX_PAYLOAD + frame::OVERHEAD;
 /// What a record's texts may take in all when they must be cut: the jumbo frame less
@@ -101,7 +107,7 @@ impl BatchEncoder {
         // About one dictionary slot per 64 bytes of batch: half of them usable.
         let slots = (batch_size / 64).max(64);
         BatchEncoder {
-            buf: vec![0; batch_size].into_boxed_slice(),
+            buf: vec![0; FIRST_BUFFER.min(batch_size)].into_boxed_slice(),
             len: 0,
             batch_size,
             anchor_wall_us,
@@ -140,6 +146,12 @@ impl BatchEncoder {
         } else {
             ticks.saturating_sub(self.first_ticks)
         }
+    }
+
+    /// The flush interval in force, in ticks.
+    #[inline]
+    pub fn flush_interval(&self) -> u64 {
+        self.flush_interval
     }
 
     /// Sets the interval after which a batch is due to be written ([`Self::due`]).
@@ -206,6 +218,11 @@ impl BatchEncoder {
     /// [`Self::encode`] past the steady path (which the caller tried).
     #[inline(always)]
     pub fn encode_general(&mut self, record: &Record<'_>, write: impl FnMut(&[u8])) -> Encoded {
+        if self.buf.len() < self.batch_size
+            && (self.buf.len() - self.len) * GROW_WHEN_LEFT < self.buf.len()
+        {
+            self.grow();
+        }
         if self.try_encode(record, false) {
             return Encoded::Added;
         }
@@ -220,6 +237,13 @@ impl BatchEncoder {
         if !self.is_empty() {
             write(self.seal());
             self.next_batch();
+            if self.try_encode(record, false) {
+                return Encoded::Added;
+            }
+        }
+        if self.buf.len() < self.batch_size {
+            // A buffer still growing: the record starts a batch of the full size.
+            self.resize(self.batch_size);
             if self.try_encode(record, false) {
                 return Encoded::Added;
             }
@@ -272,6 +296,16 @@ impl BatchEncoder {
         self.shapes.reset();
         self.origins.reset();
         self.prev_delta.clear();
+    }
+
+    /// Doubles the buffer (up to the batch size), keeping the batch in it.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let size = (self.buf.len() * 2).min(self.batch_size);
+        let mut buf = vec![0; size].into_boxed_slice();
+        buf[..self.len].copy_from_slice(&self.buf[..self.len]);
+        self.buf = buf;
     }
 
     fn resize(&mut self, size: usize) {

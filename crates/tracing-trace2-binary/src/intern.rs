@@ -93,7 +93,15 @@ pub(crate) struct Strings {
     used_address: usize,
     used_content: usize,
     mask: usize,
+    /// The size the two tables may grow to.
+    max_slots: usize,
 }
+
+/// Slots a table starts with: a batch of a short process defines a handful of
+/// strings and callsites, and a table sized for a full batch from the start would touch
+/// pages (tens of KiB) such a process never uses. A table doubles when half full, up to
+/// its cap, so that what it holds is the same as a table of the cap's size would.
+const FIRST_SLOTS: usize = 32;
 
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -129,7 +137,8 @@ fn slot(hash: u64, mask: usize) -> usize {
 impl Strings {
     /// Tables of `slots` entries each (a power of two).
     pub fn new(slots: usize) -> Strings {
-        let slots = slots.next_power_of_two().max(16);
+        let max_slots = slots.next_power_of_two().max(16);
+        let slots = FIRST_SLOTS.min(max_slots);
         Strings {
             generation: 1,
             count: 0,
@@ -138,7 +147,58 @@ impl Strings {
             used_address: 0,
             used_content: 0,
             mask: slots - 1,
+            max_slots,
         }
+    }
+
+    /// Whether a table holding `used` entries takes one more: below half full, or
+    /// after both tables doubled (while below their cap).
+    #[inline]
+    fn room(&mut self, used: usize) -> bool {
+        if used * 2 < self.by_address.len() {
+            return true;
+        }
+        if self.by_address.len() >= self.max_slots {
+            return false;
+        }
+        self.grow();
+        true
+    }
+
+    /// Doubles both tables, every entry of the batch moved to its new place.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let slots = self.by_address.len() * 2;
+        let mask = slots - 1;
+        let generation = self.generation;
+        let mut by_address = vec![ByAddress::default(); slots].into_boxed_slice();
+        for e in self
+            .by_address
+            .iter()
+            .filter(|e| e.generation == generation)
+        {
+            let mut i = slot(address_hash(e.addr, e.len as usize), mask);
+            while by_address[i].generation == generation {
+                i = (i + 1) & mask;
+            }
+            by_address[i] = *e;
+        }
+        let mut by_content = vec![ByContent::default(); slots].into_boxed_slice();
+        for e in self
+            .by_content
+            .iter()
+            .filter(|e| e.generation == generation)
+        {
+            let mut i = slot(e.hash, mask);
+            while by_content[i].generation == generation {
+                i = (i + 1) & mask;
+            }
+            by_content[i] = *e;
+        }
+        self.by_address = by_address;
+        self.by_content = by_content;
+        self.mask = mask;
     }
 
     /// Forgets every entry: the next batch starts empty.
@@ -286,7 +346,7 @@ impl Strings {
             i = (i + 1) & self.mask;
         }
         self.put_address(stale, addr, bytes.len(), id, offset);
-        if self.used_content * 2 < self.by_content.len() {
+        if self.room(self.used_content) {
             let hash = content_hash(bytes);
             let mut i = slot(hash, self.mask);
             while self.by_content[i].generation == self.generation {
@@ -316,7 +376,7 @@ impl Strings {
             self.by_address[i] = entry;
             return;
         }
-        if self.used_address * 2 >= self.by_address.len() {
+        if !self.room(self.used_address) {
             return;
         }
         let mut i = slot(address_hash(addr, len), self.mask);
@@ -353,6 +413,8 @@ pub(crate) struct Callsites {
     table: Box<[Site]>,
     used: usize,
     mask: usize,
+    /// The size the table may grow to.
+    max_slots: usize,
 }
 
 /// The key parts of a callsite's file name: address and length (`u32::MAX` for none).
@@ -376,14 +438,35 @@ fn site_hash(addr: usize, len: u32, line: u32) -> u64 {
 impl Callsites {
     /// A table of `slots` entries (a power of two).
     pub fn new(slots: usize) -> Callsites {
-        let slots = slots.next_power_of_two().max(16);
+        let max_slots = slots.next_power_of_two().max(16);
+        let slots = FIRST_SLOTS.min(max_slots);
         Callsites {
             generation: 1,
             count: 0,
             table: vec![Site::default(); slots].into_boxed_slice(),
             used: 0,
             mask: slots - 1,
+            max_slots,
         }
+    }
+
+    /// Doubles the table, every entry of the batch moved to its new place.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let slots = self.table.len() * 2;
+        let mask = slots - 1;
+        let generation = self.generation;
+        let mut table = vec![Site::default(); slots].into_boxed_slice();
+        for e in self.table.iter().filter(|e| e.generation == generation) {
+            let mut i = slot(site_hash(e.addr, e.len, e.line), mask);
+            while table[i].generation == generation {
+                i = (i + 1) & mask;
+            }
+            table[i] = *e;
+        }
+        self.table = table;
+        self.mask = mask;
     }
 
     /// Forgets every entry.
@@ -472,7 +555,10 @@ impl Callsites {
     /// `offset` of the batch.
     pub fn insert(&mut self, file: Option<&str>, line: u32, id: u32, offset: u32) {
         if self.used * 2 >= self.table.len() {
-            return;
+            if self.table.len() >= self.max_slots {
+                return;
+            }
+            self.grow();
         }
         let (addr, len) = site_key(file);
         let mut i = slot(site_hash(addr, len, line), self.mask);

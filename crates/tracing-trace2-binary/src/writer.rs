@@ -11,7 +11,9 @@
 //! * by the writer's idle flusher, a thread started with the first slot claimed, that
 //!   wakes every half interval and writes each batch it already found unwritten at its
 //!   previous visit, so that no batch of a thread that stopped recording stays unwritten
-//!   longer than the interval (a SIGKILL loses at most that much);
+//!   longer than the interval (a SIGKILL loses at most that much); with
+//!   [`BinaryWriterBuilder::with_lazy_flusher`] it starts only after the writer's first
+//!   [`WRITE_THROUGH_FRAMES`] frames, until when every record's batch is written at once;
 //! * after `error`, `exit`, `signal`, `child_start` and `exec` records, together with
 //!   every other thread's batch (whichever is not in use at that moment), so that
 //!   nothing the parent recorded is behind a child's lines or lost to `exec`;
@@ -58,6 +60,11 @@ const EXIT_WAIT: Duration = Duration::from_millis(50);
 /// The gate of a writer that is off: no fork generation reaches it.
 const GATE_CLOSED: u64 = u64::MAX;
 
+/// Frames a writer with a lazy flusher writes (a batch per record) before it starts
+/// its idle flusher and keeps batches: more than a short process's lifecycle and
+/// lines (see [`BinaryWriterBuilder::with_lazy_flusher`]).
+pub const WRITE_THROUGH_FRAMES: u64 = 32;
+
 /// The idle flusher wakes at most this often, whatever the interval.
 const MIN_FLUSHER_PERIOD: Duration = Duration::from_millis(1);
 
@@ -72,6 +79,8 @@ pub struct BinaryWriterBuilder {
     exit_handler: bool,
     dst_debug: bool,
     writer_name: String,
+    lazy_flusher: bool,
+    idle_flusher: bool,
 }
 
 impl Default for BinaryWriterBuilder {
@@ -84,6 +93,8 @@ impl Default for BinaryWriterBuilder {
             utc_offset_s: None,
             exit_handler: true,
             dst_debug: false,
+            lazy_flusher: false,
+            idle_flusher: true,
             writer_name: concat!("tracing-trace2/", env!("CARGO_PKG_VERSION")).to_owned(),
         }
     }
@@ -138,6 +149,24 @@ impl BinaryWriterBuilder {
         self
     }
 
+    /// Start the idle flusher only once the writer has written [`WRITE_THROUGH_FRAMES`]
+    /// frames; until then every record's batch is written at once (a `write` per
+    /// record, as the text targets do). A short process that records a few lines then
+    /// starts no thread and touches no more memory than a record needs, and loses
+    /// nothing to a `SIGKILL`; a longer one batches as usual from then on. Off by
+    /// default; the facade's binary target turns it on.
+    pub fn with_lazy_flusher(mut self, lazy: bool) -> Self {
+        self.lazy_flusher = lazy;
+        self
+    }
+
+    /// No idle flusher at all: for a sink that is read only after a
+    /// [`BinaryWriter::flush_all`] (the flight recorder's ring).
+    pub(crate) fn without_idle_flusher(mut self) -> Self {
+        self.idle_flusher = false;
+        self
+    }
+
     /// Print git's warning when a write fails (`GIT_TRACE2_DST_DEBUG`). The target stops
     /// writing after a failed write either way.
     pub fn with_dst_debug(mut self, dst_debug: bool) -> Self {
@@ -156,12 +185,14 @@ impl BinaryWriterBuilder {
         install_fork_handler();
         let start = tracing_trace2_dst::clock::start();
         let interval_us = u64::try_from(self.flush_interval.as_micros()).unwrap_or(u64::MAX);
-        let shared = Arc::new(WriterCore {
+        let shared = Arc::new_cyclic(|this| WriterCore {
+            this: this.clone(),
             sink: Box::new(sink),
             batch_size: self.batch_size,
             flush_interval_ticks: interval_us,
-            flusher_period: (!self.flush_interval.is_zero())
+            flusher_period: (self.idle_flusher && !self.flush_interval.is_zero())
                 .then(|| (self.flush_interval / 2).max(MIN_FLUSHER_PERIOD)),
+            batching: AtomicBool::new(!self.lazy_flusher || self.flush_interval.is_zero()),
             flusher: AtomicU64::new(0),
             flusher_thread: SpinLock::new(None),
             closed: AtomicBool::new(false),
@@ -367,8 +398,11 @@ fn own_slot(shared: &Arc<WriterCore>) -> Option<Guard<'_>> {
 #[cold]
 fn with_new_slot(shared: &Arc<WriterCore>, f: impl FnOnce(&WriterCore, &mut Guard<'_>)) {
     // A thread's first record for this writer (in this process): from now on a batch
-    // may be left behind by a thread that stops recording.
-    shared.ensure_flusher();
+    // may be left behind by a thread that stops recording. (A lazy flusher that is not
+    // started yet is not needed: every batch is written at once until it is.)
+    if shared.batching.load(Ordering::Acquire) {
+        shared.ensure_flusher();
+    }
     let owned = CLAIMS.try_with(|claims| {
         let mut claims = claims.try_borrow_mut().ok()?;
         // Claims whose slot was taken away (fork, writer dropped) are forgotten.
@@ -518,6 +552,8 @@ struct CurrentStream {
 }
 
 struct WriterCore {
+    /// The writer itself, for the idle flusher (which holds it weakly).
+    this: Weak<WriterCore>,
     sink: Box<dyn Sink>,
     batch_size: usize,
     flush_interval_ticks: u64,
@@ -525,6 +561,10 @@ struct WriterCore {
     flusher_period: Option<Duration>,
     /// `FORK_GEN + 1` of the process whose idle flusher runs; 0 before it is started.
     flusher: AtomicU64,
+    /// Batches are kept for the flush interval (with an idle flusher running, if the
+    /// writer has one). `false` while a lazy flusher is not started yet: every record's
+    /// batch is written at once (see [`BinaryWriterBuilder::with_lazy_flusher`]).
+    batching: AtomicBool,
     /// The idle flusher, to wake it when the writer is dropped.
     flusher_thread: SpinLock<Option<Thread>>,
     /// The last handle is gone: no record can come any more.
@@ -609,7 +649,7 @@ impl WriterCore {
             }
             Trace2Event::ThreadExit { .. } => self.flush_guard(guard),
             _ => {
-                if data_age(guard, record) >= self.flush_interval_ticks {
+                if data_age(guard, record) >= guard.enc.flush_interval() {
                     self.flush_guard(guard);
                 }
             }
@@ -625,6 +665,25 @@ impl WriterCore {
         let epoch = enc.epoch;
         self.write_batch(epoch, enc.seal());
         enc.next_batch();
+        if enc.flush_interval() != self.flush_interval_ticks {
+            self.after_write_through(guard);
+        }
+    }
+
+    /// After a batch written at once while the lazy flusher is not started: once the
+    /// writer wrote [`WRITE_THROUGH_FRAMES`] frames, the flusher starts and batches are
+    /// kept from then on (each thread's slot switches at its next write).
+    #[cold]
+    #[inline(never)]
+    fn after_write_through(&self, guard: &mut Guard<'_>) {
+        if !self.batching.load(Ordering::Acquire) {
+            if self.frames.load(Ordering::Relaxed) < WRITE_THROUGH_FRAMES {
+                return;
+            }
+            self.batching.store(true, Ordering::Release);
+        }
+        self.ensure_flusher();
+        guard.enc.set_flush_interval(self.flush_interval_ticks);
     }
 
     /// Writes a sealed batch frame of stream generation `epoch`, its STREAM frame first
@@ -765,7 +824,13 @@ impl WriterCore {
             flusher_seen: None,
         });
         guard.claim = claim;
-        guard.enc.set_flush_interval(self.flush_interval_ticks);
+        guard
+            .enc
+            .set_flush_interval(if self.batching.load(Ordering::Acquire) {
+                self.flush_interval_ticks
+            } else {
+                0
+            });
         guard.sid = (0, 0);
         // What the idle flusher saw was the previous owner's batch.
         guard.flusher_seen = None;
@@ -885,7 +950,7 @@ impl WriterCore {
     /// Starts this process's idle flusher for the writer, unless it runs already (or
     /// the writer has none). A forked child, where the parent's flusher thread does not
     /// exist, starts its own.
-    fn ensure_flusher(self: &Arc<Self>) {
+    fn ensure_flusher(&self) {
         let Some(period) = self.flusher_period else {
             return;
         };
@@ -899,7 +964,7 @@ impl WriterCore {
         {
             return;
         }
-        let shared = Arc::downgrade(self);
+        let shared = self.this.clone();
         let spawned = std::thread::Builder::new()
             .name("t2b-flusher".into())
             .spawn(move || run_flusher(&shared, period));
@@ -1077,14 +1142,58 @@ mod tests {
             .build(sink.clone());
         let shared = Arc::clone(&writer.handle.shared);
         assert_eq!(shared.flusher.load(Ordering::Acquire), 0);
-        assert_eq!(Arc::weak_count(&shared), 0);
+        // The writer's own reference to itself (`this`).
+        assert_eq!(Arc::weak_count(&shared), 1);
         printf(&writer, "one");
         assert_ne!(shared.flusher.load(Ordering::Acquire), 0);
         // The flusher writes the batch this thread left, without another record.
         assert!(wait_for(|| !sink.contents().is_empty()));
         drop(writer);
         // Its weak reference goes when the thread ends.
-        assert!(wait_for(|| Arc::weak_count(&shared) == 0));
+        assert!(wait_for(|| Arc::weak_count(&shared) == 1));
+    }
+
+    #[test]
+    fn a_lazy_flusher_writes_through_until_enough_frames_then_batches() {
+        let sink = MemorySink::new();
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            .with_lazy_flusher(true)
+            .build(sink.clone());
+        let shared = Arc::clone(&writer.handle.shared);
+        printf(&writer, "one");
+        // No thread, and the record is written already (after the stream's header).
+        assert_eq!(shared.flusher.load(Ordering::Acquire), 0);
+        assert_eq!(writer.stats().frames, 2);
+        let mut sent = 1;
+        while writer.stats().frames < WRITE_THROUGH_FRAMES {
+            printf(&writer, "more");
+            sent += 1;
+        }
+        // The write that reached the count started the flusher; from then on records
+        // stay in the batch.
+        assert_ne!(shared.flusher.load(Ordering::Acquire), 0);
+        let frames = writer.stats().frames;
+        for _ in 0..10 {
+            printf(&writer, "kept");
+        }
+        assert_eq!(writer.stats().frames, frames);
+        drop(writer);
+        // Every record is in the stream once, in order.
+        let mut text = Vec::new();
+        let options = crate::text::TextOptions::new(crate::text::TextFormat::Event);
+        let bytes = sink.contents();
+        crate::text::decode_to_text(&bytes[..], &mut text, &options).expect("decode");
+        let text = String::from_utf8(text).expect("utf-8");
+        let msgs: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split("\"msg\":\"").nth(1))
+            .map(|m| m.split('"').next().unwrap_or_default())
+            .collect();
+        assert_eq!(msgs.len(), sent + 10, "{text}");
+        assert_eq!(msgs[0], "one");
+        assert!(msgs[1..sent].iter().all(|m| *m == "more"));
+        assert!(msgs[sent..].iter().all(|m| *m == "kept"));
     }
 
     /// A sink whose every write fails.

@@ -212,10 +212,14 @@ const MAX_ANCESTORS: usize = 4096;
 pub(crate) fn ancestry_from(proc_root: &Path, pid: u32) -> Vec<String> {
     let mut names = Vec::new();
     let mut pid = pid;
+    // One buffer for every file: each costs an `open`, a `read` of the whole line and
+    // the `read` that finds its end (`std::fs::read` adds a `statx` and reads a procfs
+    // file, whose size shows as 0, in five growing pieces).
+    let mut stat = Vec::with_capacity(1024);
     while pid != 0 && names.len() < MAX_ANCESTORS {
-        let Ok(stat) = std::fs::read(proc_root.join(pid.to_string()).join("stat")) else {
+        if read_whole(&proc_root.join(pid.to_string()).join("stat"), &mut stat).is_err() {
             break;
-        };
+        }
         let Some((name, parent)) = parse_stat(&stat) else {
             break;
         };
@@ -223,6 +227,23 @@ pub(crate) fn ancestry_from(proc_root: &Path, pid: u32) -> Vec<String> {
         pid = parent;
     }
     names
+}
+
+/// Reads the file at `path` into `buf` (emptied first) with plain `read` calls.
+#[cfg(target_os = "linux")]
+fn read_whole(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    buf.clear();
+    let mut chunk = [0u8; 1024];
+    loop {
+        match file.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
 }
 
 /// The command name and parent pid of one `stat` line: `<pid> (<comm>) <state> <ppid> …`.

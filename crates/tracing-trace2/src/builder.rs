@@ -466,6 +466,8 @@ impl Trace2 {
                         event_nesting: s.event_nesting,
                     })
                     .with_dst_debug(s.dst_debug)
+                    // No flusher thread for a process that records a few lines.
+                    .with_lazy_flusher(true)
                     .build(opened.sink);
                 // Regions as deep as the Event target writes them, unless asked: the
                 // fields of deeper ones are then never formatted at all.

@@ -36,7 +36,9 @@ pub(crate) fn export_session(enabled: bool, dst_debug: bool) {
             }
             return;
         }
-        let threads = thread_count();
+        // Counted only where the warning below may be written (a directory read a
+        // short process does not need otherwise).
+        let threads = if dst_debug { thread_count() } else { None };
         // SAFETY: std's environment lock orders these writes with every environment
         // access of Rust code, on any thread. With one thread (the common case: the
         // lifecycle built at the top of `main`) nothing else can read the environment.

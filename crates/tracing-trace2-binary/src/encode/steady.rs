@@ -785,6 +785,10 @@ mod tests {
         let labels: Vec<String> = (0..300).map(|i| format!("label{i}")).collect();
         let mut enc = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
         let mut general = BatchEncoder::new(DEFAULT_BATCH_SIZE, ANCHOR);
+        // `try_encode` does not grow the buffer (`encode_general` does): the whole
+        // batch's room from the start.
+        enc.resize(DEFAULT_BATCH_SIZE);
+        general.resize(DEFAULT_BATCH_SIZE);
         let mut steady = 0;
         for (i, label) in labels.iter().enumerate() {
             let region = RegionInfo {

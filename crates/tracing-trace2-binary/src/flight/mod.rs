@@ -193,6 +193,9 @@ impl FlightRecorderBuilder {
             .writer
             .with_exit_handler(false)
             .with_dst_debug(false)
+            // A snapshot writes every batch into the ring first: batches need no flusher
+            // to reach it, and a short process starts no thread for one.
+            .without_idle_flusher()
             .build(RingSink(Arc::clone(&ring)));
         let inner = Arc::new(RecorderState {
             writer,

@@ -1,0 +1,629 @@
+//! What tracing costs a short process, measured by spawning processes: the cost git
+//! tools pay dozens of times per user action.
+//!
+//! **Lifecycle** (`PER_PROCESS_ONLY=lifecycle`): this bench binary started again as a
+//! child (`--child lifecycle`) that does what a small traced program does and nothing
+//! else: `Trace2::from_env().init()` (`version`, `start`, `cmd_ancestry`), `cmd_name`,
+//! three `info!` lines, `finish` (`exit`, `atexit`). Each target is enabled the way a
+//! user enables it, by its environment variable: untraced (none set: nothing is
+//! installed), `GIT_TRACE2_EVENT`, `GIT_TRACE2_PERF`, `GIT_TRACE2` (Normal),
+//! `TRACING_TRACE2_BINARY`, `TRACING_TRACE2_FLIGHT`; beside them `git rev-parse HEAD` in
+//! a one-commit repository, untraced and with `GIT_TRACE2_EVENT`. The table gives per
+//! configuration the median wall time per process, the time added over its untraced
+//! run (ours over the untraced child, git's over untraced git; median of the per-round
+//! differences) and that added time divided by git's Event added time (median of the
+//! per-round ratios), then the median minor page faults and CPU time (user + system)
+//! per process, from `wait4`'s resource usage of each child.
+//!
+//! **Hook-shaped** (`PER_PROCESS_ONLY=hook`): a child (`--child hook`) shaped like a git
+//! hook of a companion tool: about 2–3 ms of real work (hashing) through a dozen
+//! `#[instrument]` functions, a dependency-like module (`noisy_dep`) warning on its slow
+//! path, and the program's own subscriber, an `EnvFilter("warn,noisy_dep=error")` fmt
+//! layer on stderr that hides those warnings. Configurations: untraced (the program's
+//! own subscriber; the lifecycle's layer is there but no target is enabled), Event,
+//! binary, flight recorder (each through its environment variable, with the layer
+//! installed beside the fmt layer as the README shows) and tracing-chrome (the program's
+//! subscriber plus tracing-chrome writing a file, as such tools install it). The table
+//! gives the median wall time per process and its ratio to untraced (median of the
+//! per-round ratios of the round medians).
+//!
+//! Runs are interleaved: every round runs each configuration once in turn, `RUNS` times
+//! over, so that a change of the machine's load hits all alike. `PER_PROCESS_ROUNDS`
+//! (default 7) and `PER_PROCESS_RUNS` (default 80) set the sizes. With
+//! `PER_PROCESS_STRACE=1` each configuration also runs once under `strace -f -c` and the
+//! table gets its system calls per process (the whole process tree).
+//!
+//! Run with `cargo bench --bench per_process` (about half a minute on two cores; needs
+//! `git` on PATH). `cargo test --benches` runs this target without `--bench`: it does
+//! nothing then.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use tracing::instrument;
+use tracing_subscriber::prelude::*;
+use tracing_subscriber::{EnvFilter, Layer};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(pos) = args.iter().position(|a| a == "--child") {
+        return match args.get(pos + 1).map(String::as_str) {
+            Some("lifecycle") => child_lifecycle(),
+            Some("hook") => hook::child(args.get(pos + 2).is_some_and(|a| a == "chrome")),
+            other => {
+                eprintln!("per_process: unknown child {other:?}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    // `cargo test --benches` runs bench targets with `--bench` absent: do nothing then.
+    if !args.iter().any(|a| a == "--bench") {
+        return ExitCode::SUCCESS;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("per_process");
+    let repo = match build_repo(&dir) {
+        Ok(repo) => repo,
+        Err(err) => {
+            eprintln!("per_process: cannot build the repository ({err}); is git installed?");
+            return ExitCode::FAILURE;
+        }
+    };
+    let only = std::env::var("PER_PROCESS_ONLY").unwrap_or_default();
+    let rounds = env_number("PER_PROCESS_ROUNDS", 7);
+    let runs = env_number("PER_PROCESS_RUNS", 80);
+    let strace = std::env::var_os("PER_PROCESS_STRACE").is_some_and(|v| v == "1");
+    if only.is_empty() || only == "lifecycle" {
+        lifecycle_table(&dir, &repo, rounds, runs, strace);
+    }
+    if only.is_empty() || only == "hook" {
+        hook_table(&dir, rounds, runs, strace);
+    }
+    ExitCode::SUCCESS
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
+
+/// The lifecycle child: a traced program that writes the lifecycle and three lines.
+fn child_lifecycle() -> ExitCode {
+    let trace2 = tracing_trace2::Trace2::from_env()
+        .with_exe_version("bench")
+        .init();
+    tracing_trace2::api::cmd_name("emit");
+    for i in 0..3 {
+        tracing::info!("t0 {i}");
+    }
+    trace2.finish(ExitCode::SUCCESS)
+}
+
+/// The hook-shaped child and its work.
+mod hook {
+    use super::*;
+
+    /// Stands for a library the hook depends on: it warns on its slow path, which the
+    /// program's fmt filter hides.
+    mod noisy_dep {
+        /// Looks `key` up; every fourth key takes the slow path, with a warning.
+        pub fn lookup(key: u64) -> u64 {
+            if key % 4 == 3 {
+                tracing::warn!(target: "noisy_dep::cache", key, "slow path: cache miss, reading from disk");
+            }
+            key.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        }
+    }
+
+    /// Bytes hashed per file checked: sets the work to about 2–3 ms per process.
+    const FILE_BYTES: usize = 24 << 10;
+    /// Hash passes over each file.
+    const PASSES: u32 = 6;
+    /// Files the hook checks.
+    const FILES: u64 = 12;
+
+    fn hash(bytes: &[u8], seed: u64) -> u64 {
+        let mut h = seed ^ 0xcbf2_9ce4_8422_2325;
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        h
+    }
+
+    #[instrument]
+    fn read_config() -> Vec<(String, String)> {
+        (0..3).flat_map(parse_layer).collect()
+    }
+
+    #[instrument]
+    fn parse_layer(layer: u32) -> Vec<(String, String)> {
+        (0..4u64)
+            .map(|k| {
+                (
+                    format!("hook.key{layer}{k}"),
+                    format!("{}", noisy_dep::lookup(k)),
+                )
+            })
+            .collect()
+    }
+
+    #[instrument(skip(config))]
+    fn list_staged(config: &[(String, String)]) -> Vec<u64> {
+        (0..FILES).map(|f| f + config.len() as u64).collect()
+    }
+
+    #[instrument(skip(content))]
+    fn read_blob(id: u64, content: &mut Vec<u8>) {
+        content.clear();
+        content.extend((0..FILE_BYTES).map(|i| (i as u64 ^ id) as u8));
+    }
+
+    #[instrument(skip(content))]
+    fn check_whitespace(id: u64, content: &[u8]) -> u64 {
+        hash(content, id)
+    }
+
+    #[instrument(skip(content))]
+    fn check_conflict_markers(id: u64, content: &[u8]) -> u64 {
+        (0..PASSES / 2).fold(id, |h, p| hash(content, h ^ u64::from(p)))
+    }
+
+    #[instrument(skip(content))]
+    fn check_size(id: u64, content: &[u8]) -> u64 {
+        (0..8).fold(content.len() as u64, |h, k| {
+            h ^ noisy_dep::lookup(id * 8 + k)
+        })
+    }
+
+    #[instrument(skip(content))]
+    fn lint(id: u64, content: &[u8]) -> u64 {
+        (0..PASSES / 2).fold(id, |h, p| hash(content, h.rotate_left(p)))
+    }
+
+    #[instrument(skip(content))]
+    fn check_file(id: u64, content: &mut Vec<u8>) -> u64 {
+        read_blob(id, content);
+        check_whitespace(id, content)
+            ^ check_conflict_markers(id, content)
+            ^ check_size(id, content)
+            ^ lint(id, content)
+    }
+
+    #[instrument(skip(files))]
+    fn check_files(files: &[u64]) -> u64 {
+        let mut content = Vec::with_capacity(FILE_BYTES);
+        files
+            .iter()
+            .fold(0, |h, &f| h ^ check_file(f, &mut content))
+    }
+
+    #[instrument]
+    fn report(result: u64) {
+        tracing::info!(key = "checked", value = FILES);
+        std::hint::black_box(result);
+    }
+
+    #[instrument]
+    fn run_hook() {
+        let config = read_config();
+        let files = list_staged(&config);
+        let result = check_files(&files);
+        report(result);
+    }
+
+    /// The hook process: the program's own fmt layer, the lifecycle's layer beside it
+    /// (it installs nothing unless a target is enabled), tracing-chrome if asked.
+    pub fn child(chrome: bool) -> ExitCode {
+        let lifecycle = tracing_trace2::Trace2::from_env()
+            .with_exe_version("bench")
+            .lifecycle();
+        let fmt = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(EnvFilter::new("warn,noisy_dep=error"));
+        let mut _flush = None;
+        let chrome_layer = chrome.then(|| {
+            let file = std::env::var_os("PER_PROCESS_CHROME").expect("PER_PROCESS_CHROME");
+            let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+                .file(PathBuf::from(file))
+                .build();
+            _flush = Some(guard);
+            layer
+        });
+        tracing_subscriber::registry()
+            .with(fmt)
+            .with(chrome_layer)
+            .with(lifecycle.layer())
+            .init();
+        let trace2 = lifecycle.start();
+        tracing_trace2::api::cmd_name("pre-commit");
+        run_hook();
+        trace2.finish(ExitCode::SUCCESS)
+    }
+}
+
+/// One configuration: how to start its process.
+struct Config {
+    name: &'static str,
+    program: PathBuf,
+    args: Vec<String>,
+    cwd: PathBuf,
+    env: Vec<(&'static str, PathBuf)>,
+    /// Files the configuration writes, emptied before every round.
+    writes: Option<PathBuf>,
+}
+
+impl Config {
+    fn command(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).current_dir(&self.cwd);
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy().into_owned();
+            if key.starts_with("GIT_") || key.starts_with("TRACING_TRACE2") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("HOME", dir)
+            .env("XDG_CONFIG_HOME", dir.join("xdg"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (key, value) in &self.env {
+            cmd.env(key, value);
+        }
+        cmd
+    }
+
+    fn clean(&self) {
+        if let Some(path) = &self.writes {
+            if self.env.iter().any(|(k, _)| *k == "TRACING_TRACE2_FLIGHT") {
+                let _ = std::fs::remove_dir_all(path);
+                let _ = std::fs::create_dir_all(path);
+            } else {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+}
+
+/// One run's measures.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    wall: Duration,
+    cpu: Duration,
+    minflt: i64,
+}
+
+/// Runs the command to its end; its wall time, CPU time and page faults.
+fn run(mut cmd: Command) -> Sample {
+    let start = Instant::now();
+    let child = cmd.spawn().expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data that `wait4` fills; an all-zero value is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our child, not yet waited for (`Child` is dropped without a wait);
+    // `status` and `usage` are valid for writes.
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = start.elapsed();
+    assert_eq!(got, pid, "wait4: {}", std::io::Error::last_os_error());
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{cmd:?} failed: status {status}"
+    );
+    drop(child);
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Sample {
+        wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        minflt: usage.ru_minflt,
+    }
+}
+
+/// The system calls of one run of the command's process tree, from `strace -f -c`.
+fn syscalls(cmd: &Command, dir: &Path) -> Option<u64> {
+    let out = dir.join("strace.txt");
+    let mut traced = Command::new("strace");
+    traced
+        .args(["-f", "-c", "-o"])
+        .arg(&out)
+        .arg(cmd.get_program());
+    traced.args(cmd.get_args());
+    if let Some(cwd) = cmd.get_current_dir() {
+        traced.current_dir(cwd);
+    }
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => traced.env(key, value),
+            None => traced.env_remove(key),
+        };
+    }
+    let status = traced
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&out).ok()?;
+    // The last line: `100.00 <seconds> <usecs/call> <calls> [<errors>] total`.
+    let total = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_end().ends_with("total"))?;
+    let fields: Vec<&str> = total.split_whitespace().collect();
+    fields.get(3)?.parse().ok()
+}
+
+fn median<T: Copy + PartialOrd>(values: &mut [T]) -> T {
+    values.sort_by(|a, b| a.partial_cmp(b).expect("comparable"));
+    values[values.len() / 2]
+}
+
+/// Every configuration's samples, by round.
+struct Results {
+    /// `[config][round][run]`
+    samples: Vec<Vec<Vec<Sample>>>,
+}
+
+impl Results {
+    fn measure(configs: &[Config], dir: &Path, rounds: usize, runs: usize) -> Results {
+        // One warm-up run each: the binaries and the repository in the page cache.
+        for config in configs {
+            config.clean();
+            run(config.command(dir));
+        }
+        let mut samples = vec![Vec::with_capacity(rounds); configs.len()];
+        for _ in 0..rounds {
+            for (config, rounds) in configs.iter().zip(&mut samples) {
+                config.clean();
+                rounds.push(Vec::with_capacity(runs));
+            }
+            for _ in 0..runs {
+                for (config, rounds) in configs.iter().zip(&mut samples) {
+                    if let Some(round) = rounds.last_mut() {
+                        round.push(run(config.command(dir)));
+                    }
+                }
+            }
+        }
+        Results { samples }
+    }
+
+    /// The median wall time of a configuration in each round, in µs.
+    fn round_walls(&self, c: usize) -> Vec<f64> {
+        self.samples[c]
+            .iter()
+            .map(|round| {
+                let mut walls: Vec<f64> =
+                    round.iter().map(|s| s.wall.as_secs_f64() * 1e6).collect();
+                median(&mut walls)
+            })
+            .collect()
+    }
+
+    fn all(&self, c: usize) -> impl Iterator<Item = &Sample> {
+        self.samples[c].iter().flatten()
+    }
+
+    fn wall_us(&self, c: usize) -> f64 {
+        median(&mut self.round_walls(c))
+    }
+
+    fn cpu_us(&self, c: usize) -> f64 {
+        median(
+            &mut self
+                .all(c)
+                .map(|s| s.cpu.as_secs_f64() * 1e6)
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn minflt(&self, c: usize) -> i64 {
+        median(&mut self.all(c).map(|s| s.minflt).collect::<Vec<_>>())
+    }
+
+    /// Per round, the wall time `c` adds over `base`, in µs.
+    fn added(&self, c: usize, base: usize) -> Vec<f64> {
+        let (a, b) = (self.round_walls(c), self.round_walls(base));
+        a.iter().zip(&b).map(|(a, b)| a - b).collect()
+    }
+}
+
+fn lifecycle_table(dir: &Path, repo: &Path, rounds: usize, runs: usize, strace: bool) {
+    let exe = std::env::current_exe().expect("own path");
+    let ours = |name, env: Option<(&'static str, PathBuf)>| Config {
+        name,
+        program: exe.clone(),
+        args: vec!["--child".into(), "lifecycle".into()],
+        cwd: repo.to_path_buf(),
+        writes: env.as_ref().map(|(_, p)| p.clone()),
+        env: env.into_iter().collect(),
+    };
+    let git = |name, env: Option<(&'static str, PathBuf)>| Config {
+        name,
+        program: "git".into(),
+        args: vec!["rev-parse".into(), "HEAD".into()],
+        cwd: repo.to_path_buf(),
+        writes: env.as_ref().map(|(_, p)| p.clone()),
+        env: env.into_iter().collect(),
+    };
+    let configs = [
+        ours("untraced", None),
+        ours("Event", Some(("GIT_TRACE2_EVENT", dir.join("life.event")))),
+        ours("Perf", Some(("GIT_TRACE2_PERF", dir.join("life.perf")))),
+        ours("Normal", Some(("GIT_TRACE2", dir.join("life.normal")))),
+        ours(
+            "binary",
+            Some(("TRACING_TRACE2_BINARY", dir.join("life.t2b"))),
+        ),
+        ours(
+            "flight",
+            Some(("TRACING_TRACE2_FLIGHT", dir.join("flight"))),
+        ),
+        git("git rev-parse HEAD", None),
+        git(
+            "git rev-parse HEAD, Event",
+            Some(("GIT_TRACE2_EVENT", dir.join("git.event"))),
+        ),
+    ];
+    let results = Results::measure(&configs, dir, rounds, runs);
+    let (untraced, git_plain, git_event) = (0, 6, 7);
+    let git_added = results.added(git_event, git_plain);
+    println!(
+        "\n## Per process: the lifecycle and three lines ({rounds} interleaved rounds × {runs} runs)\n"
+    );
+    println!(
+        "| configuration | µs per process | added µs | ÷ git's Event added | page faults | CPU µs |{}",
+        if strace { " system calls |" } else { "" }
+    );
+    println!(
+        "|---|---:|---:|---:|---:|---:|{}",
+        if strace { "---:|" } else { "" }
+    );
+    for (c, config) in configs.iter().enumerate() {
+        let base = if c >= git_plain { git_plain } else { untraced };
+        let (added, ratio) = if c == base {
+            ("-".to_owned(), "-".to_owned())
+        } else {
+            let mut added = results.added(c, base);
+            let mut ratios: Vec<f64> = added.iter().zip(&git_added).map(|(a, g)| a / g).collect();
+            (
+                format!("{:.0}", median(&mut added)),
+                format!("{:.2}", median(&mut ratios)),
+            )
+        };
+        let calls = if strace {
+            config.clean();
+            let calls = syscalls(&config.command(dir), dir)
+                .map_or_else(|| "?".to_owned(), |n| n.to_string());
+            format!(" {calls} |")
+        } else {
+            String::new()
+        };
+        println!(
+            "| {} | {:.0} | {added} | {ratio} | {} | {:.0} |{calls}",
+            config.name,
+            results.wall_us(c),
+            results.minflt(c),
+            results.cpu_us(c),
+        );
+    }
+}
+
+fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
+    let exe = std::env::current_exe().expect("own path");
+    let hook = |name, env: Vec<(&'static str, PathBuf)>, chrome: bool| Config {
+        name,
+        program: exe.clone(),
+        args: ["--child", "hook"]
+            .into_iter()
+            .chain(chrome.then_some("chrome"))
+            .map(String::from)
+            .collect(),
+        cwd: dir.to_path_buf(),
+        writes: env.first().map(|(_, p)| p.clone()),
+        env,
+    };
+    let configs = [
+        hook("untraced (own fmt layer)", vec![], false),
+        hook(
+            "Event",
+            vec![("GIT_TRACE2_EVENT", dir.join("hook.event"))],
+            false,
+        ),
+        hook(
+            "binary",
+            vec![("TRACING_TRACE2_BINARY", dir.join("hook.t2b"))],
+            false,
+        ),
+        hook(
+            "flight",
+            vec![("TRACING_TRACE2_FLIGHT", dir.join("hook-flight"))],
+            false,
+        ),
+        hook(
+            "tracing-chrome",
+            vec![("PER_PROCESS_CHROME", dir.join("hook.json"))],
+            true,
+        ),
+    ];
+    let results = Results::measure(&configs, dir, rounds, runs);
+    let base = results.round_walls(0);
+    println!("\n## Hook-shaped process ({rounds} interleaved rounds × {runs} runs)\n");
+    println!(
+        "| configuration | µs per process | × untraced | page faults | CPU µs |{}",
+        if strace { " system calls |" } else { "" }
+    );
+    println!(
+        "|---|---:|---:|---:|---:|{}",
+        if strace { "---:|" } else { "" }
+    );
+    for (c, config) in configs.iter().enumerate() {
+        let mut ratios: Vec<f64> = results
+            .round_walls(c)
+            .iter()
+            .zip(&base)
+            .map(|(a, b)| a / b)
+            .collect();
+        let calls = if strace {
+            config.clean();
+            let calls = syscalls(&config.command(dir), dir)
+                .map_or_else(|| "?".to_owned(), |n| n.to_string());
+            format!(" {calls} |")
+        } else {
+            String::new()
+        };
+        println!(
+            "| {} | {:.0} | {:.3} | {} | {:.0} |{calls}",
+            config.name,
+            results.wall_us(c),
+            median(&mut ratios),
+            results.minflt(c),
+            results.cpu_us(c),
+        );
+    }
+}
+
+/// Builds (once) a repository with one commit for `git rev-parse HEAD`.
+fn build_repo(dir: &Path) -> std::io::Result<PathBuf> {
+    let repo = dir.join("repo");
+    let done = dir.join("built");
+    std::fs::create_dir_all(dir.join("xdg"))?;
+    if done.exists() {
+        return Ok(repo);
+    }
+    std::fs::create_dir_all(&repo)?;
+    let git = |args: &[&str]| -> std::io::Result<()> {
+        let status = Command::new("git")
+            .args([
+                "-c",
+                "user.name=bench",
+                "-c",
+                "user.email=bench@example.invalid",
+            ])
+            .args(["-c", "init.defaultBranch=main"])
+            .args(args)
+            .current_dir(&repo)
+            .env("HOME", dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(std::io::Error::other(format!("git {args:?} failed")))
+        }
+    };
+    git(&["init", "-q", "."])?;
+    std::fs::write(repo.join("file"), "content\n")?;
+    git(&["add", "."])?;
+    git(&["commit", "-qm", "one"])?;
+    std::fs::write(done, "")?;
+    Ok(repo)
+}
