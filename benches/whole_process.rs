@@ -26,6 +26,12 @@
 //! (The children's CPU time is not read: `getrusage` needs `unsafe`, and
 //! `/proc/<pid>/stat` counts in 10 ms ticks; use `perf stat` on one child for it.)
 //!
+//! Besides `peers`' configurations (our layer bare on the Registry), three run our
+//! targets as a program installs them: `Trace2::from_env().layer_with_guard()` (the layer
+//! behind its per-layer level filter, in an `OptionalLayer`), the target chosen by the
+//! environment (`facade-event/file`, `facade-event-df/file` with the background writer,
+//! `facade-binary/file`), held to the same goals.
+//!
 //! Ratios are taken within a round and the median over rounds is shown, as in `peers`.
 //!
 //! Run with `cargo bench --bench whole_process` (about a minute and a half on two cores); a
@@ -85,7 +91,92 @@ fn names() -> Vec<&'static str> {
             }
         }
     }
+    names.extend(FACADE.iter().map(|(name, _)| *name));
     names
+}
+
+/// Our targets as a program installs them (`Trace2::from_env().layer_with_guard()`,
+/// the layer behind its per-layer level filter in an `OptionalLayer`), turned on by
+/// the environment the parent sets: (configuration, file name written to).
+/// `…-plain`: `unfiltered_layer_with_guard()` under a global `LevelFilter` instead, what a
+/// program whose only layer is ours can install (no per-layer filter).
+const FACADE: [(&str, &str); 5] = [
+    ("facade-event/file", "facade-event"),
+    ("facade-event-df/file", "facade-event-df"),
+    ("facade-binary/file", "facade-binary.t2b"),
+    ("facade-event-plain/file", "facade-event-plain"),
+    ("facade-binary-plain/file", "facade-binary-plain.t2b"),
+];
+
+/// The goals of `peers` that the facade's configurations are held to as well.
+const FACADE_GOALS: [(&str, &str, Option<&str>, f64); 7] = [
+    ("facade-event/file", "registry+write/file", None, 1.25),
+    ("facade-event-df/file", "floor-64k/file", None, 3.0),
+    (
+        "facade-binary/file",
+        "floor-64k/file",
+        Some("registry+noop"),
+        1.5,
+    ),
+    ("facade-binary/file", "perfetto/file", None, 0.8),
+    ("facade-event-plain/file", "registry+write/file", None, 1.25),
+    (
+        "facade-binary-plain/file",
+        "floor-64k/file",
+        Some("registry+noop"),
+        1.5,
+    ),
+    ("facade-binary-plain/file", "perfetto/file", None, 0.8),
+];
+
+/// The environment that turns a facade configuration's target on.
+fn facade_env(name: &str, dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let Some((_, file)) = FACADE.iter().find(|(n, _)| *n == name) else {
+        return Vec::new();
+    };
+    let path = dir.join(file);
+    if name.contains("binary") {
+        vec![(tracing_trace2_binary::ENV_NAME, path)]
+    } else {
+        // All three region levels written, as `peers` sets it.
+        vec![
+            ("GIT_TRACE2_EVENT", path),
+            ("GIT_TRACE2_EVENT_NESTING", PathBuf::from("10")),
+        ]
+    }
+}
+
+/// A facade configuration's process: the layer from the environment, the workload,
+/// and the guard dropped (the background writer flushed and joined); the binary
+/// target's last batch is written by its exit handler.
+fn facade_child(workload: Workload, name: &str, iters: u64) -> std::time::Duration {
+    use tracing_subscriber::layer::SubscriberExt;
+    let mut trace2 = tracing_trace2::Trace2::from_env();
+    if name.contains("-df") {
+        trace2 = trace2.with_background_writer(tracing_trace2::BackgroundOptions::new());
+    }
+    let (dispatch, guard) = if name.contains("-plain") {
+        let (layer, guard) = trace2.unfiltered_layer_with_guard();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(layer);
+        (dispatcher::Dispatch::new(subscriber), guard)
+    } else {
+        let (layer, guard) = trace2.layer_with_guard();
+        let subscriber = tracing_subscriber::registry().with(layer);
+        (dispatcher::Dispatch::new(subscriber), guard)
+    };
+    dispatcher::set_global_default(dispatch).expect("first global default");
+    let traced = on_threads(workload.threads(), |barrier| {
+        if let Some(barrier) = barrier {
+            barrier.wait();
+        }
+        let start = Instant::now();
+        workload.run(iters);
+        start.elapsed()
+    });
+    drop(guard);
+    traced
 }
 
 fn workload_named(name: &str) -> Workload {
@@ -104,6 +195,10 @@ fn child(args: &[String]) {
     let workload = workload_named(workload);
     let iters: u64 = iters.parse().expect("iterations");
     let dir = PathBuf::from(dir);
+    if name.starts_with("facade-") {
+        println!("{}", facade_child(workload, name, iters).as_nanos());
+        return;
+    }
     let (_, make) = configs(workload, &dir)
         .into_iter()
         .find(|(n, _)| n == name)
@@ -153,6 +248,7 @@ fn spawn(exe: &Path, workload: Workload, name: &str, iters: u64, dir: &Path) -> 
     let out = Command::new(exe)
         .args(["--child", workload.name(), name, &iters.to_string()])
         .arg(dir)
+        .envs(facade_env(name, dir))
         .stderr(Stdio::inherit())
         .output()
         .expect("child process");
@@ -321,7 +417,7 @@ fn print_goals(rounds: &Rounds, workloads: &[Workload], span: (usize, usize), ti
     }
     println!();
     println!("|---|---|---:|{}", "---:|".repeat(workloads.len()));
-    for (ours, floor, base, goal) in GOALS {
+    for (ours, floor, base, goal) in GOALS.into_iter().chain(FACADE_GOALS) {
         let denominator = base.map_or(floor.to_owned(), |b| format!("{floor} + {b}"));
         print!("| {ours} | {denominator} | ≤ {goal} |");
         for &w in workloads {
