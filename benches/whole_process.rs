@@ -98,8 +98,8 @@ fn names() -> Vec<&'static str> {
 /// Our targets as a program installs them (`Trace2::from_env().layer_with_guard()`,
 /// the layer behind its per-layer level filter in an `OptionalLayer`), turned on by
 /// the environment the parent sets: (configuration, file name written to).
-/// `…-plain`: `unfiltered_layer_with_guard()` under a global `LevelFilter` instead, what a
-/// program whose only layer is ours can install (no per-layer filter).
+/// `…-plain`: `unfiltered_layer_with_guard()` under its own filter as the global filter
+/// instead, what `Trace2::init` installs (ours the only layer: no per-layer filter).
 const FACADE: [(&str, &str); 5] = [
     ("facade-event/file", "facade-event"),
     ("facade-event-df/file", "facade-event-df"),
@@ -157,8 +157,9 @@ fn facade_child(workload: Workload, name: &str, iters: u64) -> std::time::Durati
     }
     let (dispatch, guard) = if name.contains("-plain") {
         let (layer, guard) = trace2.unfiltered_layer_with_guard();
+        let layer = layer.expect("the environment enables a target");
         let subscriber = tracing_subscriber::registry()
-            .with(tracing_subscriber::filter::LevelFilter::INFO)
+            .with(layer.filter())
             .with(layer);
         (dispatcher::Dispatch::new(subscriber), guard)
     } else {
