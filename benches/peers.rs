@@ -39,7 +39,7 @@
 #[path = "measure/mod.rs"]
 mod measure;
 #[path = "support/mod.rs"]
-mod support;
+pub(crate) mod support;
 
 use measure::ROUNDS;
 use std::collections::BTreeMap;
@@ -70,7 +70,7 @@ const BURST_LINES: u64 = 2048;
 const SUSTAINED_QUEUES: u64 = 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Workload {
+pub(crate) enum Workload {
     Regions,
     Data,
     Threads,
@@ -78,14 +78,14 @@ enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 4] = [
+    pub(crate) const ALL: [Workload; 4] = [
         Workload::Regions,
         Workload::Data,
         Workload::Threads,
         Workload::Mixed,
     ];
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Workload::Regions => "regions",
             Workload::Data => "data",
@@ -95,7 +95,7 @@ impl Workload {
     }
 
     /// Trace2 lines one iteration produces (both threads for `threads`).
-    fn lines(self) -> u64 {
+    pub(crate) fn lines(self) -> u64 {
         match self {
             Workload::Regions => 6,
             Workload::Data => 1,
@@ -105,7 +105,7 @@ impl Workload {
     }
 
     /// Threads running the workload at once.
-    fn threads(self) -> usize {
+    pub(crate) fn threads(self) -> usize {
         if self == Workload::Threads { 2 } else { 1 }
     }
 
@@ -115,7 +115,7 @@ impl Workload {
     }
 
     /// Runs `iters` iterations on the calling thread, which already has its subscriber.
-    fn run(self, iters: u64) {
+    pub(crate) fn run(self, iters: u64) {
         match self {
             Workload::Regions | Workload::Threads => {
                 for _ in 0..iters {
@@ -145,7 +145,7 @@ impl Workload {
 }
 
 /// How one benchmark spends an iteration.
-enum Runner {
+pub(crate) enum Runner {
     /// The workload, under this dispatcher (`None`: no subscriber at all).
     Traced(Option<Dispatch>),
     /// The workload through a background writer, in bursts that fit its queue: each
@@ -160,15 +160,15 @@ enum Runner {
 }
 
 /// One configuration of one workload, ready to run.
-struct Bench {
-    runner: Runner,
+pub(crate) struct Bench {
+    pub(crate) runner: Runner,
     /// Our layer, flushed before a sample starts and before bytes are counted (the
     /// background writer may still hold lines).
-    layer: Option<Trace2Layer>,
+    pub(crate) layer: Option<Trace2Layer>,
     /// The file the configuration writes to, emptied before every sample.
-    file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
     /// tracing-chrome's writer thread and the two files it alternates between.
-    chrome: Option<Mutex<Chrome>>,
+    pub(crate) chrome: Option<Mutex<Chrome>>,
     /// tracing-perfetto-file's guard: its per-thread buffers are written out before a
     /// sample starts (untimed) and before bytes are counted.
     perfetto: Option<tracing_perfetto_file::FlushGuard>,
@@ -213,7 +213,7 @@ impl Bench {
     }
 
     /// Writes out what tracing-perfetto-file's threads still buffer.
-    fn flush_perfetto(&self) {
+    pub(crate) fn flush_perfetto(&self) {
         if let Some(guard) = &self.perfetto {
             let _ = guard.flush();
         }
@@ -222,7 +222,7 @@ impl Bench {
     /// Waits until tracing-chrome's writer has written everything queued so far into
     /// its current file, then moves it on to the other (emptied) file. Returns the
     /// finished file.
-    fn drain_chrome(&self) -> Option<PathBuf> {
+    pub(crate) fn drain_chrome(&self) -> Option<PathBuf> {
         let chrome = self.chrome.as_ref()?;
         let mut chrome = chrome.lock().expect("chrome guard");
         let next = chrome.files[1 - chrome.current].clone();
@@ -247,7 +247,7 @@ impl Bench {
         })
     }
 
-    fn on_this_thread(
+    pub(crate) fn on_this_thread(
         &self,
         workload: Workload,
         iters: u64,
@@ -350,7 +350,7 @@ impl Bench {
 
 /// tracing-chrome's guard and files: the writer goes on into the other file after each
 /// sample, so that a finished file holds one sample's events.
-struct Chrome {
+pub(crate) struct Chrome {
     guard: tracing_chrome::FlushGuard,
     files: [PathBuf; 2],
     current: usize,
@@ -538,7 +538,7 @@ impl Results {
 
 /// The configurations, in the order they run. `none` comes first: once a dispatcher
 /// exists, tracing's callsites stop taking the "nobody listens" shortcut.
-fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> Bench>)> {
+pub(crate) fn configs(workload: Workload, dir: &Path) -> Vec<(String, Box<dyn FnOnce() -> Bench>)> {
     let null = PathBuf::from("/dev/null");
     let mut list: Vec<(String, Box<dyn FnOnce() -> Bench>)> = vec![
         ("none".into(), Box::new(|| Bench::traced(None, None))),
@@ -895,37 +895,39 @@ fn main() {
     print_table(&results);
 }
 
+/// The ratio goals: (ours, floor, base added to the floor, highest ratio that meets
+/// the goal). `benches/whole_process.rs` prints the same goals, measured whole.
+pub(crate) const GOALS: [(&str, &str, Option<&str>, f64); 15] = [
+    (
+        "event/file",
+        "floor-write/file",
+        Some("registry+noop"),
+        1.25,
+    ),
+    ("perf/file", "floor-write/file", Some("registry+noop"), 1.25),
+    // The same floor measured as one program (see `LineWriter`).
+    ("event/file", "registry+write/file", None, 1.25),
+    ("perf/file", "registry+write/file", None, 1.25),
+    ("event-df/file", "floor-64k/file", None, 3.0),
+    ("perf-df/file", "floor-64k/file", None, 3.0),
+    ("event-bg/file", "floor-64k/file", None, 3.0),
+    ("perf-bg/file", "floor-64k/file", None, 3.0),
+    ("binary/file", "floor-64k/file", Some("registry+noop"), 1.5),
+    // Issue 26: the fastest published `tracing` layer, recording what ours records.
+    ("binary/file", "perfetto/file", None, 0.8),
+    // Issue 24: recording into the flight recorder's ring costs what the binary
+    // target costs.
+    ("flight/ring", "binary/file", None, 1.1),
+    ("event/file", "fmt/file", None, 0.8),
+    ("event/file", "fmt-lines/file", None, 0.8),
+    ("event/file", "json/file", None, 0.5),
+    // tracing-chrome writes on a thread of its own: the peer of our background writer.
+    ("event-df/file", "chrome/file", None, 1.0),
+];
+
 /// Issue 16's goals: for each, the median over rounds of ours ÷ (floor + base), and
 /// whether it is met.
 fn print_goals(results: &Results, workloads: &[Workload]) {
-    // (ours, floor, base added to the floor, highest ratio that meets the goal)
-    const GOALS: [(&str, &str, Option<&str>, f64); 15] = [
-        (
-            "event/file",
-            "floor-write/file",
-            Some("registry+noop"),
-            1.25,
-        ),
-        ("perf/file", "floor-write/file", Some("registry+noop"), 1.25),
-        // The same floor measured as one program (see `LineWriter`).
-        ("event/file", "registry+write/file", None, 1.25),
-        ("perf/file", "registry+write/file", None, 1.25),
-        ("event-df/file", "floor-64k/file", None, 3.0),
-        ("perf-df/file", "floor-64k/file", None, 3.0),
-        ("event-bg/file", "floor-64k/file", None, 3.0),
-        ("perf-bg/file", "floor-64k/file", None, 3.0),
-        ("binary/file", "floor-64k/file", Some("registry+noop"), 1.5),
-        // Issue 26: the fastest published `tracing` layer, recording what ours records.
-        ("binary/file", "perfetto/file", None, 0.8),
-        // Issue 24: recording into the flight recorder's ring costs what the binary
-        // target costs.
-        ("flight/ring", "binary/file", None, 1.1),
-        ("event/file", "fmt/file", None, 0.8),
-        ("event/file", "fmt-lines/file", None, 0.8),
-        ("event/file", "json/file", None, 0.5),
-        // tracing-chrome writes on a thread of its own: the peer of our background writer.
-        ("event-df/file", "chrome/file", None, 1.0),
-    ];
     println!("\n## Goals (medians of per-round ratios; ✔ met, ✘ missed)\n");
     print!("| ours | ÷ | goal |");
     for w in workloads {

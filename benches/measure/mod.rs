@@ -11,7 +11,7 @@ use std::time::Duration;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion};
 
-use crate::support::median;
+use super::support::median;
 
 /// Samples per benchmark: criterion's minimum, so that a whole run stays short.
 pub const SAMPLES: usize = 10;

@@ -2,7 +2,8 @@
 //! structure of a trace) and one for events (its chatter), and what a WARN event becomes.
 //! The same choice is the layer's own check and its per-layer filter ([`Trace2Filter`]),
 //! decided per call site, so that what the layer does not want costs nothing at the call
-//! site once no other layer wants it either.
+//! site once no other layer wants it either. Where ours is the subscriber's only layer
+//! (`Trace2::init`), the same filter is installed as the subscriber's global filter.
 
 use std::sync::Arc;
 
@@ -161,6 +162,28 @@ impl<S> Filter<S> for Trace2Filter {
     }
 }
 
+/// The same choice as the subscriber's global filter, for a subscriber whose only layer
+/// is ours (`Trace2::init`): what the per-layer filter decides, without `Filtered`'s
+/// per-span work. `Filtered` asks the Registry at every `enter`, `exit` and `close`
+/// whether its filter enabled the span (about 150 instructions per region line, see
+/// docs/performance.md, "Round 4"), although this filter's answer is the same for every
+/// span of a call site. Beside other layers it must not be used: a global filter hides
+/// what it rejects from every layer (see docs/decisions.md, "The level as a per-layer
+/// filter").
+impl<S: tracing_core::Subscriber> tracing_subscriber::Layer<S> for Trace2Filter {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        <Self as Filter<S>>::callsite_enabled(self, meta)
+    }
+
+    fn enabled(&self, meta: &Metadata<'_>, _cx: Context<'_, S>) -> bool {
+        self.wants(meta)
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(self.levels.max())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +245,47 @@ mod tests {
         assert!(own.wants(&meta("mytool::index::read")));
         assert!(!own.wants(&meta("noisy_dep::graph")));
         assert!(!own.wants(&meta("mytool_extra::x")));
+    }
+
+    /// As the global filter of a subscriber, it keeps out what it does not want for the
+    /// layers above it (a TRACE span and a DEBUG event with the default levels) and lets
+    /// the rest through.
+    #[test]
+    fn as_a_global_filter() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tracing_subscriber::layer::SubscriberExt;
+        #[derive(Default)]
+        struct Seen {
+            spans: AtomicUsize,
+            events: AtomicUsize,
+        }
+        struct Count(Arc<Seen>);
+        impl<S: tracing_core::Subscriber> tracing_subscriber::Layer<S> for Count {
+            fn on_new_span(
+                &self,
+                _: &tracing_core::span::Attributes<'_>,
+                _: &tracing_core::span::Id,
+                _: Context<'_, S>,
+            ) {
+                self.0.spans.fetch_add(1, Ordering::Relaxed);
+            }
+            fn on_event(&self, _: &tracing_core::Event<'_>, _: Context<'_, S>) {
+                self.0.events.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let seen = Arc::new(Seen::default());
+        let subscriber = tracing_subscriber::registry()
+            .with(Trace2Filter::new(Levels::default()))
+            .with(Count(seen.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            let _debug = tracing::debug_span!("wanted").entered();
+            let _trace = tracing::trace_span!("not wanted").entered();
+            tracing::info!("wanted");
+            tracing::debug!("not wanted");
+            tracing::warn!("not wanted either: warnings are off");
+        });
+        assert_eq!(seen.spans.load(Ordering::Relaxed), 1);
+        assert_eq!(seen.events.load(Ordering::Relaxed), 1);
     }
 
     #[test]

@@ -196,8 +196,14 @@ impl Trace2 {
         }
     }
 
-    /// Builds the layer, installs `tracing_subscriber::registry().with(layer)` as the
-    /// global default subscriber and starts the lifecycle. Call it first thing in `main`.
+    /// Builds the layer, installs it on `tracing_subscriber::registry()` as the global
+    /// default subscriber and starts the lifecycle. Call it first thing in `main`.
+    ///
+    /// The layer is the subscriber's only one, so its level filter is installed as the
+    /// subscriber's global filter rather than as a per-layer filter: it lets through the
+    /// same spans and events, and spares the per-layer filter's look-up of the span at
+    /// every enter, exit and close. With no target enabled, the disabled layer of
+    /// [`Lifecycle::layer`] is installed, which changes nothing.
     ///
     /// When another global subscriber is already installed, it stays, and the lifecycle
     /// lines go to it.
@@ -219,9 +225,22 @@ impl Trace2 {
     #[track_caller]
     pub fn init(&self) -> Trace2Guard {
         let lifecycle = self.lifecycle();
-        let _ = tracing_subscriber::registry()
-            .with(lifecycle.layer())
-            .try_init();
+        match lifecycle.unfiltered_layer() {
+            // Ours is the subscriber's only layer: its filter as the global filter
+            // decides what the per-layer filter would, without `Filtered`'s Registry
+            // look-up at every enter, exit and close (see `Trace2Filter`'s `Layer`).
+            Some(layer) => {
+                let _ = tracing_subscriber::registry()
+                    .with(layer.filter())
+                    .with(layer)
+                    .try_init();
+            }
+            None => {
+                let _ = tracing_subscriber::registry()
+                    .with(lifecycle.layer())
+                    .try_init();
+            }
+        }
         lifecycle.start()
     }
 }
