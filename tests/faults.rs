@@ -445,61 +445,119 @@ fn sigterm_while_busy() {
     }
 }
 
-/// A host tracing from two threads into every file target, killed (SIGKILL, or a
-/// SIGTERM it does not handle) a few milliseconds after it started, 1,000 times, direct
-/// and background. A kill stops a `write` to a file only between two pages of it:
-/// every file holds whole lines, except at most a last line cut exactly where a page
-/// of the file ends (a line, or a background writer's batch, whose `write` crossed a
-/// page boundary). No writer can rule that one out (git's one `write` per line cannot
-/// either); `trace2` takes it for the end of the trace. The counts are printed.
+/// A host tracing from two threads, killed (SIGKILL, or a SIGTERM it does not handle) a
+/// few milliseconds after it started, 1,000 times, direct and background: its Normal
+/// and Event targets are files, its Perf target a pipe or a Unix stream socket that the
+/// test reads meanwhile.
+///
+/// What a kill can cut is what the kernel stops in the middle. It stops a buffered
+/// `write` to a file only between two pages of the file, so every file holds whole
+/// lines, except at most its last line, cut exactly where a page of the file ends: a
+/// line, or a background writer's batch, whose `write` crossed a page boundary. No file
+/// writer rules that out (git's one `write` per line cannot either); how often it
+/// happens depends on how much of its time the process spends in such writes (in these
+/// runs, a few in a hundred kills, more with a background writer, which writes more
+/// lines per second), and `trace2` takes such a last line for the end of the trace. A
+/// pipe takes a line of up to 4 KiB whole or not at all, and a stream socket a line
+/// that fits its buffer: on those no line is ever cut. The counts are printed.
 fn kills_cut_lines_only_at_a_page_end() {
     let dir = tempfile::tempdir().unwrap();
-    let files = ["normal", "perf", "event"].map(|name| dir.path().join(name));
-    let (mut cut, mut written) = ([0u32; 2], 0);
+    let files = ["normal", "event"].map(|name| dir.path().join(name));
+    let socket = dir.path().join("perf.sock");
+    // Cut last lines of files, direct and background; and file targets that got lines.
+    let (mut cut, mut targets, mut written) = ([0u32; 2], [0u32; 2], 0);
+    let mut streamed = 0;
     for n in 0..1_000u64 {
         let background = (n % 2 == 1).then_some("lossless");
-        for file in &files {
-            let _ = std::fs::remove_file(file);
-        }
-        let env = [
-            ("GIT_TRACE2", files[0].to_str().unwrap()),
-            ("GIT_TRACE2_PERF", files[1].to_str().unwrap()),
-            ("GIT_TRACE2_EVENT", files[2].to_str().unwrap()),
-        ];
-        let args = ["--lines", "10", "--threads", "2", "--end", "forever"];
-        let mut child = host_with(&args, background, &env)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_micros(1_000 + (n * 617) % 4_000));
-        let signal = if n % 4 < 2 {
+        let signal = if n / 2 % 2 == 0 {
             libc::SIGKILL
         } else {
             libc::SIGTERM
         };
+        let on_socket = n / 4 % 2 == 1;
+        for file in &files {
+            let _ = std::fs::remove_file(file);
+        }
+        let _ = std::fs::remove_file(&socket);
+        let perf = if on_socket {
+            format!("af_unix:stream:{}", socket.display())
+        } else {
+            "9".to_owned()
+        };
+        let env = [
+            ("GIT_TRACE2", files[0].to_str().unwrap()),
+            ("GIT_TRACE2_EVENT", files[1].to_str().unwrap()),
+            ("GIT_TRACE2_PERF", perf.as_str()),
+        ];
+        let args = ["--lines", "10", "--threads", "2", "--end", "forever"];
+        let mut cmd = host_with(&args, background, &env);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        // The Perf target's reader: all the host sent, to its end.
+        let (mut child, reader) = if on_socket {
+            let listener = UnixListener::bind(&socket).unwrap();
+            let reader = std::thread::spawn(move || {
+                // The host's connection, or the test's own once the host is dead.
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut got = Vec::new();
+                conn.read_to_end(&mut got).unwrap();
+                got
+            });
+            (cmd.spawn().unwrap(), reader)
+        } else {
+            let (read, write) = process::pipe();
+            give_fd(&mut cmd, write.as_raw_fd(), 9);
+            let reader = std::thread::spawn(move || {
+                let mut got = Vec::new();
+                std::fs::File::from(read).read_to_end(&mut got).unwrap();
+                got
+            });
+            let child = cmd.spawn().unwrap();
+            // The child's copy is the only one left: the reader sees its end.
+            drop(write);
+            (child, reader)
+        };
+        std::thread::sleep(Duration::from_micros(1_000 + (n * 617) % 4_000));
         // SAFETY: signals our own child, which cannot outlive either signal.
         unsafe { libc::kill(child.id() as i32, signal) };
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(signal), "run {n}");
+        if on_socket {
+            // Wakes the reader if the host died before it connected.
+            drop(std::os::unix::net::UnixStream::connect(&socket));
+        }
+        let what = format!("run {n} ({background:?})");
+        let got = reader.join().unwrap();
+        streamed += got.len();
+        let kind = if on_socket { "socket" } else { "pipe" };
+        assert!(
+            got.is_empty() || got.ends_with(b"\n"),
+            "{what}: a line cut on a {kind}"
+        );
         for file in &files {
             let text = std::fs::read(file).unwrap_or_default();
             written += text.len();
             let Some(&last) = text.last() else { continue };
+            targets[usize::from(background.is_some())] += 1;
             if last == b'\n' {
                 continue;
             }
             cut[usize::from(background.is_some())] += 1;
             // Cut where a page of the file ends, never inside one.
-            let what = format!("run {n} ({background:?}), {}", file.display());
-            assert_eq!(text.len() % 4096, 0, "{what}: cut inside a page");
+            assert_eq!(
+                text.len() % 4096,
+                0,
+                "{what}, {}: cut inside a page",
+                file.display()
+            );
         }
     }
     eprintln!(
-        "1,000 kills: {written} bytes written; last lines cut at a page end: {} direct, {} background",
-        cut[0], cut[1]
+        "1,000 kills: {written} bytes in files, {streamed} on pipes and sockets (no line cut); \
+         last lines cut at a page end: {} of {} direct file targets, {} of {} background",
+        cut[0], targets[0], cut[1], targets[1]
     );
     assert!(written > 0, "nothing was written before the kills");
+    assert!(streamed > 0, "nothing was sent before the kills");
 }
 
 /// A fork whose child traces and calls `exit`: the child's lines are written (under

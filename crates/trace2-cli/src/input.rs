@@ -240,6 +240,8 @@ fn read_event_lines(
     let mut lines = LineReader::new(reader);
     let mut file = FileReport::default();
     let mut unreported = 0u64;
+    // Where the line starts in the input.
+    let mut offset = 0u64;
     loop {
         let line = match lines.next_line() {
             Ok(Some(line)) => line,
@@ -250,6 +252,8 @@ fn read_event_lines(
             }
         };
         file.lines += 1;
+        let start = offset;
+        offset += line.consumed;
         unreported += line.consumed;
         if unreported >= 1 << 20 {
             progress.advance(unreported);
@@ -266,29 +270,76 @@ fn read_event_lines(
         if text.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        // Git writes invalid UTF-8 through unchanged (trace2-format.md §5.4): keep the line,
-        // with U+FFFD in place of the bad bytes.
-        let owned;
-        let text = match std::str::from_utf8(text) {
-            Ok(text) => text,
-            Err(_) => {
-                owned = String::from_utf8_lossy(text).into_owned();
-                owned.as_str()
-            }
-        };
-        match with_line(text, |event| on_event(event)) {
-            Ok(((), note)) => {
+        let error = match event_line(text, on_event) {
+            Ok(note) => {
                 file.events += 1;
                 if let Some(note) = note {
                     file.note(file.lines, note);
                 }
+                continue;
             }
-            Err(LineError::CutShort) if !line.newline => file.cut_short = Some(file.lines),
-            Err(error) => file.skip(file.lines, SkipReason::Line(error)),
+            Err(error) => error,
+        };
+        if matches!(error, LineError::CutShort) && !line.newline {
+            file.cut_short = Some(file.lines);
+            continue;
         }
+        // A line that a kill cut where a page of the file ends, with the next line of
+        // another process appended right after it.
+        if let Some(at) = page_end_split(text, start)
+            && let Ok(note) = event_line(&text[at..], on_event)
+        {
+            file.events += 1;
+            file.cut_inside.get_or_insert(file.lines);
+            if let Some(note) = note {
+                file.note(file.lines, note);
+            }
+            continue;
+        }
+        file.skip(file.lines, SkipReason::Line(error));
     }
     progress.advance(unreported);
     file
+}
+
+/// Reads one Event line (without its newline) and hands its event to `on_event`.
+fn event_line(
+    text: &[u8],
+    on_event: &mut impl FnMut(&TraceEvent<'_>),
+) -> Result<Option<LineNote>, LineError> {
+    // Git writes invalid UTF-8 through unchanged (trace2-format.md §5.4): keep the line,
+    // with U+FFFD in place of the bad bytes.
+    let owned;
+    let text = match std::str::from_utf8(text) {
+        Ok(text) => text,
+        Err(_) => {
+            owned = String::from_utf8_lossy(text).into_owned();
+            owned.as_str()
+        }
+    };
+    with_line(text, |event| on_event(event)).map(|((), note)| note)
+}
+
+/// The file page size a kill can stop a buffered `write` at (the kernel gives up such a
+/// write only between two pages of the file).
+const PAGE: u64 = 4096;
+
+/// Where, in `text` (a line that starts `start` bytes into the input and is not an
+/// event), a line cut at a page end of the file ends and another line begins: the first
+/// page boundary inside it after which a JSON object starts and before which the text
+/// is a cut-short event. A process killed in the middle of a `write` leaves such a cut
+/// line, and another process appending to the same file writes its next line right
+/// after it.
+fn page_end_split(text: &[u8], start: u64) -> Option<usize> {
+    let first = (start / PAGE + 1) * PAGE;
+    (first..start + text.len() as u64)
+        .step_by(PAGE as usize)
+        .map(|boundary| (boundary - start) as usize)
+        .find(|&at| {
+            text[at] == b'{'
+                && std::str::from_utf8(&text[..at])
+                    .is_ok_and(|head| matches!(with_line(head, |_| ()), Err(LineError::CutShort)))
+        })
 }
 
 /// One line of input, without its newline.
@@ -402,6 +453,10 @@ pub struct FileReport {
     /// Number of the last line, when it was cut short (no newline, incomplete JSON):
     /// where a process killed while writing stopped, so the end of the trace, not damage.
     pub cut_short: Option<u64>,
+    /// Number of the first line that held a line cut short at a page end of the file
+    /// (where a process killed while writing stopped) and, right after it, a whole line
+    /// another process appended: the whole line is used, and this is not damage.
+    pub cut_inside: Option<u64>,
     /// Reading stopped early on an I/O error.
     pub read_error: Option<String>,
     /// Lines used but of a kind this tool does not know (passed along as they are).
@@ -450,7 +505,11 @@ impl FileReport {
         let mut parts = Vec::new();
         if self.lines == 0 {
             parts.push("empty file, no Trace2 events".to_owned());
-        } else if self.events == 0 && self.skipped == 0 && self.cut_short.is_none() {
+        } else if self.events == 0
+            && self.skipped == 0
+            && self.cut_short.is_none()
+            && self.cut_inside.is_none()
+        {
             parts.push("no Trace2 events".to_owned());
         }
         if self.skipped > 0 {
@@ -469,6 +528,11 @@ impl FileReport {
                 self.skipped,
                 self.lines,
                 examples.join("; ")
+            ));
+        }
+        if let Some(line) = self.cut_inside {
+            parts.push(format!(
+                "line {line} starts with a line cut short at a page end (where a killed process stopped writing), skipped, and goes on with another process's line, used"
             ));
         }
         if let Some(line) = self.cut_short {
@@ -557,7 +621,10 @@ impl Report {
             .iter()
             .filter_map(|(name, input)| match input {
                 InputReport::Read(file)
-                    if file.damaged() || file.has_notes() || file.cut_short.is_some() =>
+                    if file.damaged()
+                        || file.has_notes()
+                        || file.cut_short.is_some()
+                        || file.cut_inside.is_some() =>
                 {
                     Some(format!(
                         "trace2: {}: {}",
@@ -671,6 +738,48 @@ mod tests {
         inputs.file("killed.event", report);
         assert!(inputs.clean());
         assert_eq!(inputs.messages().len(), 1);
+    }
+
+    /// A process killed in the middle of a `write` leaves a line cut at a page end of the
+    /// file; another process appends its next line right after it.
+    #[test]
+    fn a_line_cut_at_a_page_end_then_another_processs_line() {
+        let version = "{\"event\":\"version\",\"sid\":\"s\",\"thread\":\"main\",\"evt\":\"4\",\"exe\":\"2.47.3\"}\n";
+        let printf = |msg: &str| {
+            format!(
+                "{{\"event\":\"printf\",\"sid\":\"s\",\"thread\":\"main\",\"msg\":\"{msg}\"}}\n"
+            )
+        };
+        let exit =
+            "{\"event\":\"exit\",\"sid\":\"s\",\"thread\":\"main\",\"t_abs\":0.5,\"code\":0}\n";
+        // Lines up to a page end, the last one cut there; then the other process's line.
+        let mut input = version.to_owned();
+        while input.len() + 200 < 4096 {
+            input.push_str(&printf("a"));
+        }
+        let cut = printf(&"x".repeat(300));
+        input.push_str(&cut[..4096 - input.len()]);
+        assert_eq!(input.len(), 4096);
+        input.push_str(exit);
+        let input: &'static [u8] = Box::leak(input.into_bytes().into_boxed_slice());
+        let (report, names) = read(input);
+        assert_eq!(names.last().map(String::as_str), Some("exit"));
+        assert_eq!(report.skipped, 0);
+        let cut_line = report.lines;
+        assert_eq!(report.cut_inside, Some(cut_line));
+        assert!(!report.damaged());
+        assert!(
+            report
+                .message()
+                .contains("starts with a line cut short at a page end")
+        );
+
+        // Not at a page end: damage, as before.
+        let moved: &'static [u8] = Box::leak([b"  ", input].concat().into_boxed_slice());
+        let (report, names) = read(moved);
+        assert_ne!(names.last().map(String::as_str), Some("exit"));
+        assert_eq!(report.cut_inside, None);
+        assert!(report.damaged());
     }
 
     #[test]

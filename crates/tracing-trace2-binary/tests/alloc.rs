@@ -177,12 +177,19 @@ fn through_the_layer_nothing_is_allocated_either() {
 #[test]
 fn a_full_flight_ring_allocates_nothing_per_batch() {
     let dir = tempfile::tempdir().unwrap();
+    // Nothing here depends on time: no batch goes out before it is full (a batch the
+    // flush interval sends early is short, and a short frame gets a buffer of its own
+    // size: on a loaded machine a pause of the test thread did that), and no frame
+    // ages out of the ring.
+    let never = std::time::Duration::from_secs(24 * 3600);
     let recorder = tracing_trace2_binary::FlightRecorder::builder(dir.path())
         .with_max_bytes(32 << 10)
+        .with_min_age(never)
         .with_signal(false)
         .with_writer(
             BinaryWriter::builder()
                 .with_batch_size(MIN_BATCH_SIZE)
+                .with_flush_interval(never)
                 .with_exit_handler(false),
         )
         .build()

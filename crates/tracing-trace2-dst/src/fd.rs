@@ -15,23 +15,30 @@
 //! A regular file also takes batches of whole lines ([`Sink::write_lines`], at most
 //! [`FILE_BATCH_LIMIT`] bytes per `write`, for background writers): with `O_APPEND` one
 //! `write` lands whole at the end of the file whatever other processes append, so whole
-//! lines stay whole. A kill (SIGKILL, or a fatal signal the process does not handle)
-//! can cut a batch's `write`: the kernel gives up a buffered write between two pages
-//! of the file when the process is being killed, and then only there: the lines before
-//! that point land whole, the line across it is cut, the rest of the batch is never
-//! written — at most one cut line, at the end of what the process wrote, ending at a
-//! page boundary of the file. A single line's `write` (git's way, and the direct
-//! writers') is cut the same way when the line crosses a page boundary, so no file
-//! writer can rule a cut last line out; readers take it for the end of a killed
-//! process's trace (`trace2` reports it and reads the rest). Writing a batch page by
-//! page would confine the cut to lines that cross a page boundary, at 16 times the
-//! `write` calls: it cost the background writer about 40 % of its lines per second,
-//! to bring its cut last lines down to what a direct writer leaves (in 500 kills of
-//! each: a background writer's batches 1 and 4 in two runs, page by page 0, 1 and 0;
-//! a direct writer's lines, one `write` each, 1 to 7), and not to none. A short write (a signal, a full disk) is
-//! followed by a write of the rest: a line is never dropped, though one cut by the kernel
-//! arrives in two parts. Under a file size limit a batch writes the lines that fit, then
-//! fails with `EFBIG`.
+//! lines stay whole. A short write (a signal, a full disk) is followed by a write of the
+//! rest: a line is never dropped, though one cut by the kernel arrives in two parts.
+//! Under a file size limit a batch writes the lines that fit, then fails with `EFBIG`.
+//!
+//! A kill (SIGKILL, or a fatal signal the process does not handle) can cut a `write` to
+//! a file, and only at a page boundary of the file: the kernel copies a buffered write
+//! one page (or larger folio) at a time and checks for a fatal signal before each, so a
+//! `write` stops only between two pages. What lies before the stop lands whole, the
+//! line across it is cut, the rest is never written: at most one cut line, the last the
+//! process wrote, ending at a multiple of 4 KiB. Any `write` that holds a line across a
+//! page boundary can be cut there, a single line's (git's way, and the direct writers')
+//! as well as a batch's, so no file writer rules a cut last line out; readers take it
+//! for the end of a killed process's trace (`trace2` reports it and reads the rest).
+//! How often it happens is the share of its time the process spends copying the part
+//! of a `write` before such a boundary. A batch spends most of its `write` there; writing
+//! it in page steps (each `write` opened by the line that crosses the next page
+//! boundary, so that a kill can only stop it inside that first line) cut about four
+//! times fewer last lines per kill, but each `write` costs a fixed 2-3 µs in the kernel
+//! here, so the 16 more per 64 KiB batch took the background writer about 40 % of its
+//! lines per second, to reach the rate per byte of one line per `write`, not zero (the
+//! figures are in `docs/decisions.md`). Batches keep one `write`. Pipes and sockets
+//! take one line per call: a pipe takes up to 4 KiB (`PIPE_BUF`) whole or not at all,
+//! and gives up a longer write only while it is full; a Unix stream socket sends a line
+//! that fits its buffer whole; so a kill cuts no line there.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

@@ -442,28 +442,38 @@ mod tests {
         }
     }
 
+    /// A batch frame of `len` payload bytes filled with `seq` (thread 1, batch `seq`).
+    fn marked(seq: u64, len: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let start = frame::begin(&mut out, kind::BATCH);
+        out.extend_from_slice(&7u64.to_le_bytes());
+        out.extend_from_slice(&[1, seq as u8, 0, 1, 0]);
+        out.resize(start + frame::HEADER_LEN + len, seq as u8);
+        frame::seal(&mut out, start);
+        out
+    }
+
+    // Reuse is seen in a buffer's capacity, not its address (a freed buffer's address
+    // can come back from the allocator, under Miri too): frames of 400 bytes get buffers
+    // of 425 (1/16 of slack); later frames of 320 bytes, still full batches, would get
+    // 340 in a fresh buffer and keep 425 in a recycled one.
+    const OLD_FRAME: usize = 388;
+    const OLD_CAPACITY: usize = 425;
+    const NEW_FRAME: usize = 308;
+
     #[test]
     fn evicted_buffers_are_reused_but_never_one_a_copy_still_holds() {
-        let ring = Arc::new(Ring::new(1000, u64::MAX));
+        let ring = Arc::new(Ring::new(2000, u64::MAX));
         let sink = RingSink(Arc::clone(&ring));
-        // 200-byte frames whose payload is filled with their sequence number.
-        let marked = |seq: u64| {
-            let mut out = Vec::new();
-            let start = frame::begin(&mut out, kind::BATCH);
-            out.extend_from_slice(&7u64.to_le_bytes());
-            out.extend_from_slice(&[1, seq as u8, 0, 1, 0]);
-            out.resize(start + frame::HEADER_LEN + 188, seq as u8);
-            frame::seal(&mut out, start);
-            out
-        };
         for seq in 0..10 {
-            sink.write_line(&marked(seq)).unwrap();
+            sink.write_line(&marked(seq, OLD_FRAME)).unwrap();
         }
         let held = ring.copy(0);
         let held_bytes: Vec<Vec<u8>> = held.frames.iter().map(|f| f.bytes.to_vec()).collect();
+        // Live buffers have distinct addresses, so this comparison is sound.
         let held_at: Vec<*const u8> = held.frames.iter().map(|f| f.bytes.as_ptr()).collect();
         for seq in 10..40 {
-            sink.write_line(&marked(seq)).unwrap();
+            sink.write_line(&marked(seq, OLD_FRAME)).unwrap();
         }
         // The copy's frames were evicted meanwhile but are intact, and none of their
         // buffers took a newer frame.
@@ -477,60 +487,61 @@ mod tests {
         );
         assert_eq!(
             now.frames.last().unwrap().bytes.as_slice(),
-            marked(39).as_slice()
+            marked(39, OLD_FRAME).as_slice()
         );
-        // Once the copy is gone, evicted buffers are recycled: some of the next frames
-        // land in buffers that held this ring's earlier frames.
+        // Once the copy is gone, evicted buffers are recycled: shorter frames (still
+        // full batches) land in the 425-byte buffers of the frames they evict.
         drop((held, now));
-        let before: Vec<*const u8> = ring
-            .copy(0)
-            .frames
-            .iter()
-            .map(|f| f.bytes.as_ptr())
-            .collect();
         for seq in 40..50 {
-            sink.write_line(&marked(seq)).unwrap();
+            sink.write_line(&marked(seq, NEW_FRAME)).unwrap();
         }
         let reused = ring.copy(0);
+        let capacities: Vec<usize> = reused.frames.iter().map(|f| f.bytes.capacity()).collect();
+        assert!(capacities.len() > 1, "{capacities:?}");
         assert!(
-            reused
-                .frames
-                .iter()
-                .any(|f| before.contains(&f.bytes.as_ptr()))
+            capacities.iter().all(|&c| c == OLD_CAPACITY),
+            "{capacities:?}"
         );
         assert_eq!(
             reused.frames.last().unwrap().bytes.as_slice(),
-            marked(49).as_slice()
+            marked(49, NEW_FRAME).as_slice()
         );
     }
 
     #[test]
     fn a_ring_emptied_by_the_minimum_age_refills_into_its_old_buffers() {
-        // Five frames in buffers of 212 and a spare. A minimum age out of reach (1,000 s):
+        // Five frames in buffers of 425 and a spare. A minimum age out of reach (1,000 s):
         // the writes below (slow under Miri) are all younger.
-        let ring = Arc::new(Ring::new(6 * 212, 1_000_000_000));
+        let ring = Arc::new(Ring::new(6 * OLD_CAPACITY, 1_000_000_000));
         let sink = RingSink(Arc::clone(&ring));
         for seq in 1..=5 {
-            sink.write_line(&batch(7, 1, seq, 188)).unwrap();
+            sink.write_line(&marked(seq, OLD_FRAME)).unwrap();
         }
-        let old: Vec<*const u8> = ring
-            .copy(0)
-            .frames
-            .iter()
-            .map(|f| f.bytes.as_ptr())
-            .collect();
-        assert_eq!(old.len(), 5);
+        let old = ring.copy(0);
+        assert_eq!(old.frames.len(), 5);
+        assert!(
+            old.frames
+                .iter()
+                .all(|f| f.bytes.capacity() == OLD_CAPACITY)
+        );
+        drop(old);
         // Far in the future: every frame is past the minimum age and goes.
         assert!(ring.copy(u64::MAX / 2).frames.is_empty());
+        // Shorter frames, still full batches: in the old buffers (425), not fresh ones
+        // (340).
         for seq in 6..=10 {
-            sink.write_line(&batch(7, 1, seq, 188)).unwrap();
+            sink.write_line(&marked(seq, NEW_FRAME)).unwrap();
         }
         let new = ring.copy(0);
         assert_eq!(new.frames.len(), 5);
-        assert!(new.frames.iter().all(|f| old.contains(&f.bytes.as_ptr())));
+        assert!(
+            new.frames
+                .iter()
+                .all(|f| f.bytes.capacity() == OLD_CAPACITY)
+        );
         assert_eq!(
             new.frames[4].bytes.as_slice(),
-            batch(7, 1, 10, 188).as_slice()
+            marked(10, NEW_FRAME).as_slice()
         );
     }
 

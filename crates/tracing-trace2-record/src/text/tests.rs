@@ -151,7 +151,9 @@ fn json_escaping_at_every_position() {
 /// of the result (so that growing happens at every possible piece).
 #[test]
 fn appender_matches_push_functions() {
-    let long = "x".repeat(300);
+    // Past 128 bytes, where a copy is a `memcpy` (shorter under Miri, a thousand times
+    // slower: `appender_copies_every_length` goes through every length).
+    let long = "x".repeat(if cfg!(miri) { 130 } else { 300 });
     let strings = [
         "",
         "a",
@@ -195,32 +197,45 @@ fn appender_matches_push_functions() {
         10_000_000,
         u64::MAX,
     ];
-    let expected = {
+    // The expected bytes, and where each kind of piece first starts in them past a
+    // string of every kind (the capacities Miri tries).
+    let (expected, firsts) = {
         let mut out = b"head".to_vec();
+        let mut firsts = Vec::new();
         for text in strings {
+            firsts.push(out.len());
             out.extend_from_slice(b",\"k\":");
             push_json_str(&mut out, text);
             out.push(b';');
+            firsts.push(out.len());
             push_json_str(&mut out, text);
+            firsts.push(out.len());
             out.extend_from_slice(text.as_bytes());
         }
         for n in numbers {
+            firsts.push(out.len());
             out.extend_from_slice(b",\"n\":");
             push_u64(&mut out, n);
+            firsts.push(out.len());
             push_u64(&mut out, n);
         }
         for n in signed {
+            firsts.push(out.len());
             out.extend_from_slice(b",\"i\":");
             push_i64(&mut out, n);
+            firsts.push(out.len());
             push_i64(&mut out, n);
         }
         for m in micros {
+            firsts.push(out.len());
             out.extend_from_slice(b",\"t\":");
             push_seconds(&mut out, m);
+            firsts.push(out.len());
             push_seconds(&mut out, m);
         }
+        firsts.push(out.len());
         out.extend_from_slice(b"[tail]\n");
-        out
+        (out, firsts)
     };
     let write = |out: &mut Vec<u8>| {
         let w = &mut Appender::new(out);
@@ -244,10 +259,34 @@ fn appender_matches_push_functions() {
         w.with_vec(|out| out.push(b'['));
         w.put_all([b"tail", b"]", b"\n"]);
     };
-    // Under Miri (a thousand times slower) every 50th capacity of the range: growth
-    // still falls at pieces of every kind.
-    let stride = if cfg!(miri) { 50 } else { 1 };
-    for capacity in (0..16).chain((expected.len() - 600..expected.len() + 2).step_by(stride)) {
+    // Every capacity around the result's size. Under Miri (a thousand times slower)
+    // one capacity per kind of piece, so that growth still falls in a piece of every
+    // kind: the three string pieces of "", of a string with escapes and of the long one,
+    // the two pieces of a number, a signed number and a time each, the tail; and room
+    // for all of it.
+    let capacities: Vec<usize> = if cfg!(miri) {
+        let strings_end = 3 * strings.len();
+        let (signed_at, micros_at) = (
+            strings_end + 2 * numbers.len(),
+            strings_end + 2 * (numbers.len() + signed.len()),
+        );
+        let escaped = strings.iter().position(|s| s.contains('"')).unwrap();
+        [0, escaped, strings.len() - 1]
+            .into_iter()
+            .flat_map(|string| 3 * string..3 * string + 3)
+            .chain([strings_end + 6, strings_end + 7])
+            .chain([signed_at + 2, signed_at + 3])
+            .chain([micros_at + 2, micros_at + 3])
+            .chain([firsts.len() - 1])
+            .map(|piece| firsts[piece] + 1)
+            .chain([expected.len()])
+            .collect()
+    } else {
+        (0..16)
+            .chain(expected.len() - 600..expected.len() + 2)
+            .collect()
+    };
+    for capacity in capacities {
         let mut out = Vec::with_capacity(capacity);
         out.extend_from_slice(b"head");
         write(&mut out);
