@@ -464,6 +464,9 @@ fn kills_cut_lines_only_at_a_page_end() {
     let dir = tempfile::tempdir().unwrap();
     let files = ["normal", "event"].map(|name| dir.path().join(name));
     let socket = dir.path().join("perf.sock");
+    let binary = dir.path().join("trace.t2b");
+    // Binary traces whose last frame a kill cut at a page end, and those written.
+    let (mut binary_cut, mut binary_written) = (0u32, 0u32);
     // Cut last lines of files, direct and background; and file targets that got lines.
     let (mut cut, mut targets, mut written) = ([0u32; 2], [0u32; 2], 0);
     let mut streamed = 0;
@@ -479,6 +482,7 @@ fn kills_cut_lines_only_at_a_page_end() {
             let _ = std::fs::remove_file(file);
         }
         let _ = std::fs::remove_file(&socket);
+        let _ = std::fs::remove_file(&binary);
         let perf = if on_socket {
             format!("af_unix:stream:{}", socket.display())
         } else {
@@ -488,6 +492,7 @@ fn kills_cut_lines_only_at_a_page_end() {
             ("GIT_TRACE2", files[0].to_str().unwrap()),
             ("GIT_TRACE2_EVENT", files[1].to_str().unwrap()),
             ("GIT_TRACE2_PERF", perf.as_str()),
+            ("TRACING_TRACE2_BINARY", binary.to_str().unwrap()),
         ];
         let args = ["--lines", "10", "--threads", "2", "--end", "forever"];
         let mut cmd = host_with(&args, background, &env);
@@ -550,11 +555,38 @@ fn kills_cut_lines_only_at_a_page_end() {
                 file.display()
             );
         }
+        // The binary trace: intact frames, at most the last one cut at a page end, which
+        // the decoder reports as the kill it is, not as damage.
+        if let Ok(bytes) = std::fs::read(&binary)
+            && !bytes.is_empty()
+        {
+            binary_written += 1;
+            let options = tracing_trace2_binary::decode::DecodeOptions::default();
+            let report =
+                tracing_trace2_binary::decode::decode(&bytes[..], &options, |_, _| {}).unwrap();
+            assert_eq!(
+                report.skipped_bytes, 0,
+                "{what}: binary trace damaged\n{report}"
+            );
+            if report.cut_at_end > 0 {
+                binary_cut += 1;
+                assert_eq!(
+                    bytes.len() % 4096,
+                    0,
+                    "{what}: binary frame cut inside a page"
+                );
+            }
+        }
     }
     eprintln!(
         "1,000 kills: {written} bytes in files, {streamed} on pipes and sockets (no line cut); \
-         last lines cut at a page end: {} of {} direct file targets, {} of {} background",
+         last lines cut at a page end: {} of {} direct file targets, {} of {} background; \
+         binary traces with their last frame cut at a page end: {binary_cut} of {binary_written}",
         cut[0], targets[0], cut[1], targets[1]
+    );
+    assert!(
+        binary_written > 0,
+        "no binary trace was written before the kills"
     );
     assert!(written > 0, "nothing was written before the kills");
     assert!(streamed > 0, "nothing was sent before the kills");

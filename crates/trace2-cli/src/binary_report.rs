@@ -48,6 +48,15 @@ pub fn assess(report: &DecodeReport) -> Assessment {
             ));
         }
     }
+    if report.cut_at_end > 0 {
+        // Where a killed writer's last `write` stopped: the kernel stops a file write only
+        // at a page end, as it cuts a text target's last line.
+        unfinished.push(format!(
+            "the last frame ({} bytes) stops at a page end, cut where the process was killed; \
+             its batch is lost, nothing else",
+            report.cut_at_end
+        ));
+    }
     if !lost.is_empty() {
         // Skipped bytes may be the missing END frames: name those streams in the one line.
         for stream in report
@@ -142,6 +151,28 @@ mod tests {
         assert_eq!(assessment.unfinished.len(), 1);
         assert!(
             assessment.unfinished[0].starts_with("stream sid-2 (pid 2) ended without an END frame"),
+            "{:?}",
+            assessment.unfinished
+        );
+    }
+
+    #[test]
+    fn a_last_frame_cut_at_a_page_end_is_a_kill_not_damage() {
+        let report = DecodeReport {
+            cut_at_end: 300,
+            streams: vec![stream(1, false, 0)],
+            ..DecodeReport::default()
+        };
+        let assessment = assess(&report);
+        assert_eq!(assessment.damage, None);
+        assert_eq!(
+            assessment.unfinished.len(),
+            2,
+            "{:?}",
+            assessment.unfinished
+        );
+        assert!(
+            assessment.unfinished[1].starts_with("the last frame (300 bytes) stops at a page end"),
             "{:?}",
             assessment.unfinished
         );

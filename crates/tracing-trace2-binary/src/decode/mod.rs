@@ -253,6 +253,7 @@ impl Decoder {
         self.scan.frames += s.frames;
         self.scan.skipped_bytes += s.skipped_bytes;
         self.scan.damaged_regions += s.damaged_regions;
+        self.scan.cut_at_end += s.cut_at_end;
         result
     }
 

@@ -15,6 +15,10 @@ pub struct DecodeReport {
     pub skipped_bytes: u64,
     /// Places where bytes were skipped.
     pub damaged_regions: u64,
+    /// Bytes of a last frame cut short where the input ends at a page end: the writer
+    /// was killed in its last `write` (a file write stops only between pages), so the
+    /// events of that one batch are lost and nothing else; not counted as skipped.
+    pub cut_at_end: u64,
     /// Intact frames of kinds this decoder does not know (extension batches included).
     pub unknown_frames: u64,
     /// Intact frames whose payload could not be read.
@@ -92,6 +96,7 @@ impl DecodeReport {
     /// END frame.
     pub fn is_complete(&self) -> bool {
         self.skipped_bytes == 0
+            && self.cut_at_end == 0
             && self.invalid_frames == 0
             && self.orphan_batches == 0
             && self.undecodable_batches == 0
@@ -120,6 +125,13 @@ impl fmt::Display for DecodeReport {
                 f,
                 "skipped {} bytes in {} damaged place(s)",
                 self.skipped_bytes, self.damaged_regions
+            )?;
+        }
+        if self.cut_at_end > 0 {
+            writeln!(
+                f,
+                "the last frame ({} bytes) was cut at a page end: the writer was killed in its last write",
+                self.cut_at_end
             )?;
         }
         for (what, n) in [
@@ -219,6 +231,7 @@ pub(super) fn build(d: &Decoder) -> DecodeReport {
         frames: d.scan.frames,
         skipped_bytes: d.scan.skipped_bytes,
         damaged_regions: d.scan.damaged_regions,
+        cut_at_end: d.scan.cut_at_end,
         unknown_frames: d.unknown_frames,
         invalid_frames: d.invalid_frames,
         duplicate_batches: d.duplicate_batches,

@@ -4,7 +4,10 @@
 //! right, length within bounds, CRC matching) with its offset. Bytes that are not part
 //! of an intact frame are skipped and counted: after a bad byte it looks for the next
 //! marker and checks the frame there. A frame cut short by the end of the input is
-//! never yielded; its bytes count as skipped.
+//! never yielded; its bytes count as skipped, unless the input ends at a page end (a
+//! multiple of [`PAGE`] bytes) inside a frame whose header is whole and sound: that is
+//! where a killed writer's last `write` stopped (the kernel stops a buffered file write
+//! between pages when a fatal signal arrives), counted apart as [`ScanStats::cut_at_end`].
 //!
 //! Memory: the buffer holds at most one frame (≤ 16 MiB + 12 bytes) plus one read
 //! chunk.
@@ -13,6 +16,9 @@ use std::io::{self, Read};
 
 use crate::frame::{self, Check};
 
+/// The page size a killed writer's last `write` can stop at (the smallest the kernels
+/// we run on use; a larger page is a multiple of it).
+pub const PAGE: u64 = 4096;
 /// Bytes asked of the input per read.
 const CHUNK: usize = 64 << 10;
 /// The first read's size; reads grow to [`CHUNK`] as the buffer does.
@@ -40,6 +46,9 @@ pub struct ScanStats {
     pub skipped_bytes: u64,
     /// Runs of skipped bytes (each damaged place counts once).
     pub damaged_regions: u64,
+    /// Bytes of a last frame cut short where the input ends at a page end: a writer
+    /// killed in its last `write` (not counted in `skipped_bytes`).
+    pub cut_at_end: u64,
 }
 
 /// Yields the intact frames of an input, skipping damage.
@@ -98,6 +107,15 @@ impl<R: Read> FrameScanner<R> {
                 }
                 Check::Incomplete(needed) => {
                     if !self.fill(needed)? {
+                        let rest = self.end - self.start;
+                        let input_end = self.offset + rest as u64;
+                        if rest >= frame::HEADER_LEN && input_end.is_multiple_of(PAGE) {
+                            // A sound header, its frame cut where a page ends: the
+                            // writer was killed in this `write`. Nothing follows.
+                            self.stats.cut_at_end += rest as u64;
+                            self.consume(rest);
+                            return Ok(None);
+                        }
                         // The input ends inside it: what looked like a frame is cut
                         // short (or a false marker); look further along.
                         self.skip(1);
@@ -230,6 +248,35 @@ mod tests {
             assert_eq!(frames.len(), whole, "{cut}");
             let kept: usize = frames.iter().map(|f| f.payload.len() + 12).sum();
             assert_eq!(stats.skipped_bytes as usize, cut - kept);
+        }
+    }
+
+    #[test]
+    fn a_frame_cut_at_a_page_end_is_a_killed_writer_not_damage() {
+        // Frames up to a page end and past it, as a writer's buffered `write` lays them.
+        let mut input = Vec::new();
+        let mut n = 0u32;
+        while input.len() < 2 * PAGE as usize {
+            input.extend_from_slice(&frame_of(
+                0x10,
+                format!("frame {n} of the batch").as_bytes(),
+            ));
+            n += 1;
+        }
+        // Cut at the page end: the frame across it is cut, nothing else is lost.
+        let cut = PAGE as usize;
+        let (frames, stats) = scan(&input[..cut]);
+        let kept: usize = frames.iter().map(|f| f.payload.len() + 12).sum();
+        assert_eq!(stats.skipped_bytes, 0);
+        assert_eq!(stats.damaged_regions, 0);
+        assert_eq!(stats.cut_at_end as usize, cut - kept);
+        assert!(stats.cut_at_end > 0);
+        // The same bytes ending one byte earlier or later are damage, as before.
+        for cut in [cut - 1, cut + 1] {
+            let (frames, stats) = scan(&input[..cut]);
+            let kept: usize = frames.iter().map(|f| f.payload.len() + 12).sum();
+            assert_eq!(stats.cut_at_end, 0, "{cut}");
+            assert_eq!(stats.skipped_bytes as usize, cut - kept, "{cut}");
         }
     }
 
