@@ -199,13 +199,8 @@ impl PerfFormat {
         match cols.category {
             Category::Blank => {}
             Category::Text(text) => copy_short(category, cut(text.as_bytes(), CATEGORY_WIDTH)),
-            Category::Scope(scope) => {
-                category[..6].copy_from_slice(b"scope:");
-                copy_short(
-                    &mut category[6..],
-                    cut(scope.as_bytes(), CATEGORY_WIDTH - 6),
-                );
-            }
+            // Only `def_param` has a scope, and it is neither a region nor a data line.
+            Category::Scope(_) => unreachable!("a fixed line with a scope column"),
         }
 
         // The dots are in the template already.

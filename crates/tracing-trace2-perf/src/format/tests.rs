@@ -353,6 +353,67 @@ fn same_bytes_as_the_reference_formatter() {
         );
     }
 }
+
+/// A line with every column at its widest (the longest number of each, a file name
+/// and a category cut to their columns, seconds too large for the narrow form) fits
+/// in the room the general path reserves, and reads as the reference writes it.
+#[test]
+fn the_widest_columns_fit_the_room_reserved() {
+    let long = "w".repeat(100);
+    // The room counts the thread name and the event name beyond their columns' widths:
+    // an empty thread name and the shortest event name leave the least to spare.
+    for (brief, thread, open_regions) in
+        [(false, "", 0), (true, "", 0), (false, long.as_str(), 1000)]
+    {
+        let events = [
+            Trace2Event::Data {
+                repo: Some(i64::MIN),
+                category: &long,
+                key: "k",
+                value: "v",
+                nesting: 2,
+                t_rel_us: u64::MAX,
+            },
+            Trace2Event::RegionLeave {
+                region: RegionInfo {
+                    repo: Some(i64::MIN),
+                    category: Some(&long),
+                    label: Some("l"),
+                    msg: None,
+                },
+                nesting: 1,
+                t_rel_us: u64::MAX,
+            },
+        ];
+        for event in events {
+            let record = Record {
+                event,
+                time: Timestamp {
+                    wall_us: 1_795_300_000_123_456,
+                    t_abs_us: u64::MAX,
+                },
+                sid: "sid",
+                depth: u32::MAX,
+                thread,
+                callsite: Callsite {
+                    file: Some(&long),
+                    line: u32::MAX,
+                },
+                open_regions,
+            };
+            let ours = PerfFormat::new().with_brief(brief);
+            let mut got = Vec::new();
+            let mut want = Vec::new();
+            ours.format(&record, &mut got);
+            reference::Reference(ours).format(&record, &mut want);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want)
+            );
+        }
+    }
+}
+
 #[test]
 fn decimal_matches_display() {
     let mut values = vec![0, 9, 10, 99, 100, 999, 1000, u64::from(u32::MAX), u64::MAX];
