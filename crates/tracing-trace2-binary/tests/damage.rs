@@ -12,7 +12,7 @@ use tracing_trace2_binary::decode::FrameScanner;
 use tracing_trace2_binary::{
     BinaryWriter, DecodeOptions, Decoder, MIN_BATCH_SIZE, TextFormat, TextOptions, decode_to_text,
 };
-use tracing_trace2_core::{MemorySink, Record};
+use tracing_trace2_core::{MemorySink, Record, Trace2Event};
 use tracing_trace2_record::catalogue::{CATALOGUE, Kind};
 
 const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
@@ -182,6 +182,43 @@ fn missing_batches_are_reported_per_thread() {
             at += all[at..].iter().position(|a| a == r).unwrap() + 1;
         }
     }
+}
+
+/// The END frame counts the batches of the thread that finishes the stream, as it
+/// counts the others': that thread's last batch, lost, is reported.
+#[test]
+fn the_finishing_threads_lost_batch_is_reported() {
+    let owned = live_records(13, 2000);
+    let lists: Vec<Vec<&str>> = owned.iter().map(Owned::list_refs).collect();
+    let mut records: Vec<Record<'_>> = owned
+        .iter()
+        .zip(&lists)
+        .map(|(o, l)| o.record_in(l, SID, 0))
+        .collect();
+    // Recorded on this one thread, which `atexit` makes finish the stream.
+    let last = records.last().unwrap().clone();
+    records.push(Record {
+        event: Trace2Event::Atexit { code: 0 },
+        ..last
+    });
+    let bytes = write_alone(&records);
+    let (whole, report) = decode_all(&bytes);
+    assert!(report.is_complete(), "{report}");
+    let frames = frames(&bytes);
+    let is_batch = |f: &Vec<u8>| f[3] == tracing_trace2_binary::frame::kind::BATCH;
+    assert!(frames.iter().filter(|f| is_batch(f)).count() > 1);
+    let last = frames.iter().rposition(is_batch).unwrap();
+    let kept: Vec<u8> = frames
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != last)
+        .flat_map(|(_, f)| f.clone())
+        .collect();
+    let (part, report) = decode_all(&kept);
+    assert!(report.streams[0].ended);
+    assert_eq!(report.lost_batches(), 1, "{report}");
+    assert!(!report.is_complete());
+    assert!(is_subset(&part, &whole) && part.len() < whole.len());
 }
 
 #[test]
