@@ -196,7 +196,7 @@ fn the_finishing_threads_lost_batch_is_reported() {
         .map(|(o, l)| o.record_in(l, SID, 0))
         .collect();
     // Recorded on this one thread, which `atexit` makes finish the stream.
-    let last = records.last().unwrap().clone();
+    let last = *records.last().unwrap();
     records.push(Record {
         event: Trace2Event::Atexit { code: 0 },
         ..last
