@@ -418,6 +418,7 @@ mod tests {
             (r"\t", "\t"),
             (r"\u0041", "A"),
             (r"\u00e9", "\u{e9}"),
+            (r"\ud83e\udd80", "\u{1f980}"),
         ];
         for (written, read) in escapes {
             for (json, text) in [
@@ -434,13 +435,21 @@ mod tests {
                 assert_eq!(s.pos, json.len(), "{json}");
             }
         }
-        let bad = r#""a\qb""#;
-        let mut s = Scanner {
-            text: bad,
-            bytes: bad.as_bytes(),
-            pos: 0,
-        };
-        assert_eq!(s.string(), None);
+        // An unknown escape, and lone or broken surrogates: left to the general path.
+        for bad in [
+            r#""a\qb""#,
+            r#""\ud83e""#,
+            r#""\ud83eXudd80""#,
+            r#""\ud83e\u0041""#,
+            r#""\udd80""#,
+        ] {
+            let mut s = Scanner {
+                text: bad,
+                bytes: bad.as_bytes(),
+                pos: 0,
+            };
+            assert_eq!(s.string(), None, "{bad}");
+        }
     }
 
     #[test]
