@@ -786,6 +786,9 @@ mod tests {
         let mut batch = b"header".to_vec();
         let a = define(&mut s, &mut batch, "index");
         assert_eq!(id(s.find("index", &batch)), Some(a));
+        // The only entry is where its text hashes to: the fast lookup finds it too.
+        assert_eq!(id(s.find_at_home("index", &batch)), Some(a));
+        assert_eq!(s.find_at_home("other", &batch), None);
         // The same text elsewhere in memory.
         let owned = String::from("index");
         assert_eq!(id(s.find(&owned, &batch)), Some(a));
@@ -911,6 +914,11 @@ mod tests {
         let file = heap.as_str();
         assert_eq!(c.find(Some(file), 10, &batch), None);
         c.insert(Some(file), 10, 1, 2);
+        // The first entry of an empty table is where its key hashes to: the usual
+        // repeat's fast lookup finds it (and, like `find`, checks the batch's copy).
+        assert_eq!(c.find_at_home(Some(file), 10, &batch), Some(1));
+        assert_eq!(c.find_at_home(Some(file), 10, b"..src/b.rs.."), None);
+        assert_eq!(c.find_at_home(Some(file), 11, &batch), None);
         c.insert(None, 10, 2, 0);
         assert_eq!(c.find(Some(file), 10, &batch), Some(1));
         assert_eq!(c.find(Some("src/a.rs"), 10, &batch), None, "by address");

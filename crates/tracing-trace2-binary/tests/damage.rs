@@ -4,13 +4,15 @@
 
 mod support;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use support::{Decoded, KINDS, Owned, Rng, builder, decode_all, decode_with, frames, is_subset};
+use tracing_trace2_binary::decode::FrameScanner;
 use tracing_trace2_binary::{
-    BinaryWriter, DecodeOptions, MIN_BATCH_SIZE, TextFormat, TextOptions, decode_to_text,
+    BinaryWriter, DecodeOptions, Decoder, MIN_BATCH_SIZE, TextFormat, TextOptions, decode_to_text,
 };
-use tracing_trace2_core::{MemorySink, Record};
+use tracing_trace2_core::{MemorySink, Record, Trace2Event};
 use tracing_trace2_record::catalogue::{CATALOGUE, Kind};
 
 const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
@@ -182,6 +184,43 @@ fn missing_batches_are_reported_per_thread() {
     }
 }
 
+/// The END frame counts the batches of the thread that finishes the stream, as it
+/// counts the others': that thread's last batch, lost, is reported.
+#[test]
+fn the_finishing_threads_lost_batch_is_reported() {
+    let owned = live_records(13, 2000);
+    let lists: Vec<Vec<&str>> = owned.iter().map(Owned::list_refs).collect();
+    let mut records: Vec<Record<'_>> = owned
+        .iter()
+        .zip(&lists)
+        .map(|(o, l)| o.record_in(l, SID, 0))
+        .collect();
+    // Recorded on this one thread, which `atexit` makes finish the stream.
+    let last = *records.last().unwrap();
+    records.push(Record {
+        event: Trace2Event::Atexit { code: 0 },
+        ..last
+    });
+    let bytes = write_alone(&records);
+    let (whole, report) = decode_all(&bytes);
+    assert!(report.is_complete(), "{report}");
+    let frames = frames(&bytes);
+    let is_batch = |f: &Vec<u8>| f[3] == tracing_trace2_binary::frame::kind::BATCH;
+    assert!(frames.iter().filter(|f| is_batch(f)).count() > 1);
+    let last = frames.iter().rposition(is_batch).unwrap();
+    let kept: Vec<u8> = frames
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != last)
+        .flat_map(|(_, f)| f.clone())
+        .collect();
+    let (part, report) = decode_all(&kept);
+    assert!(report.streams[0].ended);
+    assert_eq!(report.lost_batches(), 1, "{report}");
+    assert!(!report.is_complete());
+    assert!(is_subset(&part, &whole) && part.len() < whole.len());
+}
+
 #[test]
 fn two_processes_appending_to_one_file_decode_apart() {
     let a = live_records(5, 500);
@@ -264,6 +303,46 @@ fn a_small_window_keeps_every_event_and_each_threads_order() {
     assert!(report.is_complete(), "{report}");
     assert!(is_subset(&windowed, &whole) && windowed.len() == whole.len());
     assert_eq!(by_thread(&windowed), by_thread(&whole));
+}
+
+/// The merge holds as many bytes as its window before it hands out the oldest events
+/// (a window kept fuller merges better), then hands them out as it goes rather than
+/// all at the end.
+#[test]
+fn the_window_fills_before_events_go_out() {
+    assert_eq!(DecodeOptions::new().window_bytes(), 64 << 20);
+    assert_eq!(
+        DecodeOptions::new()
+            .with_window_bytes(3 << 20)
+            .window_bytes(),
+        3 << 20
+    );
+    let options = DecodeOptions::new().with_window_bytes(1);
+    assert_eq!(options.window_bytes(), 1 << 20);
+    let owned = live_records(9, 50_000);
+    let bytes = written_by_threads(&owned, MIN_BATCH_SIZE);
+    let mut decoder = Decoder::new(options);
+    let mut scanner = FrameScanner::new(&bytes[..]);
+    let ingested = Cell::new(0usize);
+    let first_out = Cell::new(None);
+    let mut out = 0usize;
+    while let Some(frame) = scanner.next_frame().unwrap() {
+        ingested.set(ingested.get() + frame.payload.len());
+        decoder.ingest(frame, &mut |_, _| {
+            out += 1;
+            first_out.set(first_out.get().or(Some(ingested.get())));
+        });
+    }
+    let before_finish = out;
+    let report = decoder.finish(&mut |_, _| out += 1);
+    assert!(report.is_complete(), "{report}");
+    assert_eq!(out, owned.len());
+    // Nothing goes out before the window holds more than its size.
+    let first = first_out.get().expect("every event waited for the end");
+    assert!(first > 1 << 20, "first event out after {first} bytes");
+    // The input is several windows long: most of it went out on the way.
+    assert!(ingested.get() > 2 << 20, "{}", ingested.get());
+    assert!(before_finish > out / 2, "{before_finish} of {out}");
 }
 
 #[test]

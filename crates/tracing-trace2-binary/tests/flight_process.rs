@@ -15,7 +15,7 @@ use std::process::Command;
 use std::process::ExitCode;
 
 use support::decode_all;
-use tracing_trace2_binary::flight::{FlightRecorder, Trigger};
+use tracing_trace2_binary::flight::{self, FlightRecorder, Trigger};
 use tracing_trace2_binary::{BinaryWriter, MIN_BATCH_SIZE};
 use tracing_trace2_core::{Callsite, Record, Trace2Event, clock};
 
@@ -44,6 +44,10 @@ fn main() -> ExitCode {
         (
             "a_failed_snapshot_says_so_once",
             a_failed_snapshot_says_so_once,
+        ),
+        (
+            "every_live_recorder_is_snapshotted",
+            every_live_recorder_is_snapshotted,
         ),
     ];
     // Windows has no fork.
@@ -374,6 +378,33 @@ fn recorders_keep_to_their_own_rings() {
     assert_eq!(messages(&a_file), names("a", 500));
     assert_eq!(messages(&b_file), names("b", 500));
     assert_eq!(snapshots(b_dir.path()).len(), 1);
+}
+
+/// `snapshot_all` (what the signal and the facade's request do) writes a snapshot of
+/// every recorder still alive, each in its directory with its own records, and none of
+/// a recorder that is gone. The tests of this binary run one after the other, so no
+/// other test's recorder is alive here.
+fn every_live_recorder_is_snapshotted() {
+    let dirs = [(); 3].map(|()| tempfile::tempdir().unwrap());
+    let [a, b, gone] = [0, 1, 2].map(|i| recorder(dirs[i].path()));
+    for (r, name) in [(&a, "a"), (&b, "b"), (&gone, "gone")] {
+        (0..3).for_each(|i| say(r, "main", &format!("{name} {i}")));
+    }
+    drop(gone);
+    let mut written = flight::snapshot_all(Trigger::Request);
+    written.sort();
+    let mut expected: Vec<PathBuf> = [&dirs[0], &dirs[1]]
+        .iter()
+        .flat_map(|dir| snapshots(dir.path()))
+        .collect();
+    expected.sort();
+    assert_eq!(written, expected);
+    assert!(snapshots(dirs[2].path()).is_empty());
+    for (dir, name) in [(&dirs[0], "a"), (&dirs[1], "b")] {
+        let files = snapshots(dir.path());
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert_eq!(messages(&files[0]), names(name, 3));
+    }
 }
 
 #[cfg(unix)]

@@ -114,6 +114,7 @@ impl EventFormat {
             let Ok(cache) = cell.try_borrow() else {
                 return Done::Nothing;
             };
+            count_borrow();
             if !cache.sid_thread.put(w, record.sid, record.thread, wall_us) {
                 return Done::Nothing;
             }
@@ -460,6 +461,8 @@ impl SidThread {
                 w.put_array([a, b, c, d, e, f, b'Z', b'"']);
             }
         }
+        #[cfg(test)]
+        CACHE_HITS.with(|hits| hits.set((hits.get().0 + 1, hits.get().1)));
         true
     }
 }
@@ -487,11 +490,37 @@ impl LineCache {
         match self.file_line[file_slot(line)].text_for(file, line) {
             Some(text) => {
                 w.put_long(text);
+                #[cfg(test)]
+                CACHE_HITS.with(|hits| hits.set((hits.get().0, hits.get().1 + 1)));
                 true
             }
             None => false,
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many times the calling thread's caches wrote a line's sid and thread and a
+    /// line's file and line (tests only: a miss writes the same bytes by the slow path,
+    /// so only these counts show that the caches are used).
+    static CACHE_HITS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+    /// How many times the calling thread borrowed its caches to write a line's common
+    /// keys (tests only: a line whose keys are all kept takes one borrow).
+    static CACHE_BORROWS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The calling thread's cache hits so far: sid and thread, file and line.
+#[cfg(test)]
+fn cache_hits() -> (u64, u64) {
+    CACHE_HITS.with(std::cell::Cell::get)
+}
+
+/// Counts a borrow of the calling thread's caches (tests only).
+#[cfg_attr(not(debug_assertions), inline(always))]
+fn count_borrow() {
+    #[cfg(test)]
+    CACHE_BORROWS.with(|borrows| borrows.set(borrows.get() + 1));
 }
 
 thread_local! {
@@ -640,6 +669,7 @@ fn push_file_line(w: &mut Appender<'_>, file: &str, line: u32) {
         let Ok(cache) = cell.try_borrow() else {
             return false;
         };
+        count_borrow();
         cache.put_file_line(w, file, line)
     });
     if done != Ok(true) {
@@ -858,6 +888,44 @@ mod sid_thread_tests {
         }
     }
 
+    /// A thread's second line from the same callsite takes its sid, thread, file and
+    /// line from the caches, in full and brief mode (which has no file).
+    #[test]
+    fn whole_lines_use_both_caches() {
+        use tracing_trace2_record::{Callsite, Timestamp};
+        for format in [EventFormat::new(), EventFormat::new().with_brief(true)] {
+            let record = Record {
+                event: Trace2Event::RegionEnter {
+                    region: RegionInfo::default(),
+                    nesting: 1,
+                },
+                time: Timestamp {
+                    wall_us: 1_795_303_297_816_991,
+                    t_abs_us: 0,
+                },
+                sid: "20261121T232137.816920Z-H0a7c9cdf-P00002a1e",
+                depth: 0,
+                thread: "main",
+                callsite: Callsite {
+                    file: Some("src/whole_lines.rs"),
+                    line: 12,
+                },
+                open_regions: 0,
+            };
+            let mut first = Vec::new();
+            format.format(&record, &mut first);
+            let (sid_thread, file_line) = cache_hits();
+            let borrows = CACHE_BORROWS.with(std::cell::Cell::get);
+            let mut second = Vec::new();
+            format.format(&record, &mut second);
+            assert_eq!(first, second);
+            let file_hits = u64::from(!format.brief());
+            assert_eq!(cache_hits(), (sid_thread + 1, file_line + file_hits));
+            // Both from one borrow of the thread's caches.
+            assert_eq!(CACHE_BORROWS.with(std::cell::Cell::get), borrows + 1);
+        }
+    }
+
     /// A region's category, label and message, each there or not, plain or to be
     /// escaped, are each written as their own JSON string.
     #[test]
@@ -1007,6 +1075,71 @@ mod sid_thread_tests {
         }
     }
 
+    /// Lines from the callsites a thread uses take the cached text: neighbouring lines
+    /// keep their slots apart, and a file name as long as the cache keeps is kept (the
+    /// text is the same either way, so the count of hits is what shows it).
+    #[test]
+    fn callsites_come_from_the_cache() {
+        let lines: Vec<u32> = (1..100).fold(Vec::new(), |mut lines, line| {
+            if lines.len() < FILE_SLOTS && lines.iter().all(|&l| file_slot(l) != file_slot(line)) {
+                lines.push(line);
+            }
+            lines
+        });
+        assert_eq!(lines.len(), FILE_SLOTS, "neighbouring lines share slots");
+        assert!(
+            lines.iter().all(|&line| line < 2 * FILE_SLOTS as u32),
+            "{lines:?}"
+        );
+        let longest = "f".repeat(CACHED_FILE);
+        let too_long = "f".repeat(CACHED_FILE + 1);
+        // At line 7, `,"file":"…","line":7` is 19 bytes around the escaped name: these
+        // names' texts are as long as the cache keeps, and one byte longer.
+        let longest_text = format!("{}{}", "\"".repeat(45), "f".repeat(83));
+        let too_long_text = format!("{}{}", "\"".repeat(46), "f".repeat(82));
+        for (file, kept) in [(&longest_text, true), (&too_long_text, false)] {
+            push_file_line(&mut Appender::new(&mut Vec::new()), file, 7);
+            let before = cache_hits().1;
+            let mut out = Vec::new();
+            push_file_line(&mut Appender::new(&mut out), file, 7);
+            assert_eq!(out.len(), CACHED_FILE_TEXT + usize::from(!kept));
+            assert_eq!(cache_hits().1 - before, u64::from(kept), "{}", out.len());
+        }
+        for (file, kept) in [("src/a.rs", true), (&longest, true), (&too_long, false)] {
+            for &line in &lines {
+                push_file_line(&mut Appender::new(&mut Vec::new()), file, line);
+            }
+            let before = cache_hits().1;
+            for &line in &lines {
+                push_file_line(&mut Appender::new(&mut Vec::new()), file, line);
+            }
+            let expected = if kept { lines.len() as u64 } else { 0 };
+            assert_eq!(cache_hits().1 - before, expected, "{} bytes", file.len());
+        }
+    }
+
+    /// The sid and thread of a thread's lines come from the cache while they stay the
+    /// same, up to a text as long as the cache keeps.
+    #[test]
+    fn sid_and_thread_come_from_the_cache() {
+        let thread = "t".repeat(CACHED_THREAD);
+        // `"sid":"…","thread":"…"`: 20 bytes around the escaped values.
+        let fits = "\"".repeat((CACHED_TEXT - 20 - CACHED_THREAD) / 2);
+        let over = "\"".repeat((CACHED_TEXT - 20 - CACHED_THREAD) / 2 + 1);
+        for (sid, kept) in [("s", true), (fits.as_str(), true), (over.as_str(), false)] {
+            for wall_us in [None, Some(1_795_303_297_816_991)] {
+                push_sid_thread(&mut Appender::new(&mut Vec::new()), sid, &thread, wall_us);
+                let before = cache_hits().0;
+                let mut out = Vec::new();
+                push_sid_thread(&mut Appender::new(&mut out), sid, &thread, wall_us);
+                assert_eq!(cache_hits().0 - before, u64::from(kept), "{}", sid.len());
+                let mut direct = b"\"sid\":".to_vec();
+                push_json_str(&mut direct, sid);
+                assert!(out.starts_with(&direct));
+            }
+        }
+    }
+
     /// A file found at the address the cached text was made for is taken without a
     /// comparison only when that address is read-only: a buffer rewritten in place
     /// (a decoded record's, on the deferred writer's worker) gets its new text.
@@ -1050,11 +1183,14 @@ mod sid_thread_tests {
     fn cached_prefix_follows_every_change() {
         let long_sid = "p".repeat(CACHED_SID + 1);
         let long_thread = "t".repeat(CACHED_THREAD + 1);
+        // Short enough to keep, but six times as long once escaped: too long a text.
+        let escaped_sid = "\u{1}".repeat(CACHED_SID);
         let sids = [
             "20261121T232137.816920Z-H0a7c9cdf-P00002a1e",
             "a/b",
             "q\"x",
             &long_sid,
+            &escaped_sid,
         ];
         let threads = ["main", "th01:worker", "th02:work\ter", &long_thread, "main"];
         // Seconds alternate, repeat, and sit at the ends of the range.

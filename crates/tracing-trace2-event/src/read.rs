@@ -757,6 +757,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // A `data_json` value of `null` is the empty JSON text the formatter writes so.
+        let text = r#"{"event":"data_json","sid":"s","thread":"main","t_abs":0.5,"t_rel":0.5,"nesting":1,"category":"c","key":"k","value":null}"#;
+        let line = read_line(text).unwrap();
+        let mut list = Vec::new();
+        match line.record(&mut list).unwrap().event {
+            Trace2Event::DataJson { json, .. } => assert_eq!(json, ""),
+            other => panic!("{other:?}"),
+        }
         let text = r#"{"event":"start","sid":"s","thread":"main","argv":["git"],"argv":["x"]}"#;
         assert!(matches!(
             read_line(text).unwrap_err(),

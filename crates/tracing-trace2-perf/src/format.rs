@@ -58,6 +58,16 @@ const COLUMNS_ROOM: usize = 16 // `HH:MM:SS.ffffff `
     + 2 * (21 + SEP_LEN) // a u64 of microseconds as seconds, twice
     + CATEGORY_WIDTH + SEP_LEN;
 
+#[cfg(test)]
+thread_local! {
+    /// How many lines the calling thread wrote in the fixed layout (tests only: the
+    /// general path writes the same bytes, so only this count shows which path ran).
+    static FIXED_LINES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// How many `file:line` columns the calling thread wrote by the uncut short form
+    /// (tests only, for the same reason).
+    static SHORT_FILE_LINES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Formats records as Trace2 Perf lines (`GIT_TRACE2_PERF`).
 ///
 /// The settings are fixed at construction: the formatter never reads the clock or the
@@ -149,6 +159,8 @@ impl PerfFormat {
         } else {
             self.fixed_line::<0>(record, cols, plain, dots, out);
         }
+        #[cfg(test)]
+        FIXED_LINES.with(|lines| lines.set(lines.get() + 1));
         true
     }
 
@@ -199,13 +211,8 @@ impl PerfFormat {
         match cols.category {
             Category::Blank => {}
             Category::Text(text) => copy_short(category, cut(text.as_bytes(), CATEGORY_WIDTH)),
-            Category::Scope(scope) => {
-                category[..6].copy_from_slice(b"scope:");
-                copy_short(
-                    &mut category[6..],
-                    cut(scope.as_bytes(), CATEGORY_WIDTH - 6),
-                );
-            }
+            // Only `def_param` has a scope, and it is neither a region nor a data line.
+            Category::Scope(_) => unreachable!("a fixed line with a scope column"),
         }
 
         // The dots are in the template already.
@@ -499,6 +506,8 @@ fn put_file_line(column: &mut [u8; FILE_LINE_WIDTH], file: Option<&str>, line: u
         column[end - 4..end].copy_from_slice(&[a, b, c, d]);
         copy_short(column, file);
         column[len] = b':';
+        #[cfg(test)]
+        SHORT_FILE_LINES.with(|short| short.set(short.get() + 1));
         return;
     }
     let mut digits = [0; 20];

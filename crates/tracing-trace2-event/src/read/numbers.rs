@@ -143,6 +143,9 @@ mod tests {
         assert_eq!(micros("0.0000005"), Some(1));
         assert_eq!(micros("0.0000004"), Some(0));
         assert_eq!(micros("1e-3"), Some(1000));
+        // Zero in a float's form is zero, not refused like a negative value.
+        assert_eq!(micros("0e0"), Some(0));
+        assert_eq!(micros("-0e0"), Some(0));
         assert_eq!(micros("-0.5"), None);
         assert_eq!(micros("\"1\""), None);
         assert_eq!(wall_us("2026-11-21T23:21:37Z"), Some(1_795_303_297_000_000));
@@ -159,6 +162,27 @@ mod tests {
             wall_us("2024-02-29T00:00:00.000000Z"),
             Some(1_709_164_800_000_000)
         );
+        // Month lengths, and leap years by the Gregorian rules.
+        for (date, valid) in [
+            ("2026-01-31", true),
+            ("2026-04-30", true),
+            ("2026-04-31", false),
+            ("2026-06-31", false),
+            ("2026-09-31", false),
+            ("2026-11-31", false),
+            ("2026-12-31", true),
+            ("2026-02-28", true),
+            ("2026-02-29", false),
+            ("2000-02-29", true),
+            ("2400-02-29", true),
+            ("1900-02-29", false),
+            ("2100-02-29", false),
+            ("2024-02-30", false),
+        ] {
+            let time = format!("{date}T00:00:00.000000Z");
+            assert_eq!(wall_us(&time).is_some(), valid, "{time}");
+        }
+        assert_eq!(wall_us("2000-02-29T00:00:00Z"), Some(951_782_400_000_000));
         assert_eq!(wall_us("2026-11-21T24:00:00.000000Z"), None);
         assert_eq!(wall_us("2026-11-21T23:21:37.Z"), None);
         for bad in [

@@ -402,6 +402,56 @@ mod tests {
         assert_eq!(plain_len(plain.as_bytes()), plain.len());
     }
 
+    /// Every escape JSON has is read by the fast path itself (a line it gives up on
+    /// would still read right through the general path, so only the scanner shows it),
+    /// alone, between plain text and next to another escape.
+    #[test]
+    fn every_escape_is_read_here() {
+        let escapes = [
+            (r#"\""#, "\""),
+            (r"\\", "\\"),
+            (r"\/", "/"),
+            (r"\b", "\u{8}"),
+            (r"\f", "\u{c}"),
+            (r"\n", "\n"),
+            (r"\r", "\r"),
+            (r"\t", "\t"),
+            (r"\u0041", "A"),
+            (r"\u00e9", "\u{e9}"),
+            (r"\ud83e\udd80", "\u{1f980}"),
+        ];
+        for (written, read) in escapes {
+            for (json, text) in [
+                (format!("\"{written}\""), read.to_owned()),
+                (format!("\"a{written}b\""), format!("a{read}b")),
+                (format!("\"{written}{written}c\""), format!("{read}{read}c")),
+            ] {
+                let mut s = Scanner {
+                    text: &json,
+                    bytes: json.as_bytes(),
+                    pos: 0,
+                };
+                assert_eq!(s.string().as_deref(), Some(text.as_str()), "{json}");
+                assert_eq!(s.pos, json.len(), "{json}");
+            }
+        }
+        // An unknown escape, and lone or broken surrogates: left to the general path.
+        for bad in [
+            r#""a\qb""#,
+            r#""\ud83e""#,
+            r#""\ud83eXudd80""#,
+            r#""\ud83e\u0041""#,
+            r#""\udd80""#,
+        ] {
+            let mut s = Scanner {
+                text: bad,
+                bytes: bad.as_bytes(),
+                pos: 0,
+            };
+            assert_eq!(s.string(), None, "{bad}");
+        }
+    }
+
     #[test]
     fn numbers_as_json_has_them() {
         for good in ["0", "-0", "12", "1.5", "-0.000065", "1e3", "1E+3", "2.5e-7"] {

@@ -473,6 +473,26 @@ mod tests {
         }
     }
 
+    /// The tables themselves hold every kind name and key at its bucket: a lookup that
+    /// misses the table still finds the right answer by a search, so only the tables
+    /// show that the search is not what finds them.
+    #[test]
+    fn the_tables_hold_every_name_and_key_at_its_bucket() {
+        for (row, spec) in CATALOGUE.iter().enumerate() {
+            assert_eq!(usize::from(KINDS[bucket(spec.name.as_bytes())]), row);
+            let places = &PLACES[row];
+            for (at, key) in HEADER_KEYS.iter().enumerate() {
+                assert_eq!(usize::from(places[bucket(key.as_bytes())]), at, "{key}");
+            }
+            for (at, field) in spec.fields.iter().enumerate() {
+                if let Some(key) = field.key {
+                    let place = usize::from(places[bucket(key.as_bytes())]);
+                    assert_eq!(place, HEADER_KEYS.len() + at, "{}: {key}", spec.name);
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_key_and_kind_is_found_where_it_is_and_others_are_not() {
         for row in &CATALOGUE {

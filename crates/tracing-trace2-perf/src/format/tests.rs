@@ -353,6 +353,128 @@ fn same_bytes_as_the_reference_formatter() {
         );
     }
 }
+
+/// A line with every column at its widest (the longest number of each, a file name
+/// and a category cut to their columns, seconds too large for the narrow form) fits
+/// in the room the general path reserves, and reads as the reference writes it.
+#[test]
+fn the_widest_columns_fit_the_room_reserved() {
+    let long = "w".repeat(100);
+    // The room counts the thread name and the event name beyond their columns' widths:
+    // an empty thread name and the shortest event name leave the least to spare.
+    for (brief, thread, open_regions) in
+        [(false, "", 0), (true, "", 0), (false, long.as_str(), 1000)]
+    {
+        let events = [
+            Trace2Event::Data {
+                repo: Some(i64::MIN),
+                category: &long,
+                key: "k",
+                value: "v",
+                nesting: 2,
+                t_rel_us: u64::MAX,
+            },
+            Trace2Event::RegionLeave {
+                region: RegionInfo {
+                    repo: Some(i64::MIN),
+                    category: Some(&long),
+                    label: Some("l"),
+                    msg: None,
+                },
+                nesting: 1,
+                t_rel_us: u64::MAX,
+            },
+        ];
+        for event in events {
+            let record = Record {
+                event,
+                time: Timestamp {
+                    wall_us: 1_795_300_000_123_456,
+                    t_abs_us: u64::MAX,
+                },
+                sid: "sid",
+                depth: u32::MAX,
+                thread,
+                callsite: Callsite {
+                    file: Some(&long),
+                    line: u32::MAX,
+                },
+                open_regions,
+            };
+            let ours = PerfFormat::new().with_brief(brief);
+            let mut got = Vec::new();
+            let mut want = Vec::new();
+            ours.format(&record, &mut got);
+            reference::Reference(ours).format(&record, &mut want);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want)
+            );
+        }
+    }
+}
+
+/// Payloads at and around the longest the fixed layout holds (whatever the
+/// indentation) are written as the reference writes them: those that fit in the fixed
+/// layout, up to the last, and the first that takes the general path (the count of
+/// fixed lines shows which path each took).
+#[test]
+fn payloads_at_the_template_limit() {
+    let room = TEMPLATE.len() - AT_DOTS - 1;
+    let value = "v".repeat(room + 2);
+    for open_regions in [0, 1, 3] {
+        let dots = 2 * open_regions as usize;
+        // `<key>:<value>` with a one-byte key.
+        for len in [
+            room - dots - 3,
+            room - dots - 2,
+            room - dots - 1,
+            room - dots,
+        ] {
+            let record = Record {
+                event: Trace2Event::Data {
+                    repo: Some(0),
+                    category: "c",
+                    key: "k",
+                    value: &value[..len],
+                    nesting: 1,
+                    t_rel_us: 5,
+                },
+                time: Timestamp {
+                    wall_us: 1_795_300_000_123_456,
+                    t_abs_us: 5,
+                },
+                sid: "sid",
+                depth: 0,
+                thread: "main",
+                callsite: Callsite {
+                    file: Some("src/a.rs"),
+                    line: 1,
+                },
+                open_regions,
+            };
+            for ours in [PerfFormat::new(), PerfFormat::new().with_brief(true)] {
+                let mut got = Vec::new();
+                let mut want = Vec::new();
+                let fixed = FIXED_LINES.with(std::cell::Cell::get);
+                ours.format(&record, &mut got);
+                let payload = 2 + len;
+                assert_eq!(
+                    FIXED_LINES.with(std::cell::Cell::get) - fixed,
+                    u64::from(payload <= room - dots),
+                    "{payload} bytes after {dots} dots"
+                );
+                reference::Reference(ours).format(&record, &mut want);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
+                    "{len}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn decimal_matches_display() {
     let mut values = vec![0, 9, 10, 99, 100, 999, 1000, u64::from(u32::MAX), u64::MAX];
@@ -402,6 +524,27 @@ fn digit_primitives_match_the_shared_ones() {
             );
         }
         wall += step * 7919;
+    }
+}
+
+/// Names of 3 to 23 bytes with lines below 10,000 (nearly every callsite) take the
+/// short form, and only they: the column is the same either way (the test above checks
+/// it), so the count is what shows the path.
+#[test]
+fn usual_file_lines_take_the_short_form() {
+    let name = "f".repeat(40);
+    for len in 0..40 {
+        for line in [0, 7, 9999, 10_000, u32::MAX] {
+            let before = SHORT_FILE_LINES.with(std::cell::Cell::get);
+            let column = file_line_column(Some(&name[..len]), line);
+            let short = SHORT_FILE_LINES.with(std::cell::Cell::get) - before;
+            let usual = line < 10_000 && (3..=23).contains(&len);
+            assert_eq!(short, u64::from(usual), "{len} {line}");
+            if usual {
+                let text = format!("{}:{line}", &name[..len]);
+                assert_eq!(column[..text.len()], *text.as_bytes());
+            }
+        }
     }
 }
 
