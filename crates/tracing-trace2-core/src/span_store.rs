@@ -36,7 +36,7 @@ use crate::region::SpanRegion;
 
 /// The number of shards (a power of two).
 const SHARDS: usize = 64;
-/// Spans each shard has room for before it first grows (a few spans open at once per
+/// Spans each shard has room for from its first span on (a few spans open at once per
 /// shard is the usual case).
 const SHARD_ROOM: usize = 8;
 /// Multiplier of the shard hash (2^64 / golden ratio): spreads the id's low and middle
@@ -93,6 +93,8 @@ struct Shard {
 pub(crate) struct SpanStore {
     /// A fixed array: the shard's index needs no bounds check.
     shards: Box<[Shard; SHARDS]>,
+    /// Whether every shard has its room (set by the first insertion).
+    roomy: AtomicBool,
 }
 
 impl Default for SpanStore {
@@ -117,16 +119,19 @@ impl SpanStore {
     /// An empty store.
     pub(crate) fn new() -> SpanStore {
         SpanStore {
-            // Each shard has room from the start, so that the first span to land on it
-            // allocates nothing (ids move over all shards as the Registry reuses slots).
+            // The shards start empty, and all take their room with the store's first
+            // span (`make_room`): a process that opens no span does not pay for 64
+            // tables (16 page faults of a short process). All at once rather than each
+            // with its own first span: the Registry's ids carry a generation that changes
+            // each time a slot is reused, so a span created over and over lands on new
+            // shards for hundreds of lives (its first 100 reach about 50 of the 64), and
+            // each would allocate then.
             shards: Box::new(std::array::from_fn(|_| Shard {
-                map: Mutex::new(Map::with_capacity_and_hasher(
-                    SHARD_ROOM,
-                    Default::default(),
-                )),
+                map: Mutex::new(Map::default()),
                 has_closed: AtomicBool::new(false),
                 closed: Mutex::new(Vec::new()),
             })),
+            roomy: AtomicBool::new(false),
         }
     }
 
@@ -162,7 +167,28 @@ impl SpanStore {
     /// caller after the shard is released.
     #[inline]
     pub(crate) fn insert(&self, id: u64, entry: SpanEntry) -> Option<SpanEntry> {
+        // Relaxed is enough: a thread that sees it unset takes each shard's lock to
+        // check that shard's room.
+        if !self.roomy.load(Ordering::Relaxed) {
+            self.make_room();
+        }
         self.lock(id).map_mut().insert(id, entry)
+    }
+
+    /// Gives every shard its room, one shard locked at a time (the locking rules hold:
+    /// no other shard is held). Once per store; the room is never given back, as
+    /// removals keep a map's capacity.
+    #[cold]
+    #[inline(never)]
+    fn make_room(&self) {
+        for shard in self.shards.iter() {
+            let mut map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
+            if map.capacity() < SHARD_ROOM {
+                let more = SHARD_ROOM - map.len();
+                map.reserve(more);
+            }
+        }
+        self.roomy.store(true, Ordering::Relaxed);
     }
 
     /// Takes span `id`'s entry out (its span closed), to be dropped by the caller after
@@ -329,6 +355,23 @@ mod tests {
         assert!(guard.get_mut(same).is_some());
         assert!(guard.map_mut().remove(&same).is_some());
         assert!(guard.get_mut(same).is_none());
+    }
+
+    /// The shards take no room until the first span, then all of it at once, and keep
+    /// it when their spans go.
+    #[test]
+    fn every_shard_takes_its_room_with_the_first_span() {
+        let store = SpanStore::new();
+        let rooms = |store: &SpanStore| -> Vec<usize> {
+            (0..SHARDS)
+                .map(|index| store.shards[index].map.lock().unwrap().capacity())
+                .collect()
+        };
+        assert!(rooms(&store).iter().all(|&room| room == 0));
+        store.insert(5, entry());
+        assert!(rooms(&store).iter().all(|&room| room >= SHARD_ROOM));
+        drop(store.remove(5));
+        assert!(rooms(&store).iter().all(|&room| room >= SHARD_ROOM));
     }
 
     #[test]

@@ -322,18 +322,7 @@ fn load_settings(env: EnvFn<'_>, cwd: Option<&Path>) -> Settings {
     let files = config_files(env, &mut warnings);
 
     // Settings come from the files only; `hasconfig:` includes see the files' URLs.
-    let file_urls = remote_urls(env, &files, None, None);
-    let mut reader = SourceReader {
-        env,
-        urls: RemoteUrls::Known(&file_urls),
-        git_dir: None,
-        warnings: Vec::new(),
-    };
-    let mut file_entries = Vec::new();
-    for (path, scope) in &files {
-        reader.read_file(path, *scope, 0, &mut file_entries);
-    }
-    add_new(&mut warnings, reader.warnings);
+    let file_entries = read_sources(env, &files, None, None, &mut warnings);
     resolve(env, &file_entries, warnings, |warnings| {
         listed_entries(env, cwd, &files, warnings)
     })
@@ -483,34 +472,6 @@ fn add_new(warnings: &mut Vec<String>, new: Vec<String>) {
     }
 }
 
-/// The `remote.*.url` values that decide `hasconfig:` includes, gathered as git does:
-/// every such include is followed while gathering.
-fn remote_urls(
-    env: EnvFn<'_>,
-    files: &[(PathBuf, ConfigScope)],
-    git_dir: Option<&GitDirTexts>,
-    command: Option<&[parse::RawEntry]>,
-) -> Vec<String> {
-    let mut reader = SourceReader {
-        env,
-        urls: RemoteUrls::Collecting,
-        git_dir,
-        warnings: Vec::new(),
-    };
-    let mut entries = Vec::new();
-    for (path, scope) in files {
-        reader.read_file(path, *scope, 0, &mut entries);
-    }
-    if let Some(raw) = command {
-        reader.push_entries(raw.to_vec(), ConfigScope::Command, None, 0, &mut entries);
-    }
-    entries
-        .into_iter()
-        .filter(|e| is_remote_url(&e.key))
-        .filter_map(|e| e.value)
-        .collect()
-}
-
 /// The entries git lists for `def_param`, as its early config reads them: the system
 /// and global files, the repository's config when one is found from `cwd`, then the
 /// command line. (Git 2.47.3 never lists `config.worktree`: early config reads it only
@@ -524,7 +485,7 @@ fn listed_entries(
     let (command, command_error) = command_entries(env);
     // System, global and command-line config: where `safe.directory` and
     // `safe.bareRepository` count, and the whole listing outside a repository.
-    let protected = read_sources(env, files, None, &command, warnings);
+    let protected = read_sources(env, files, None, Some(&command), warnings);
     let repository = cwd.and_then(|cwd| discover::discover(env, cwd, &protected, warnings));
     let entries = match repository {
         None => protected,
@@ -532,7 +493,7 @@ fn listed_entries(
             let texts = repository.gitdir_texts(env);
             let mut sources = files.to_vec();
             sources.push((repository.config_file(), ConfigScope::Local));
-            read_sources(env, &sources, Some(&texts), &command, warnings)
+            read_sources(env, &sources, Some(&texts), Some(&command), warnings)
         }
     };
     if let Some(e) = command_error {
@@ -543,32 +504,47 @@ fn listed_entries(
 
 /// The entries of `files` then `command`, includes followed, with `hasconfig:`
 /// decided by the remote URLs of all of them and `gitdir:` by `git_dir`.
+///
+/// Git gathers those URLs by a first read that follows every `hasconfig:` include,
+/// then reads again deciding them. The second read can differ from the first only
+/// where a `hasconfig:` include was met, so without one (the usual case) the first
+/// read is the answer and every file is read once.
 fn read_sources(
     env: EnvFn<'_>,
     files: &[(PathBuf, ConfigScope)],
     git_dir: Option<&GitDirTexts>,
-    command: &[parse::RawEntry],
+    command: Option<&[parse::RawEntry]>,
     warnings: &mut Vec<String>,
 ) -> Vec<ConfigEntry> {
-    let urls = remote_urls(env, files, git_dir, Some(command));
-    let mut reader = SourceReader {
-        env,
-        urls: RemoteUrls::Known(&urls),
-        git_dir,
-        warnings: Vec::new(),
+    let read = |urls: RemoteUrls<'_>| {
+        let mut reader = SourceReader {
+            env,
+            urls,
+            git_dir,
+            warnings: Vec::new(),
+            by_url_seen: false,
+        };
+        let mut entries = Vec::new();
+        for (path, scope) in files {
+            reader.read_file(path, *scope, 0, &mut entries);
+        }
+        if let Some(raw) = command {
+            reader.push_entries(raw.to_vec(), ConfigScope::Command, None, 0, &mut entries);
+        }
+        (entries, reader.warnings, reader.by_url_seen)
     };
-    let mut entries = Vec::new();
-    for (path, scope) in files {
-        reader.read_file(path, *scope, 0, &mut entries);
+    let (gathered, first_warnings, by_url_seen) = read(RemoteUrls::Collecting);
+    if !by_url_seen {
+        add_new(warnings, first_warnings);
+        return gathered;
     }
-    reader.push_entries(
-        command.to_vec(),
-        ConfigScope::Command,
-        None,
-        0,
-        &mut entries,
-    );
-    add_new(warnings, reader.warnings);
+    let urls: Vec<String> = gathered
+        .into_iter()
+        .filter(|e| is_remote_url(&e.key))
+        .filter_map(|e| e.value)
+        .collect();
+    let (entries, second_warnings, _) = read(RemoteUrls::Known(&urls));
+    add_new(warnings, second_warnings);
     entries
 }
 

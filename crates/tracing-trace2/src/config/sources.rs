@@ -210,6 +210,9 @@ pub(crate) struct SourceReader<'a> {
     pub git_dir: Option<&'a GitDirTexts>,
     /// Git's message for each broken piece that was skipped.
     pub warnings: Vec<String>,
+    /// Whether a `hasconfig:` include was met: only then can a read deciding them with
+    /// known URLs differ from a read that gathers the URLs.
+    pub by_url_seen: bool,
 }
 
 impl SourceReader<'_> {
@@ -282,6 +285,7 @@ impl SourceReader<'_> {
             let by_url = condition
                 .as_deref()
                 .is_some_and(|c| c.starts_with("hasconfig:"));
+            self.by_url_seen |= by_url;
             if let Some(cond) = &condition
                 && !self.condition_holds(cond, file)
             {
