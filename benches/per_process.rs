@@ -497,14 +497,7 @@ fn lifecycle_table(dir: &Path, repo: &Path, rounds: usize, runs: usize, strace: 
                 format!("{:.2}", median(&mut ratios)),
             )
         };
-        let calls = if strace {
-            config.clean();
-            let calls = syscalls(&config.command(dir), dir)
-                .map_or_else(|| "?".to_owned(), |n| n.to_string());
-            format!(" {calls} |")
-        } else {
-            String::new()
-        };
+        let calls = syscall_cell(config, dir, strace);
         println!(
             "| {} | {:.0} | {added} | {ratio} | {} | {:.0} |{calls}",
             config.name,
@@ -513,6 +506,17 @@ fn lifecycle_table(dir: &Path, repo: &Path, rounds: usize, runs: usize, strace: 
             results.cpu_us(c),
         );
     }
+}
+
+/// The system-call column's cell: one `strace -f -c` run of the configuration, when asked.
+fn syscall_cell(config: &Config, dir: &Path, strace: bool) -> String {
+    if !strace {
+        return String::new();
+    }
+    config.clean();
+    let calls =
+        syscalls(&config.command(dir), dir).map_or_else(|| "?".to_owned(), |n| n.to_string());
+    format!(" {calls} |")
 }
 
 fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
@@ -570,14 +574,7 @@ fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
             .zip(&base)
             .map(|(a, b)| a / b)
             .collect();
-        let calls = if strace {
-            config.clean();
-            let calls = syscalls(&config.command(dir), dir)
-                .map_or_else(|| "?".to_owned(), |n| n.to_string());
-            format!(" {calls} |")
-        } else {
-            String::new()
-        };
+        let calls = syscall_cell(config, dir, strace);
         println!(
             "| {} | {:.0} | {:.3} | {} | {:.0} |{calls}",
             config.name,
