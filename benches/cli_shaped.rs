@@ -38,11 +38,11 @@ use std::time::{Duration, Instant};
 
 use criterion::SamplingMode;
 use tracing::dispatcher::{self, Dispatch};
-use tracing_subscriber::Registry;
 use tracing_subscriber::prelude::*;
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 use tracing_trace2::{Settings, Trace2, Trace2Layer};
 
-use support::{empty, median, program_layer};
+use support::{empty, median};
 
 /// Commits `log` shows per command.
 const LOG_LIMIT: usize = 64;
@@ -217,6 +217,16 @@ impl Config {
         self.sample(repo, ITERS);
         Some(std::fs::metadata(file).ok()?.len() as f64 / ITERS as f64)
     }
+}
+
+/// The program's own fmt layer: an `EnvFilter` showing warnings, writing nowhere.
+fn program_layer<S>() -> impl Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    tracing_subscriber::fmt::layer()
+        .with_writer(std::io::sink)
+        .with_filter(EnvFilter::new("warn"))
 }
 
 /// Our layer as the facade builds it from `settings` (and a binary target at `binary`).

@@ -175,14 +175,3 @@ pub fn on_threads(
             .unwrap_or_default()
     })
 }
-
-/// The program's own fmt layer: an `EnvFilter` showing warnings, writing nowhere.
-pub fn program_layer<S>() -> impl tracing_subscriber::Layer<S>
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    use tracing_subscriber::Layer as _;
-    tracing_subscriber::fmt::layer()
-        .with_writer(std::io::sink)
-        .with_filter(tracing_subscriber::EnvFilter::new("warn"))
-}
