@@ -31,15 +31,19 @@ mod measure;
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "support/program.rs"]
+mod program;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::SamplingMode;
+use program::program_layer;
 use tracing::dispatcher::{self, Dispatch};
+use tracing_subscriber::Registry;
 use tracing_subscriber::prelude::*;
-use tracing_subscriber::{EnvFilter, Layer, Registry};
 use tracing_trace2::{Settings, Trace2, Trace2Layer};
 
 use support::{empty, median};
@@ -217,16 +221,6 @@ impl Config {
         self.sample(repo, ITERS);
         Some(std::fs::metadata(file).ok()?.len() as f64 / ITERS as f64)
     }
-}
-
-/// The program's own fmt layer: an `EnvFilter` showing warnings, writing nowhere.
-fn program_layer<S>() -> impl Layer<S>
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    tracing_subscriber::fmt::layer()
-        .with_writer(std::io::sink)
-        .with_filter(EnvFilter::new("warn"))
 }
 
 /// Our layer as the facade builds it from `settings` (and a binary target at `binary`).

@@ -35,6 +35,9 @@
 //! as `<bench> --child <configuration> <requests>`: the difference between two request
 //! counts is the cost of the requests alone.
 
+#[path = "support/program.rs"]
+mod program;
+
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,11 +48,12 @@ use axum::body::Body;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{Request, Version};
 use axum::routing::get;
+use program::program_layer;
 use tower_http::trace::TraceLayer;
 use tower_service::Service;
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::prelude::*;
-use tracing_subscriber::{EnvFilter, Layer, Registry};
+use tracing_subscriber::{Layer, Registry};
 use tracing_trace2::{BackgroundOptions, Settings, Trace2, Trace2Layer};
 
 /// Keep-alive connections served side by side.
@@ -156,16 +160,6 @@ fn process_cpu_ns() -> (u128, u128) {
     };
     let ns = |t: libc::timeval| t.tv_sec as u128 * 1_000_000_000 + t.tv_usec as u128 * 1_000;
     (ns(usage.ru_utime), ns(usage.ru_stime))
-}
-
-/// The program's own fmt layer: an `EnvFilter` showing warnings, writing nowhere.
-fn program_layer<S>() -> impl Layer<S>
-where
-    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
-{
-    tracing_subscriber::fmt::layer()
-        .with_writer(std::io::sink)
-        .with_filter(EnvFilter::new("warn"))
 }
 
 /// Installs `config`'s global subscriber writing to `file`; returns what flushes it.
