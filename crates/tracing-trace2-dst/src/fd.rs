@@ -76,18 +76,34 @@ impl WriteMode {
 /// Writes `buf` with one system call (repeated only when a signal interrupted it before
 /// anything was written); returns the count the kernel took. Short writes are not
 /// retried, as in git.
+///
+/// Inlined into the direct writers' `write_line`: the usual call (a line written at
+/// once) is the system call and one test; a failure, and a retry after EINTR, are out
+/// of line.
+#[inline(always)]
 pub(crate) fn write_fd(fd: RawFd, buf: &[u8], mode: WriteMode) -> io::Result<usize> {
-    loop {
-        let result = write_once(fd, buf, mode);
-        // EINTR means nothing was written, so trying again cannot split the line.
-        match &result {
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            _ => return result,
-        }
+    match write_once(fd, buf, mode) {
+        Ok(written) => Ok(written),
+        Err(err) => write_fd_after(fd, buf, mode, err),
     }
 }
 
+/// [`write_fd`] after a failed first call: EINTR means nothing was written, so trying
+/// again cannot split the line; any other error is the result.
+#[cold]
+#[inline(never)]
+fn write_fd_after(fd: RawFd, buf: &[u8], mode: WriteMode, mut err: io::Error) -> io::Result<usize> {
+    while err.kind() == io::ErrorKind::Interrupted {
+        match write_once(fd, buf, mode) {
+            Ok(written) => return Ok(written),
+            Err(again) => err = again,
+        }
+    }
+    Err(err)
+}
+
 /// One system call for `buf`.
+#[inline(always)]
 fn write_once(fd: RawFd, buf: &[u8], mode: WriteMode) -> io::Result<usize> {
     let written = match mode {
         // SAFETY: `buf` is valid for `buf.len()` bytes for the duration of the call.
@@ -99,14 +115,23 @@ fn write_once(fd: RawFd, buf: &[u8], mode: WriteMode) -> io::Result<usize> {
         WriteMode::NoSigpipe => return write_without_sigpipe(fd, buf),
     };
     if written < 0 {
-        Err(io::Error::last_os_error())
+        Err(last_error())
     } else {
         Ok(written as usize)
     }
 }
 
+/// The error of the system call that just failed (out of line: `errno` is read at once,
+/// nothing runs in between).
+#[cold]
+#[inline(never)]
+fn last_error() -> io::Error {
+    io::Error::last_os_error()
+}
+
 /// `write(2)` with SIGPIPE blocked for this thread; a SIGPIPE the write itself raised is
 /// taken off the pending set before the old mask comes back.
+#[inline(never)]
 fn write_without_sigpipe(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: plain libc calls on local, initialised signal sets; `buf` is valid for its
     // length. The mask change is undone before returning on every path.
@@ -272,6 +297,17 @@ impl FdSink {
     }
 }
 
+impl FdSink {
+    /// [`Sink::write_line`] under a file size limit: the size check and the write are
+    /// one turn. Out of line: most files have no limit.
+    #[inline(never)]
+    fn write_line_within(&self, line: &[u8], limit: u64) -> io::Result<()> {
+        let _turn = self.limit_turn.lock().unwrap_or_else(|e| e.into_inner());
+        check_fits(self.fd, line, limit)?;
+        write_fd(self.fd, line, self.mode).map(|_| ())
+    }
+}
+
 /// Batches only for regular files: a pipe keeps writes whole only up to `PIPE_BUF`, a
 /// socket is one datagram or stream message per line, a terminal is read by people.
 fn batch_limit_for(fd: RawFd, mode: WriteMode) -> usize {
@@ -285,9 +321,7 @@ fn batch_limit_for(fd: RawFd, mode: WriteMode) -> usize {
 impl Sink for FdSink {
     fn write_line(&self, line: &[u8]) -> io::Result<()> {
         if let Some(limit) = self.size_limit {
-            let _turn = self.limit_turn.lock().unwrap_or_else(|e| e.into_inner());
-            check_fits(self.fd, line, limit)?;
-            return write_fd(self.fd, line, self.mode).map(|_| ());
+            return self.write_line_within(line, limit);
         }
         write_fd(self.fd, line, self.mode).map(|_| ())
     }
