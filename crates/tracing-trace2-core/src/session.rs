@@ -40,7 +40,12 @@ static GLOBAL: OnceLock<Session> = OnceLock::new();
 impl Session {
     /// The session of this process, built from the environment on first use.
     pub fn global() -> &'static Session {
-        GLOBAL.get_or_init(|| {
+        if let Some(session) = GLOBAL.get() {
+            return session;
+        }
+        let mut made = false;
+        let session = GLOBAL.get_or_init(|| {
+            made = true;
             let parent_sid = non_empty_env(PARENT_SID_ENV);
             let parent_name = non_empty_env(PARENT_NAME_ENV);
             Session::new(
@@ -50,7 +55,13 @@ impl Session {
                 std::process::id(),
                 hostname().as_deref(),
             )
-        })
+        });
+        if made {
+            // Never changed nor freed from now on: formats that keep the id of the
+            // last line may trust its address (the Event format's line cache).
+            tracing_trace2_dst::statics::pin(session.sid());
+        }
+        session
     }
 
     /// Builds a session from its inputs (for tests and tools that replay traces).

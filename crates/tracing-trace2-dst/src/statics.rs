@@ -13,6 +13,11 @@
 //! checked first, inline, in two loads and two comparisons (the check runs for every
 //! span's `trace2.*` value and every event's text field); other text is checked against
 //! the second range, then any others, out of line.
+//!
+//! Text that lives on the heap but is known never to change can be added with [`pin`]:
+//! a `&'static str` can be neither freed nor written for the rest of the process (the
+//! session id of the process, which every text line names, is the one use). Pinned
+//! ranges are checked last, out of line.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,7 +50,43 @@ const PROBE: &str = "tracing-trace2: where the literals lie";
 /// check whatever the end. Anything else goes to [`Segments::hold`], out of line.
 static LITERALS: [AtomicUsize; 2] = [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)];
 
-/// Whether `len` bytes at `addr` lie in a read-only segment of the program.
+/// How many heap texts [`pin`] keeps; later ones are not kept (their text is then
+/// compared or copied, as any other).
+const PINNED_SLOTS: usize = 4;
+
+/// The pinned heap texts, `[start, end)` (see [`pin`]); a slot not used yet holds
+/// `[usize::MAX, 0]`, which holds nothing. The end is stored before the start, and the
+/// start read first, as for [`LITERALS`].
+static PINNED: [[AtomicUsize; 2]; PINNED_SLOTS] =
+    [const { [AtomicUsize::new(usize::MAX), AtomicUsize::new(0)] }; PINNED_SLOTS];
+
+/// The slots of [`PINNED`] handed out so far.
+static PINNED_TAKEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts `text` as text that cannot change from now on, as if it lay in a read-only
+/// segment: [`is_immutable`] and [`as_static`] answer for it as for a literal. A
+/// `&'static str` is borrowed for the rest of the process, so its bytes can be neither
+/// freed nor written (`str` has no interior mutability). At most [`PINNED_SLOTS`] texts
+/// are kept.
+pub fn pin(text: &'static str) {
+    let slot = PINNED_TAKEN.fetch_add(1, Ordering::Relaxed);
+    let Some([start, end]) = PINNED.get(slot) else {
+        return;
+    };
+    let addr = text.as_ptr() as usize;
+    end.store(addr + text.len(), Ordering::Relaxed);
+    start.store(addr, Ordering::Release);
+}
+
+/// Whether a pinned text holds `[addr, end)` (see [`pin`]).
+fn is_pinned(addr: usize, end: usize) -> bool {
+    PINNED
+        .iter()
+        .any(|[s, e]| s.load(Ordering::Acquire) <= addr && end <= e.load(Ordering::Relaxed))
+}
+
+/// Whether `len` bytes at `addr` lie in a read-only segment of the program (or in a
+/// text [`pin`]ned as unchangeable).
 #[inline]
 pub fn is_immutable(addr: usize, len: usize) -> bool {
     let Some(end) = addr.checked_add(len) else {
@@ -68,6 +109,7 @@ fn is_in_other_segment(addr: usize, end: usize) -> bool {
             segments
         })
         .hold(addr, end)
+        || is_pinned(addr, end)
 }
 
 impl Segments {
@@ -102,7 +144,8 @@ fn laid_out(mut ranges: Vec<(usize, usize)>, literal: usize) -> Segments {
 }
 
 /// `text` itself for as long as the process runs, when it lies in a read-only segment
-/// of the program (a string literal); `None` otherwise (the caller copies it).
+/// of the program (a string literal) or in a [`pin`]ned text; `None` otherwise (the
+/// caller copies it).
 #[inline]
 pub fn as_static(text: &str) -> Option<&'static str> {
     let addr = text.as_ptr() as usize;
@@ -117,8 +160,10 @@ pub fn as_static(text: &str) -> Option<&'static str> {
         return None;
     }
     // SAFETY: the bytes lie in a loaded segment of the main program without write
-    // permission: the program is never unloaded and nothing can write there, so they
-    // stay valid, unchanged UTF-8 (they were a `&str`) until the process ends.
+    // permission (the program is never unloaded and nothing can write there), or inside
+    // a `&'static str` handed to `pin` (borrowed shared for the rest of the process:
+    // never freed, never written), so they stay valid, unchanged UTF-8 (they were a
+    // `&str`) until the process ends.
     Some(unsafe {
         std::str::from_utf8_unchecked(std::slice::from_raw_parts(text.as_ptr(), text.len()))
     })
@@ -201,6 +246,25 @@ mod tests {
         static MUTABLE: std::sync::Mutex<[u8; 4]> = std::sync::Mutex::new(*b"abcd");
         let guard = MUTABLE.lock().unwrap();
         assert!(!is_immutable(guard.as_ptr() as usize, 4));
+    }
+
+    #[test]
+    fn pinned_heap_text_is_immutable_and_its_neighbours_are_not() {
+        let pinned: &'static str = String::from("20261128T221500.000000Z-H0-P1").leak();
+        let other = String::from("20261128T221500.000000Z-H0-P1");
+        let addr = pinned.as_ptr() as usize;
+        assert!(!is_immutable(addr, pinned.len()));
+        pin(pinned);
+        assert!(is_immutable(addr, pinned.len()));
+        assert!(is_immutable(addr + 3, 5));
+        assert_eq!(
+            as_static(&pinned[3..8]).map(str::as_ptr),
+            Some(pinned[3..].as_ptr())
+        );
+        // One byte past either end, and equal text elsewhere, are not pinned.
+        assert!(!is_immutable(addr, pinned.len() + 1));
+        assert!(!is_immutable(addr - 1, 2));
+        assert!(!is_immutable(other.as_ptr() as usize, other.len()));
     }
 
     #[test]

@@ -368,6 +368,11 @@ struct SidThread {
     /// The first microsecond of the second whose text follows `text_len`, when there is
     /// one.
     second: Option<i64>,
+    /// Where the `sid` the text was made for lies, when that text cannot change (the
+    /// process's own session id, pinned by the session; 0 otherwise): the same address
+    /// and length are then the same sid, and a hit needs no comparison of its 40-odd
+    /// bytes.
+    sid_fixed_addr: usize,
 }
 
 impl SidThread {
@@ -379,6 +384,7 @@ impl SidThread {
         text: [0; CACHED_TEXT + TIME_PREFIX],
         text_len: 0,
         second: None,
+        sid_fixed_addr: 0,
     };
 
     /// The text up to the microseconds of `time` and those microseconds, when
@@ -414,10 +420,11 @@ impl SidThread {
         let (sid, thread) = (sid.as_bytes(), thread.as_bytes());
         sid.len() == self.sid_len
             && thread.len() == self.thread_len
-            && self
-                .sid
-                .get(..sid.len())
-                .is_some_and(|cached| same_long_bytes(cached, sid))
+            && (self.sid_fixed_addr == sid.as_ptr() as usize
+                || self
+                    .sid
+                    .get(..sid.len())
+                    .is_some_and(|cached| same_long_bytes(cached, sid)))
             && self
                 .thread
                 .get(..thread.len())
@@ -434,6 +441,11 @@ impl SidThread {
         }
         self.sid[..sid.len()].copy_from_slice(sid);
         self.sid_len = sid.len();
+        let addr = sid.as_ptr() as usize;
+        self.sid_fixed_addr = match tracing_trace2_dst::statics::is_immutable(addr, sid.len()) {
+            true => addr,
+            false => 0,
+        };
         self.thread[..thread.len()].copy_from_slice(thread);
         self.thread_len = thread.len();
         self.text[..text.len()].copy_from_slice(text);
@@ -1174,6 +1186,37 @@ mod sid_thread_tests {
                     .unwrap()
                     .contains(&format!("src/{}", (b'b' + round) as char))
             );
+        }
+    }
+
+    /// A sid found at the address the cached text was made for is taken without a
+    /// comparison only when that text is pinned (the process's session id): a sid of the
+    /// same length rewritten in place at a heap address gets its new text.
+    #[test]
+    fn cached_sid_confirms_text_that_can_change() {
+        let pinned: &'static str = String::from("20261128T221500.000000Z-H0-Ppinned").leak();
+        tracing_trace2_dst::statics::pin(pinned);
+        let mut in_place = String::from("20261128T221500.000000Z-H0-Pbuffer");
+        let addr = in_place.as_ptr();
+        for round in 0..3 {
+            for sid in [pinned, in_place.as_str(), pinned] {
+                let mut twice = Vec::new();
+                push_sid_thread(&mut Appender::new(&mut twice), sid, "main", None);
+                push_sid_thread(&mut Appender::new(&mut twice), sid, "main", None);
+                let mut once = Vec::new();
+                render_sid_thread(&mut once, sid, "main");
+                assert_eq!(twice, [once.clone(), once].concat(), "round {round}");
+            }
+            let before = cache_hits().0;
+            push_sid_thread(&mut Appender::new(&mut Vec::new()), pinned, "main", None);
+            assert_eq!(cache_hits().0 - before, 1);
+            // Kept for the heap sid, which then changes in place.
+            push_sid_thread(&mut Appender::new(&mut Vec::new()), &in_place, "main", None);
+            in_place.replace_range(28..29, &round.to_string());
+            assert_eq!(in_place.as_ptr(), addr);
+            let mut out = Vec::new();
+            push_sid_thread(&mut Appender::new(&mut out), &in_place, "main", None);
+            assert!(String::from_utf8(out).unwrap().contains(&in_place));
         }
     }
 
