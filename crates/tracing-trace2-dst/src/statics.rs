@@ -66,7 +66,7 @@ static PINNED_TAKEN: AtomicUsize = AtomicUsize::new(0);
 /// Counts `text` as text that cannot change from now on, as if it lay in a read-only
 /// segment: [`is_immutable`] and [`as_static`] answer for it as for a literal. A
 /// `&'static str` is borrowed for the rest of the process, so its bytes can be neither
-/// freed nor written (`str` has no interior mutability). At most [`PINNED_SLOTS`] texts
+/// freed nor written (`str` has no interior mutability). At most four texts
 /// are kept.
 pub fn pin(text: &'static str) {
     let slot = PINNED_TAKEN.fetch_add(1, Ordering::Relaxed);
