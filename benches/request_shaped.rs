@@ -1,6 +1,7 @@
 //! The cost of tracing per request of a web service: the CPU time of the whole process
 //! per request (`getrusage(RUSAGE_SELF)`: every thread, the runtime's workers and our
-//! background writer or flusher alike), untraced and traced.
+//! background writer or flusher alike), untraced and traced, and the floor of any layer
+//! built on tracing-subscriber's Registry (`registry`: a layer that does nothing).
 //!
 //! The service is an axum `Router` behind tower-http's `TraceLayer`, as in
 //! `examples/web.rs`: per request a `request` span at DEBUG with `method`, `uri` and
@@ -22,9 +23,11 @@
 //! Every configuration runs in a process of its own (this bench binary started again with
 //! `--child <configuration> <requests>`) whose global subscriber is the program's own (the
 //! registry and an fmt layer showing warnings, writing nowhere) plus, when traced, one of:
-//! `binary` (the t2b target), `flight` (the flight recorder), `event-bg` (the Event target
-//! through the background writer), `event` (the Event target written directly), and
-//! `fmt` (tracing-subscriber's fmt layer at DEBUG writing to a file: the peer). Each child
+//! `registry` (a layer that does nothing, behind our layer's per-layer filter: what the
+//! Registry and the two per-layer filters cost once the spans exist), `binary` (the t2b
+//! target), `flight` (the flight recorder), `event-bg` (the Event target through the
+//! background writer), `event` (the Event target written directly), and `fmt`
+//! (tracing-subscriber's fmt layer at DEBUG writing to a file: the peer). Each child
 //! serves [`WARM_UP`] requests, then measures [`REQUESTS`] requests and the flush that
 //! writes them out; the children of one round run one after the other and rounds
 //! alternate, so that a change of the machine's load hits every configuration alike.
@@ -52,9 +55,10 @@ use program::program_layer;
 use tower_http::trace::TraceLayer;
 use tower_service::Service;
 use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::Identity;
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::{Layer, Registry};
-use tracing_trace2::{BackgroundOptions, Settings, Trace2, Trace2Layer};
+use tracing_trace2::{BackgroundOptions, Levels, Settings, Trace2, Trace2Filter, Trace2Layer};
 
 /// Keep-alive connections served side by side.
 const CONNECTIONS: usize = 32;
@@ -68,8 +72,9 @@ const ROUNDS: usize = 9;
 const RENDER_PASSES: u32 = 200;
 
 /// The configurations, and the goal of each as a ratio to `untraced`.
-const CONFIGS: [(&str, Option<f64>); 6] = [
+const CONFIGS: [(&str, Option<f64>); 7] = [
     ("untraced", None),
+    ("registry", None),
     ("binary", Some(1.05)),
     ("flight", Some(1.05)),
     ("event-bg", Some(1.05)),
@@ -169,6 +174,14 @@ fn install(config: &str, file: &Path) -> Box<dyn Fn()> {
     let mut trace2 = None;
     match config {
         "untraced" => Registry::default().with(program_layer()).init(),
+        // The floor of any layer built on the Registry: one that does nothing, behind
+        // the per-layer filter ours has (DEBUG spans, INFO events). The spans now exist,
+        // so the Registry makes, enters, exits and closes them and both per-layer
+        // filters look them up.
+        "registry" => Registry::default()
+            .with(program_layer())
+            .with(Identity::new().with_filter(Trace2Filter::new(Levels::default())))
+            .init(),
         "fmt" => {
             // Each line one `write` to the shared file, as fmt writes to a `File`.
             let out = Arc::new(File::create(file).expect("the fmt file"));
