@@ -1325,13 +1325,16 @@ mod tests {
         });
     }
 
-    /// A short process's records, written through: to `sink`.
-    fn short_process(sink: impl Sink) -> WriterStats {
+    /// A short process's records, written through (`lazy`) or kept in one batch until
+    /// `atexit`: to `sink`.
+    fn short_process(sink: impl Sink, lazy: bool) -> WriterStats {
         let writer = BinaryWriter::builder()
             .with_exit_handler(false)
             .with_anchor_wall_us(1_795_303_297_816_635)
             .with_utc_offset(0)
-            .with_lazy_flusher(true)
+            .with_lazy_flusher(lazy)
+            // No idle flusher visit during the test.
+            .with_flush_interval(Duration::from_secs(3600))
             .build(sink);
         for (t, msg) in ["one", "two", "three"].into_iter().enumerate() {
             record_at(
@@ -1355,9 +1358,9 @@ mod tests {
     #[test]
     fn a_file_gets_the_header_with_the_first_batch_and_the_end_with_the_last() {
         let calls = Calls::default();
-        let gathered = short_process(calls.clone());
+        let gathered = short_process(calls.clone(), true);
         let apart = MemorySink::new();
-        let one_each = short_process(apart.clone());
+        let one_each = short_process(apart.clone(), true);
         let calls = calls.0.lock().unwrap().clone();
         // STREAM + first batch; two batches; last batch + STREAM copy + END.
         assert_eq!(calls.len(), 4, "{calls:?}");
@@ -1369,16 +1372,34 @@ mod tests {
             calls.iter().map(Vec::len).sum::<usize>() as u64,
             gathered.bytes
         );
-        let frames_in = |bytes: &[u8]| {
-            let mut scanner = crate::decode::scan::FrameScanner::new(bytes);
-            let mut n = 0;
-            while scanner.next_frame().expect("in memory").is_some() {
-                n += 1;
-            }
-            n
-        };
         assert_eq!(frames_in(&calls[0]), 2);
         assert_eq!(frames_in(&calls[3]), 3);
+        let text = event_text(&calls.concat());
+        assert_eq!(text, event_text(&apart.contents()));
+        assert_eq!(text.lines().count(), 4, "{text}");
+    }
+
+    fn frames_in(bytes: &[u8]) -> usize {
+        let mut scanner = crate::decode::scan::FrameScanner::new(bytes);
+        let mut n = 0;
+        while scanner.next_frame().expect("in memory").is_some() {
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn a_batch_first_written_at_atexit_goes_after_its_header_then_the_end() {
+        let calls = Calls::default();
+        let gathered = short_process(calls.clone(), false);
+        let apart = MemorySink::new();
+        short_process(apart.clone(), false);
+        let calls = calls.0.lock().unwrap().clone();
+        // STREAM + the one batch; STREAM copy + END.
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(gathered.frames, 4);
+        assert_eq!(frames_in(&calls[0]), 2);
+        assert_eq!(frames_in(&calls[1]), 2);
         let text = event_text(&calls.concat());
         assert_eq!(text, event_text(&apart.contents()));
         assert_eq!(text.lines().count(), 4, "{text}");
