@@ -986,8 +986,9 @@ impl WriterCore {
             self.write_frame_if_any(&own_batch);
             return;
         }
-        // Nothing written since the last END of this stream: it stands.
-        let dirty = self.dirty.swap(false, Ordering::AcqRel);
+        // Nothing written since the last END of this stream: it stands. (The kept batch
+        // counts as written: another thread's `finish` may have taken the mark meanwhile.)
+        let dirty = self.dirty.swap(false, Ordering::AcqRel) || !own_batch.is_empty();
         if !dirty && self.end_epoch.load(Ordering::Acquire) == stream.epoch {
             return;
         }
