@@ -9,9 +9,10 @@
 //! | a digit `2`–`9` (`1`/`true` mean 2) | that open file descriptor |
 //!
 //! `af_unix:` sockets are refused, and so is a descriptor that is a terminal: binary
-//! frames belong in files and pipes. Each frame reaches the kernel in one `write` call
-//! (the core's [`Sink::write_line`] contract), so frames of several processes appending
-//! to one file never interleave.
+//! frames belong in files and pipes. Each frame reaches the kernel whole in one `write`
+//! call (the core's [`Sink::write_line`] contract; to a regular file a few frames may
+//! share one, [`Sink::write_lines`]), so frames of several processes appending to one
+//! file never interleave.
 
 use tracing_trace2_dst::{self as dst, DestinationValue, OpenSettings, Opened};
 

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! There is no file header: a file is frames back to back, so several processes can
-//! append to one file. Each frame is written with one `write` call. A reader accepts a
+//! append to one file. Each frame is written whole by one `write` call (which may carry
+//! a few frames: a stream's header and first batch, say). A reader accepts a
 //! frame only if its length is within [`MAX_PAYLOAD`] and its CRC matches; after
 //! damage it looks for the next marker.
 //!

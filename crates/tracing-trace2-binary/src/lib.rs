@@ -44,10 +44,12 @@
 //! [`BinaryWriter::record`] takes the same [`Record`](tracing_trace2_record::Record) the
 //! text targets get (one clock reading for all of them) and encodes it into the
 //! calling thread's batch: no system call, no lock, no allocation per event. Batches
-//! are written whole, one `write` per frame, when full, after the flush interval (a
-//! thread that stopped recording has its batch written by the writer's idle flusher), at
-//! lifecycle events (`exit`, `atexit`, `signal`, `error`, `child_start`, `exec`,
-//! `thread_exit`), when the thread ends and at process exit; see [`writer`].
+//! are written whole, one `write` per frame (to a regular file the stream's header goes
+//! with its first batch, and the END frame with the last batch), when full, after the
+//! flush interval (a thread that stopped recording has its batch written by the
+//! writer's idle flusher), at lifecycle events (`exit`, `atexit`, `signal`, `error`,
+//! `child_start`, `exec`, `thread_exit`), when the thread ends and at process exit; see
+//! [`writer`].
 //! [`dest::open`] opens a `TRACING_TRACE2_BINARY` value; [`RecordingFormat`] and
 //! [`FlushingSink`] make the writer a target of the core layer (the facade's
 //! `targets::binary` pairs them). The crate stands on the record crate, the formats and

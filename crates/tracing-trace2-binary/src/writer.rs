@@ -3,7 +3,9 @@
 //!
 //! Per record: one thread-local read, one compare-and-swap on the thread's own slot
 //! (see `slots`), the encoding, one store. No system call, no lock, no allocation once
-//! the thread's batch exists. A batch is written (one `write` call per frame):
+//! the thread's batch exists. A batch is written (one `write` call per frame; where the
+//! sink takes several frames at once, a regular file, the STREAM frame goes with the
+//! stream's first batch and the END frame with the caller's last batch):
 //!
 //! * when it is full ([`BinaryWriterBuilder::with_batch_size`], 64 KiB by default);
 //! * when a record arrives and the batch's first record is older than the flush
@@ -185,9 +187,12 @@ impl BinaryWriterBuilder {
         install_fork_handler();
         let start = tracing_trace2_dst::clock::start();
         let interval_us = u64::try_from(self.flush_interval.as_micros()).unwrap_or(u64::MAX);
+        let gather_limit = sink.batch_limit();
+        let pid = std::process::id();
         let shared = Arc::new_cyclic(|this| WriterCore {
             this: this.clone(),
             sink: Box::new(sink),
+            gather_limit,
             batch_size: self.batch_size,
             flush_interval_ticks: interval_us,
             flusher_period: (self.idle_flusher && !self.flush_interval.is_zero())
@@ -206,10 +211,10 @@ impl BinaryWriterBuilder {
             slots: SlotList::new(),
             stream: SpinLock::new(CurrentStream {
                 epoch: 1,
-                stream_id: random_id(),
+                stream_id: random_id(pid),
                 sid: None,
                 depth: 0,
-                pid: std::process::id(),
+                pid,
                 next_thread: 0,
                 finished: Vec::new(),
                 header_frame: Vec::new(),
@@ -518,15 +523,15 @@ pub(crate) fn fork_generation() -> u64 {
     FORK_GEN.load(Ordering::Acquire)
 }
 
-/// A stream id no other process is likely to pick.
-fn random_id() -> u64 {
+/// A stream id no other process is likely to pick (`pid`: this process's id).
+fn random_id(pid: u32) -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let local = 0u8;
     let mut x = nanos
-        ^ u64::from(std::process::id()).rotate_left(32)
+        ^ u64::from(pid).rotate_left(32)
         ^ (&local as *const u8 as u64).rotate_left(17)
         ^ COUNTER
             .fetch_add(1, Ordering::Relaxed)
@@ -555,6 +560,10 @@ struct WriterCore {
     /// The writer itself, for the idle flusher (which holds it weakly).
     this: Weak<WriterCore>,
     sink: Box<dyn Sink>,
+    /// The most bytes of frames the sink takes in one `write` ([`Sink::batch_limit`]: a
+    /// regular file's; 0 for pipes, sockets and the flight recorder's ring, which get one
+    /// frame per call).
+    gather_limit: usize,
     batch_size: usize,
     flush_interval_ticks: u64,
     /// How often the idle flusher wakes (half the flush interval); `None`: no flusher.
@@ -691,11 +700,24 @@ impl WriterCore {
     fn write_batch(&self, epoch: u64, frame: &[u8]) {
         if self.header_epoch.load(Ordering::Acquire) < epoch {
             let mut stream = self.stream.lock();
-            if stream.epoch == epoch {
-                self.write_header(&mut stream, false);
+            if stream.epoch == epoch && self.header_epoch.load(Ordering::Acquire) < epoch {
+                // The STREAM frame and the stream's first batch: one `write` where the
+                // sink takes both (a short process's first record costs one call).
+                self.make_header_frame(&mut stream);
+                self.write_frames(&[&stream.header_frame, frame]);
+                self.header_written(stream.epoch);
+                drop(stream);
+                self.batch_written(epoch);
+                return;
             }
         }
         self.write_frame(frame);
+        self.batch_written(epoch);
+    }
+
+    /// The bookkeeping after a batch frame of generation `epoch` went out: an END frame
+    /// is due again, and every [`HEADER_EVERY`] batches a copy of the STREAM frame.
+    fn batch_written(&self, epoch: u64) {
         self.dirty.store(true, Ordering::Release);
         if self.since_header.fetch_add(1, Ordering::AcqRel) + 1 >= HEADER_EVERY {
             let mut stream = self.stream.lock();
@@ -711,6 +733,19 @@ impl WriterCore {
         if self.header_epoch.load(Ordering::Acquire) >= stream.epoch && !again {
             return;
         }
+        self.make_header_frame(stream);
+        self.write_frame(&stream.header_frame);
+        self.header_written(stream.epoch);
+    }
+
+    /// Notes that the STREAM frame of generation `epoch` (or a copy of it) went out.
+    fn header_written(&self, epoch: u64) {
+        self.since_header.store(0, Ordering::Release);
+        self.header_epoch.store(epoch, Ordering::Release);
+    }
+
+    /// Makes the STREAM frame of `stream`, unless it is made already.
+    fn make_header_frame(&self, stream: &mut CurrentStream) {
         if stream.header_frame.is_empty() {
             let header = StreamHeader {
                 major: spec::MAJOR,
@@ -730,9 +765,6 @@ impl WriterCore {
             };
             header.write_frame(&mut stream.header_frame);
         }
-        self.write_frame(&stream.header_frame);
-        self.since_header.store(0, Ordering::Release);
-        self.header_epoch.store(stream.epoch, Ordering::Release);
     }
 
     /// One `write` call for one frame; the first failure turns the writer off.
@@ -744,6 +776,33 @@ impl WriterCore {
             Ok(()) => {
                 self.frames.fetch_add(1, Ordering::Relaxed);
                 self.bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
+            }
+            Err(err) => self.write_failed(&err),
+        }
+    }
+
+    /// Writes `frames` back to back: in one `write` where the sink takes several frames
+    /// at once and they fit its limit (a regular file, where one `write` to an
+    /// `O_APPEND` file lands whole as well), else one `write` per frame. For the
+    /// moments a few frames go out together: a stream's STREAM frame and first batch,
+    /// the last batch and the END frame.
+    fn write_frames(&self, frames: &[&[u8]]) {
+        let total: usize = frames.iter().map(|f| f.len()).sum();
+        if frames.len() < 2 || total > self.gather_limit {
+            for frame in frames {
+                self.write_frame(frame);
+            }
+            return;
+        }
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let joined = frames.concat();
+        match self.sink.write_lines(&joined) {
+            Ok(()) => {
+                self.frames
+                    .fetch_add(frames.len() as u64, Ordering::Relaxed);
+                self.bytes.fetch_add(total as u64, Ordering::Relaxed);
             }
             Err(err) => self.write_failed(&err),
         }
@@ -794,7 +853,7 @@ impl WriterCore {
                     threads: Vec::new(),
                 };
                 stream.epoch += 1;
-                stream.stream_id = random_id();
+                stream.stream_id = random_id(stream.pid);
                 stream.sid = Some(record.sid.to_owned());
                 stream.depth = record.depth;
                 stream.next_thread = 0;
@@ -893,23 +952,43 @@ impl WriterCore {
     }
 
     /// Writes every batch, then the END frame of the current stream (if anything of
-    /// it was written). `own` is the caller's slot, if it holds one.
+    /// it was written). `own` is the caller's slot, if it holds one: its batch goes out
+    /// last, with the copy of the STREAM frame and the END frame, in one `write` where
+    /// the sink takes several frames (a short process's `atexit` costs one call).
     fn finish(&self, mut own: Option<&mut Guard<'_>>) {
         if !self.enabled.load(Ordering::Relaxed) {
             return;
         }
         self.check_fork();
-        if let Some(own) = own.as_deref_mut() {
-            self.flush_guard(own);
-        }
         let own_slot = own.as_ref().map(|g| g.slot());
         let mut counts = self.flush_all(own_slot, EXIT_WAIT);
+        // The caller's batch, kept for the END frame's write when its stream's header is
+        // out already (else written now, after its header).
+        let mut own_batch = Vec::new();
+        if let Some(own) = own.as_deref_mut()
+            && !own.enc.is_empty()
+        {
+            let epoch = own.enc.epoch;
+            if self.gather_limit > 0 && self.header_epoch.load(Ordering::Acquire) >= epoch {
+                own_batch.extend_from_slice(own.enc.seal());
+                own.enc.next_batch();
+                self.dirty.store(true, Ordering::Release);
+                self.since_header.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.flush_guard(own);
+            }
+        }
         let mut stream = self.stream.lock();
         if self.header_epoch.load(Ordering::Acquire) < stream.epoch {
+            // A new stream began meanwhile (another thread's record named another
+            // session): the kept batch is of the old one, whose END that thread wrote.
+            drop(stream);
+            self.write_frame_if_any(&own_batch);
             return;
         }
-        // Nothing written since the last END of this stream: it stands.
-        let dirty = self.dirty.swap(false, Ordering::AcqRel);
+        // Nothing written since the last END of this stream: it stands. (The kept batch
+        // counts as written: another thread's `finish` may have taken the mark meanwhile.)
+        let dirty = self.dirty.swap(false, Ordering::AcqRel) || !own_batch.is_empty();
         if !dirty && self.end_epoch.load(Ordering::Acquire) == stream.epoch {
             return;
         }
@@ -921,18 +1000,34 @@ impl WriterCore {
         }
         counts.extend_from_slice(&stream.finished);
         counts.sort_unstable();
-        if self.since_header.load(Ordering::Acquire) > 0 {
-            // A last copy of the header, so that a damaged first one costs nothing.
-            self.write_header(&mut stream, true);
-        }
         let end = End {
             stream_id: stream.stream_id,
             threads: counts,
         };
-        drop(stream);
-        let mut frame = Vec::new();
-        end.write_frame(&mut frame);
-        self.write_frame(&frame);
+        let mut end_frame = Vec::new();
+        end.write_frame(&mut end_frame);
+        let mut frames: Vec<&[u8]> = Vec::with_capacity(3);
+        if !own_batch.is_empty() {
+            frames.push(&own_batch);
+        }
+        let again = self.since_header.load(Ordering::Acquire) > 0;
+        if again {
+            // A last copy of the header, so that a damaged first one costs nothing.
+            self.make_header_frame(&mut stream);
+            frames.push(&stream.header_frame);
+        }
+        frames.push(&end_frame);
+        self.write_frames(&frames);
+        if again {
+            self.header_written(stream.epoch);
+        }
+    }
+
+    /// Writes `frame` unless it is empty.
+    fn write_frame_if_any(&self, frame: &[u8]) {
+        if !frame.is_empty() {
+            self.write_frame(frame);
+        }
     }
 
     /// Frees every slot's buffer once the last handle is gone (threads that still hold a
@@ -965,9 +1060,13 @@ impl WriterCore {
             return;
         }
         let shared = self.this.clone();
+        let cpu = current_cpu();
         let spawned = std::thread::Builder::new()
             .name("t2b-flusher".into())
-            .spawn(move || run_flusher(&shared, period));
+            .spawn(move || {
+                keep_on_cpu(cpu);
+                run_flusher(&shared, period);
+            });
         // Without a thread (the system refuses one), batches are still written by their
         // next record, their thread's end and the exit paths.
         if let Ok(handle) = spawned {
@@ -1043,8 +1142,8 @@ impl WriterCore {
         {
             let mut stream = self.stream.lock();
             stream.epoch += 1;
-            stream.stream_id = random_id();
             stream.pid = std::process::id();
+            stream.stream_id = random_id(stream.pid);
             stream.next_thread = 0;
             stream.finished.clear();
             stream.header_frame.clear();
@@ -1099,6 +1198,44 @@ fn run_flusher(shared: &Weak<WriterCore>, period: Duration) {
         shared.flush_idle();
     }
 }
+
+/// The CPU the calling thread runs on, for the idle flusher to be kept on (Linux with
+/// glibc).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn current_cpu() -> Option<usize> {
+    // SAFETY: `sched_getcpu` has no precondition.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+/// Elsewhere the idle flusher goes where the system puts it.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn current_cpu() -> Option<usize> {
+    None
+}
+
+/// Keeps the calling thread (the idle flusher) on `cpu`, the CPU of the thread that
+/// started it. It sleeps between visits, but the kernel still runs it at the process's
+/// exit (a thread ends in its own context, and the process counts as ended only then):
+/// on another CPU that is a wake-up there and, on a busy machine, a wait for that CPU
+/// which the exiting process sits out. On the starter's CPU it runs as soon as the
+/// exiting thread gives the CPU up. A refused setting leaves the thread where it is.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn keep_on_cpu(cpu: Option<usize>) {
+    let Some(cpu) = cpu else {
+        return;
+    };
+    // SAFETY: the set is plain data, zeroed and given the one CPU (`CPU_SET` ignores a
+    // number past its size); `sched_setaffinity` reads it for the calling thread (0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Elsewhere the idle flusher goes where the system puts it.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn keep_on_cpu(_: Option<usize>) {}
 
 fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
     guard.enc.age(record.time.t_abs_us)
@@ -1194,6 +1331,121 @@ mod tests {
         assert_eq!(msgs[0], "one");
         assert!(msgs[1..sent].iter().all(|m| *m == "more"));
         assert!(msgs[sent..].iter().all(|m| *m == "kept"));
+    }
+
+    /// A sink that takes several frames per call, as a regular file does, and keeps
+    /// each call's bytes apart.
+    #[derive(Clone, Default)]
+    struct Calls(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl Sink for Calls {
+        fn write_line(&self, line: &[u8]) -> io::Result<()> {
+            self.0.lock().unwrap().push(line.to_vec());
+            Ok(())
+        }
+
+        fn batch_limit(&self) -> usize {
+            tracing_trace2_dst::FILE_BATCH_LIMIT
+        }
+
+        fn write_lines(&self, lines: &[u8]) -> io::Result<()> {
+            self.write_line(lines)
+        }
+    }
+
+    fn record_at(writer: &BinaryWriter, event: Trace2Event<'_>, t: u64) {
+        writer.record(&Record {
+            event,
+            time: Timestamp {
+                wall_us: 1_795_303_297_816_635 + t as i64,
+                t_abs_us: t,
+            },
+            sid: "sid",
+            depth: 0,
+            thread: "main",
+            callsite: Callsite::default(),
+            open_regions: 0,
+        });
+    }
+
+    /// A short process's records, written through (`lazy`) or kept in one batch until
+    /// `atexit`: to `sink`.
+    fn short_process(sink: impl Sink, lazy: bool) -> WriterStats {
+        let writer = BinaryWriter::builder()
+            .with_exit_handler(false)
+            .with_anchor_wall_us(1_795_303_297_816_635)
+            .with_utc_offset(0)
+            .with_lazy_flusher(lazy)
+            // No idle flusher visit during the test.
+            .with_flush_interval(Duration::from_secs(3600))
+            .build(sink);
+        for (t, msg) in ["one", "two", "three"].into_iter().enumerate() {
+            record_at(
+                &writer,
+                Trace2Event::Printf { msg: Some(msg) },
+                t as u64 * 10,
+            );
+        }
+        record_at(&writer, Trace2Event::Atexit { code: 0 }, 40);
+        writer.stats()
+    }
+
+    fn event_text(bytes: &[u8]) -> String {
+        let mut text = Vec::new();
+        let options = crate::text::TextOptions::new(crate::text::TextFormat::Event);
+        let report = crate::text::decode_to_text(bytes, &mut text, &options).expect("decode");
+        assert!(report.is_complete(), "{report:?}");
+        String::from_utf8(text).expect("utf-8")
+    }
+
+    #[test]
+    fn a_file_gets_the_header_with_the_first_batch_and_the_end_with_the_last() {
+        let calls = Calls::default();
+        let gathered = short_process(calls.clone(), true);
+        let apart = MemorySink::new();
+        let one_each = short_process(apart.clone(), true);
+        let calls = calls.0.lock().unwrap().clone();
+        // STREAM + first batch; two batches; last batch + STREAM copy + END.
+        assert_eq!(calls.len(), 4, "{calls:?}");
+        // The same frames either way: seven, of the same sizes.
+        assert_eq!(gathered.frames, 7);
+        assert_eq!(one_each.frames, 7);
+        assert_eq!(gathered.bytes, one_each.bytes);
+        assert_eq!(
+            calls.iter().map(Vec::len).sum::<usize>() as u64,
+            gathered.bytes
+        );
+        assert_eq!(frames_in(&calls[0]), 2);
+        assert_eq!(frames_in(&calls[3]), 3);
+        let text = event_text(&calls.concat());
+        assert_eq!(text, event_text(&apart.contents()));
+        assert_eq!(text.lines().count(), 4, "{text}");
+    }
+
+    fn frames_in(bytes: &[u8]) -> usize {
+        let mut scanner = crate::decode::scan::FrameScanner::new(bytes);
+        let mut n = 0;
+        while scanner.next_frame().expect("in memory").is_some() {
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn a_batch_first_written_at_atexit_goes_after_its_header_then_the_end() {
+        let calls = Calls::default();
+        let gathered = short_process(calls.clone(), false);
+        let apart = MemorySink::new();
+        short_process(apart.clone(), false);
+        let calls = calls.0.lock().unwrap().clone();
+        // STREAM + the one batch; STREAM copy + END.
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(gathered.frames, 4);
+        assert_eq!(frames_in(&calls[0]), 2);
+        assert_eq!(frames_in(&calls[1]), 2);
+        let text = event_text(&calls.concat());
+        assert_eq!(text, event_text(&apart.contents()));
+        assert_eq!(text.lines().count(), 4, "{text}");
     }
 
     /// A sink whose every write fails.

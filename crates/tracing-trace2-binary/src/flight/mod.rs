@@ -248,24 +248,29 @@ pub fn snapshot_all(trigger: Trigger) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Whether `dir` is a directory the process may create files in: one `access` of
+/// `dir/.` on Unix (which fails with `ENOTDIR` for a file, `ENOENT` for nothing there),
+/// so that the warning reads as C's strerror, as git's do.
+#[cfg(unix)]
 fn check_dir(dir: &Path) -> io::Result<()> {
-    let meta = std::fs::metadata(dir)?;
-    if !meta.is_dir() {
-        // The raw error, so that the warning reads as C's strerror, as git's do.
-        #[cfg(unix)]
-        return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
-        #[cfg(not(unix))]
-        return Err(io::ErrorKind::NotADirectory.into());
+    use std::os::unix::ffi::OsStrExt;
+    let mut path = dir.as_os_str().as_bytes().to_vec();
+    path.extend_from_slice(b"/.");
+    let path =
+        std::ffi::CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `access` reads the NUL-terminated path and nothing else.
+    if unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(io::Error::last_os_error());
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: `access` reads the NUL-terminated path and nothing else.
-        if unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    Ok(())
+}
+
+/// Whether `dir` is a directory (the files' permissions are found out when a snapshot
+/// is written).
+#[cfg(not(unix))]
+fn check_dir(dir: &Path) -> io::Result<()> {
+    if !std::fs::metadata(dir)?.is_dir() {
+        return Err(io::ErrorKind::NotADirectory.into());
     }
     Ok(())
 }
