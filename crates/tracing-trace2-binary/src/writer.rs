@@ -1060,13 +1060,9 @@ impl WriterCore {
             return;
         }
         let shared = self.this.clone();
-        let cpu = current_cpu();
         let spawned = std::thread::Builder::new()
             .name("t2b-flusher".into())
-            .spawn(move || {
-                keep_on_cpu(cpu);
-                run_flusher(&shared, period);
-            });
+            .spawn(move || run_flusher(&shared, period));
         // Without a thread (the system refuses one), batches are still written by their
         // next record, their thread's end and the exit paths.
         if let Ok(handle) = spawned {
@@ -1198,44 +1194,6 @@ fn run_flusher(shared: &Weak<WriterCore>, period: Duration) {
         shared.flush_idle();
     }
 }
-
-/// The CPU the calling thread runs on, for the idle flusher to be kept on (Linux with
-/// glibc).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn current_cpu() -> Option<usize> {
-    // SAFETY: `sched_getcpu` has no precondition.
-    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
-}
-
-/// Elsewhere the idle flusher goes where the system puts it.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn current_cpu() -> Option<usize> {
-    None
-}
-
-/// Keeps the calling thread (the idle flusher) on `cpu`, the CPU of the thread that
-/// started it. It sleeps between visits, but the kernel still runs it at the process's
-/// exit (a thread ends in its own context, and the process counts as ended only then):
-/// on another CPU that is a wake-up there and, on a busy machine, a wait for that CPU
-/// which the exiting process sits out. On the starter's CPU it runs as soon as the
-/// exiting thread gives the CPU up. A refused setting leaves the thread where it is.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn keep_on_cpu(cpu: Option<usize>) {
-    let Some(cpu) = cpu else {
-        return;
-    };
-    // SAFETY: the set is plain data, zeroed and given the one CPU (`CPU_SET` ignores a
-    // number past its size); `sched_setaffinity` reads it for the calling thread (0).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// Elsewhere the idle flusher goes where the system puts it.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn keep_on_cpu(_: Option<usize>) {}
 
 fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
     guard.enc.age(record.time.t_abs_us)
