@@ -9,10 +9,8 @@
 //! `std::thread`: it waits in `read` for the whole life of most processes, and std's
 //! start of a thread (its handle and result packet, the alternate signal stack it maps
 //! for stack-overflow reports, its name) made it the flight recorder's largest cost in a
-//! short process. It runs on the CPU of the thread that built the recorder (Linux with
-//! glibc), so that its start and its end at exit do not wait for another, busy, CPU. The
-//! handler is installed only where the signal still has its default action, which would
-//! end the process: a program that handles `SIGUSR2` itself keeps
+//! short process. The handler is installed only where the signal still has its default
+//! action, which would end the process: a program that handles `SIGUSR2` itself keeps
 //! its handler (and can call
 //! [`FlightRecorder::snapshot`](super::FlightRecorder::snapshot) from it instead).
 
@@ -96,14 +94,8 @@ fn pipe_cloexec() -> Option<[libc::c_int; 2]> {
 }
 
 /// Starts the serving thread, detached (nobody joins it: it waits until the process
-/// ends), on the calling thread's CPU where the system allows it (see [`on_this_cpu`]),
-/// else anywhere. False if it could not be started.
+/// ends). False if it could not be started.
 fn start_server() -> bool {
-    start_server_pinned(true) || start_server_pinned(false)
-}
-
-/// [`start_server`], kept on the calling thread's CPU if `pinned`.
-fn start_server_pinned(pinned: bool) -> bool {
     // SAFETY: `attr` is initialised by `pthread_attr_init` before any other use and
     // destroyed after `pthread_create` has read it; `thread` is written by
     // `pthread_create` only. `server_main` takes no argument (it reads `PIPE_READ`,
@@ -116,47 +108,11 @@ fn start_server_pinned(pinned: bool) -> bool {
         let stack = SERVER_STACK.max(libc::PTHREAD_STACK_MIN);
         libc::pthread_attr_setstacksize(&mut attr, stack);
         libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
-        if pinned && !on_this_cpu(&mut attr) {
-            libc::pthread_attr_destroy(&mut attr);
-            return false;
-        }
         let mut thread: libc::pthread_t = std::mem::zeroed();
         let created = libc::pthread_create(&mut thread, &attr, server_main, std::ptr::null_mut());
         libc::pthread_attr_destroy(&mut attr);
         created == 0
     }
-}
-
-/// Sets `attr` to keep the serving thread on the CPU the calling thread runs on; false
-/// where that CPU is not known. The thread sleeps for the process's whole life in most
-/// processes, but the kernel still runs it twice: when it starts and when the process
-/// exits (a thread ends in its own context, and the process counts as ended only then).
-/// On another CPU each is a wake-up there, and on a busy machine a wait for that CPU,
-/// which the exiting process (and whoever waits for it) sits out: on two busy cores
-/// that made a short process most of a millisecond slower, about ten times what it costs
-/// on the caller's CPU, where both runs come as soon as the caller gives the CPU up. A
-/// snapshot round runs there too, which only delays it while that CPU is busy. If the
-/// system refuses the setting, `pthread_create` fails and the thread is started without
-/// it.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn on_this_cpu(attr: &mut libc::pthread_attr_t) -> bool {
-    // SAFETY: `sched_getcpu` has no precondition; the set is plain data, zeroed and
-    // given the one CPU (`CPU_SET` ignores a number past its size), and
-    // `pthread_attr_setaffinity_np` copies it into `attr`, which the caller initialised.
-    unsafe {
-        let Ok(cpu) = usize::try_from(libc::sched_getcpu()) else {
-            return false;
-        };
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::pthread_attr_setaffinity_np(attr, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    }
-}
-
-/// Elsewhere the serving thread goes where the system puts it.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn on_this_cpu(_: &mut libc::pthread_attr_t) -> bool {
-    false
 }
 
 fn close_both(a: libc::c_int, b: libc::c_int) {
