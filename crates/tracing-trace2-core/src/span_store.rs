@@ -371,14 +371,15 @@ mod tests {
         assert!(guard.get_mut(same).is_none());
     }
 
-    /// The shards take no room until the first span, then all of it at once, and keep
-    /// it when their spans go.
+    /// The shards are not made until the store is first used, take no room until the
+    /// first span, then all of it at once, and keep it when their spans go.
     #[test]
     fn every_shard_takes_its_room_with_the_first_span() {
         let store = SpanStore::new();
+        assert!(store.shards.get().is_none(), "made with the layer");
         let rooms = |store: &SpanStore| -> Vec<usize> {
             (0..SHARDS)
-                .map(|index| store.shards[index].map.lock().unwrap().capacity())
+                .map(|index| store.shards()[index].map.lock().unwrap().capacity())
                 .collect()
         };
         assert!(rooms(&store).iter().all(|&room| room == 0));
