@@ -194,20 +194,32 @@ impl SessionId {
         }
         let own_start = sid.len();
         text::push_sid_datetime(&mut sid, wall_us);
+        // The hex digits by hand: `format!` and the digest's `Display` would run (and
+        // page in) the formatting machinery once per process for 16 characters.
         match hostname {
             Some(host) => {
-                let digest = sha1_smol::Sha1::from(host.as_bytes()).digest().to_string();
+                let digest = sha1_smol::Sha1::from(host.as_bytes()).digest().bytes();
                 sid.extend_from_slice(b"-H");
-                sid.extend_from_slice(&digest.as_bytes()[..8]);
+                push_hex(&mut sid, &digest[..4]);
             }
             None => sid.extend_from_slice(b"-Localhost"),
         }
-        sid.extend_from_slice(format!("-P{pid:08x}").as_bytes());
+        sid.extend_from_slice(b"-P");
+        push_hex(&mut sid, &pid.to_be_bytes());
         SessionId {
             sid: String::from_utf8_lossy(&sid).into_owned(),
             own_start,
             depth,
         }
+    }
+}
+
+/// Appends `bytes` as lowercase hex, two digits a byte.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0xf)]);
     }
 }
 
@@ -281,6 +293,9 @@ mod tests {
         assert_eq!(s.sid().len(), 43);
         assert_eq!(s.depth(), 0);
         assert_eq!(s.own_component(), s.sid());
+        // Every digit of the pid, lowercase, and no host name.
+        let s = Session::new(None, None, 1_795_303_297_816_920, 0xdead_b0ef, None);
+        assert_eq!(s.sid(), "20261121T232137.816920Z-Localhost-Pdeadb0ef");
     }
 
     #[test]
