@@ -25,9 +25,10 @@ pub const PARENT_NAME_ENV: &str = "GIT_TRACE2_PARENT_NAME";
 /// This process's place in the Trace2 session tree.
 #[derive(Debug)]
 pub struct Session {
-    sid: String,
-    own_start: usize,
-    depth: u32,
+    /// The session id, made with its first use: the global session is also made by a
+    /// `cmd_name` of a process with no target enabled, which needs only the hierarchy
+    /// (no clock, `getpid`, `gethostname` or SHA-1 then).
+    id: OnceLock<SessionId>,
     /// The hierarchy the next `cmd_name` extends: starts as the inherited parent name.
     hierarchy: Mutex<String>,
     /// Whether [`Session::export_env`] ran: `cmd_name` then keeps the environment's
@@ -35,33 +36,31 @@ pub struct Session {
     exported: AtomicBool,
 }
 
+/// The session id and what it says.
+#[derive(Debug)]
+struct SessionId {
+    sid: String,
+    own_start: usize,
+    depth: u32,
+}
+
 static GLOBAL: OnceLock<Session> = OnceLock::new();
 
 impl Session {
-    /// The session of this process, built from the environment on first use.
+    /// The session of this process, built from the environment on first use (its id on
+    /// the first use of the id).
     pub fn global() -> &'static Session {
-        if let Some(session) = GLOBAL.get() {
-            return session;
+        GLOBAL.get_or_init(Session::from_env)
+    }
+
+    /// A session whose hierarchy starts as the environment's parent name, its id not
+    /// made yet.
+    fn from_env() -> Session {
+        Session {
+            id: OnceLock::new(),
+            hierarchy: Mutex::new(non_empty_env(PARENT_NAME_ENV).unwrap_or_default()),
+            exported: AtomicBool::new(false),
         }
-        let mut made = false;
-        let session = GLOBAL.get_or_init(|| {
-            made = true;
-            let parent_sid = non_empty_env(PARENT_SID_ENV);
-            let parent_name = non_empty_env(PARENT_NAME_ENV);
-            Session::new(
-                parent_sid.as_deref(),
-                parent_name.as_deref(),
-                clock::now().wall_us,
-                std::process::id(),
-                hostname().as_deref(),
-            )
-        });
-        if made {
-            // Never changed nor freed from now on: formats that keep the id of the
-            // last line may trust its address (the Event format's line cache).
-            tracing_trace2_dst::statics::pin(session.sid());
-        }
-        session
     }
 
     /// Builds a session from its inputs (for tests and tools that replay traces).
@@ -72,46 +71,52 @@ impl Session {
         pid: u32,
         hostname: Option<&str>,
     ) -> Session {
-        let mut sid = Vec::with_capacity(96);
-        let mut depth = 0;
-        if let Some(parent) = parent_sid.filter(|p| !p.is_empty()) {
-            sid.extend_from_slice(parent.as_bytes());
-            sid.push(b'/');
-            depth = parent.bytes().filter(|&b| b == b'/').count() as u32 + 1;
-        }
-        let own_start = sid.len();
-        text::push_sid_datetime(&mut sid, wall_us);
-        match hostname {
-            Some(host) => {
-                let digest = sha1_smol::Sha1::from(host.as_bytes()).digest().to_string();
-                sid.extend_from_slice(b"-H");
-                sid.extend_from_slice(&digest.as_bytes()[..8]);
-            }
-            None => sid.extend_from_slice(b"-Localhost"),
-        }
-        sid.extend_from_slice(format!("-P{pid:08x}").as_bytes());
         Session {
-            sid: String::from_utf8_lossy(&sid).into_owned(),
-            own_start,
-            depth,
+            id: OnceLock::from(SessionId::new(parent_sid, wall_us, pid, hostname)),
             hierarchy: Mutex::new(parent_name.unwrap_or_default().to_owned()),
             exported: AtomicBool::new(false),
         }
     }
 
+    /// The id, made from the environment, the clock, the pid and the host name the
+    /// first time.
+    fn id(&self) -> &SessionId {
+        if let Some(id) = self.id.get() {
+            return id;
+        }
+        let mut made = false;
+        let id = self.id.get_or_init(|| {
+            made = true;
+            SessionId::new(
+                non_empty_env(PARENT_SID_ENV).as_deref(),
+                clock::now().wall_us,
+                std::process::id(),
+                hostname().as_deref(),
+            )
+        });
+        if made && let Some(global) = GLOBAL.get().filter(|g| std::ptr::eq(*g, self)) {
+            // The process's own id is never changed nor freed from now on: formats that
+            // keep the id of the last line may trust its address (the Event format's
+            // line cache).
+            tracing_trace2_dst::statics::pin(global.sid());
+        }
+        id
+    }
+
     /// The full session id.
     pub fn sid(&self) -> &str {
-        &self.sid
+        &self.id().sid
     }
 
     /// The last component of the SID: this process's own part (names directory files).
     pub fn own_component(&self) -> &str {
-        &self.sid[self.own_start..]
+        let id = self.id();
+        &id.sid[id.own_start..]
     }
 
     /// The depth in the process tree: 0 without a parent.
     pub fn depth(&self) -> u32 {
-        self.depth
+        self.id().depth
     }
 
     /// Records a `cmd_name` and returns its hierarchy: `<current>/<name>`, or `<name>`
@@ -148,7 +153,7 @@ impl Session {
 
     /// The variables a child process needs to nest under this session.
     pub fn child_env(&self) -> Vec<(&'static str, String)> {
-        let mut env = vec![(PARENT_SID_ENV, self.sid.clone())];
+        let mut env = vec![(PARENT_SID_ENV, self.sid().to_owned())];
         let hierarchy = self.hierarchy();
         if !hierarchy.is_empty() {
             env.push((PARENT_NAME_ENV, hierarchy));
@@ -178,7 +183,7 @@ impl Session {
         // SAFETY: the caller accepted the hazard (see above); the hierarchy lock keeps
         // a concurrent `cmd_name` from writing an older name after this one.
         unsafe {
-            std::env::set_var(PARENT_SID_ENV, &self.sid);
+            std::env::set_var(PARENT_SID_ENV, self.sid());
             std::env::set_var(PARENT_NAME_ENV, hierarchy.as_str());
         }
         self.exported.store(true, Ordering::Release);
@@ -187,6 +192,46 @@ impl Session {
     /// Whether [`Session::export_env`] has run in this process.
     pub fn is_exported(&self) -> bool {
         self.exported.load(Ordering::Acquire)
+    }
+}
+
+impl SessionId {
+    fn new(parent_sid: Option<&str>, wall_us: i64, pid: u32, hostname: Option<&str>) -> Self {
+        let mut sid = Vec::with_capacity(96);
+        let mut depth = 0;
+        if let Some(parent) = parent_sid.filter(|p| !p.is_empty()) {
+            sid.extend_from_slice(parent.as_bytes());
+            sid.push(b'/');
+            depth = parent.bytes().filter(|&b| b == b'/').count() as u32 + 1;
+        }
+        let own_start = sid.len();
+        text::push_sid_datetime(&mut sid, wall_us);
+        // The hex digits by hand: `format!` and the digest's `Display` would run (and
+        // page in) the formatting machinery once per process for 16 characters.
+        match hostname {
+            Some(host) => {
+                let digest = sha1_smol::Sha1::from(host.as_bytes()).digest().bytes();
+                sid.extend_from_slice(b"-H");
+                push_hex(&mut sid, &digest[..4]);
+            }
+            None => sid.extend_from_slice(b"-Localhost"),
+        }
+        sid.extend_from_slice(b"-P");
+        push_hex(&mut sid, &pid.to_be_bytes());
+        SessionId {
+            sid: String::from_utf8_lossy(&sid).into_owned(),
+            own_start,
+            depth,
+        }
+    }
+}
+
+/// Appends `bytes` as lowercase hex, two digits a byte.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0xf)]);
     }
 }
 
@@ -236,6 +281,22 @@ pub fn hostname() -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A `cmd_name` without a target needs the hierarchy only: the id (clock, pid,
+    /// host name, SHA-1) is made by its first use.
+    #[test]
+    fn the_id_is_made_by_its_first_use() {
+        let s = Session::from_env();
+        s.push_cmd_name("status");
+        assert!(s.id.get().is_none(), "made by cmd_name");
+        let own = s.own_component().to_owned();
+        assert!(s.id.get().is_some());
+        assert!(
+            own.ends_with(&format!("-P{:08x}", std::process::id())),
+            "{own}"
+        );
+        assert_eq!(s.sid(), s.sid(), "made once");
+    }
+
     #[test]
     fn sid_matches_git_shape() {
         // From samples/version.event: host "vm", pid 0x2a1e, 2026-11-21T23:21:37.816920Z.
@@ -244,6 +305,9 @@ mod tests {
         assert_eq!(s.sid().len(), 43);
         assert_eq!(s.depth(), 0);
         assert_eq!(s.own_component(), s.sid());
+        // Every digit of the pid, lowercase, and no host name.
+        let s = Session::new(None, None, 1_795_303_297_816_920, 0xdead_b0ef, None);
+        assert_eq!(s.sid(), "20261121T232137.816920Z-Localhost-Pdeadb0ef");
     }
 
     #[test]

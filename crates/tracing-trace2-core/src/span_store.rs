@@ -28,7 +28,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
 use tracing_core::Metadata;
 
@@ -91,8 +91,10 @@ struct Shard {
 
 /// The table of span entries.
 pub(crate) struct SpanStore {
-    /// A fixed array: the shard's index needs no bounds check.
-    shards: Box<[Shard; SHARDS]>,
+    /// A fixed array: the shard's index needs no bounds check. Made by the store's first
+    /// use: a process that never opens a span does not pay for its 8 KiB (built, and
+    /// first touched, when the layer was made: four page faults of a short process).
+    shards: OnceLock<Box<[Shard; SHARDS]>>,
     /// Whether every shard has its room (set by the first insertion).
     roomy: AtomicBool,
 }
@@ -119,27 +121,39 @@ impl SpanStore {
     /// An empty store.
     pub(crate) fn new() -> SpanStore {
         SpanStore {
-            // The shards start empty, and all take their room with the store's first
-            // span (`make_room`): a process that opens no span does not pay for 64
-            // tables (16 page faults of a short process). All at once rather than each
-            // with its own first span: the Registry's ids carry a generation that changes
-            // each time a slot is reused, so a span created over and over lands on new
-            // shards for hundreds of lives (its first 100 reach about 50 of the 64), and
-            // each would allocate then.
-            shards: Box::new(std::array::from_fn(|_| Shard {
-                map: Mutex::new(Map::default()),
-                has_closed: AtomicBool::new(false),
-                closed: Mutex::new(Vec::new()),
-            })),
+            shards: OnceLock::new(),
             roomy: AtomicBool::new(false),
         }
+    }
+
+    /// The shards, made with the first call.
+    #[inline]
+    fn shards(&self) -> &[Shard; SHARDS] {
+        self.shards.get_or_init(Self::make_shards)
+    }
+
+    /// The shards, empty: they all take their room with the store's first span
+    /// (`make_room`), so that a process whose spans all stay below the layer's levels
+    /// does not pay for 64 tables (16 page faults of a short process). All at once
+    /// rather than each with its own first span: the Registry's ids carry a generation
+    /// that changes each time a slot is reused, so a span created over and over lands
+    /// on new shards for hundreds of lives (its first 100 reach about 50 of the 64),
+    /// and each would allocate then.
+    #[cold]
+    #[inline(never)]
+    fn make_shards() -> Box<[Shard; SHARDS]> {
+        Box::new(std::array::from_fn(|_| Shard {
+            map: Mutex::new(Map::default()),
+            has_closed: AtomicBool::new(false),
+            closed: Mutex::new(Vec::new()),
+        }))
     }
 
     /// Locks the shard of span `id` for one operation (see the module documentation).
     #[inline]
     pub(crate) fn lock(&self, id: u64) -> ShardGuard<'_> {
         let index = shard_of(id);
-        let shard = &self.shards[index];
+        let shard = &self.shards()[index];
         let map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
         Self::guard(shard, map, index)
     }
@@ -181,7 +195,7 @@ impl SpanStore {
     #[cold]
     #[inline(never)]
     fn make_room(&self) {
-        for shard in self.shards.iter() {
+        for shard in self.shards().iter() {
             let mut map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
             if map.capacity() < SHARD_ROOM {
                 let more = SHARD_ROOM - map.len();
@@ -206,7 +220,7 @@ impl SpanStore {
     #[inline(never)]
     pub(crate) fn remove_reentrant(&self, id: u64) {
         let index = shard_of(id);
-        let shard = &self.shards[index];
+        let shard = &self.shards()[index];
         let map = match shard.map.try_lock() {
             Ok(map) => map,
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
@@ -233,7 +247,7 @@ impl SpanStore {
     pub(crate) fn len(&self) -> usize {
         (0..SHARDS)
             .map(|index| {
-                let shard = &self.shards[index];
+                let shard = &self.shards()[index];
                 let map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
                 Self::guard(shard, map, index).map.len()
             })
@@ -357,14 +371,15 @@ mod tests {
         assert!(guard.get_mut(same).is_none());
     }
 
-    /// The shards take no room until the first span, then all of it at once, and keep
-    /// it when their spans go.
+    /// The shards are not made until the store is first used, take no room until the
+    /// first span, then all of it at once, and keep it when their spans go.
     #[test]
     fn every_shard_takes_its_room_with_the_first_span() {
         let store = SpanStore::new();
+        assert!(store.shards.get().is_none(), "made with the layer");
         let rooms = |store: &SpanStore| -> Vec<usize> {
             (0..SHARDS)
-                .map(|index| store.shards[index].map.lock().unwrap().capacity())
+                .map(|index| store.shards()[index].map.lock().unwrap().capacity())
                 .collect()
         };
         assert!(rooms(&store).iter().all(|&room| room == 0));

@@ -59,18 +59,30 @@ pub(crate) enum WriteMode {
 impl WriteMode {
     /// The safe mode for whatever `fd` is now (an fd that is not open gets `NoSigpipe`,
     /// and its first write then fails with `EBADF`, as in git).
+    #[cfg(test)]
     pub(crate) fn for_fd(fd: RawFd) -> Self {
-        // SAFETY: fstat only fills the buffer we pass; a bad fd just returns -1.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstat(fd, &mut st) } != 0 {
-            return Self::NoSigpipe;
-        }
-        match st.st_mode & libc::S_IFMT {
-            libc::S_IFSOCK => Self::Send,
-            libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK => Self::Plain,
+        Self::for_type(file_type(fd))
+    }
+
+    /// The safe mode for a descriptor of type `kind` (`None`: not open).
+    fn for_type(kind: Option<libc::mode_t>) -> Self {
+        match kind {
+            Some(libc::S_IFSOCK) => Self::Send,
+            Some(libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK) => Self::Plain,
             _ => Self::NoSigpipe,
         }
     }
+}
+
+/// The file type bits (`S_IFMT`) of what `fd` names, from one `fstat`; `None` for a
+/// descriptor that is not open.
+fn file_type(fd: RawFd) -> Option<libc::mode_t> {
+    // SAFETY: fstat only fills the buffer we pass; a bad fd just returns -1.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some(st.st_mode & libc::S_IFMT)
 }
 
 /// Writes `buf` with one system call (repeated only when a signal interrupted it before
@@ -169,15 +181,11 @@ fn sigpipe_pending() -> bool {
     }
 }
 
-/// The file size limit of this process when `fd` is a regular file and the limit is
-/// finite: the size no write may take the file past.
-fn file_size_limit(fd: RawFd) -> Option<u64> {
-    // SAFETY: fstat and getrlimit only fill the buffers we pass.
+/// The file size limit of this process when it is finite: the size no write may take a
+/// regular file past.
+fn file_size_limit() -> Option<u64> {
+    // SAFETY: getrlimit only fills the buffer we pass.
     unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return None;
-        }
         let mut limit: libc::rlimit = std::mem::zeroed();
         if libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) != 0
             || limit.rlim_cur == libc::RLIM_INFINITY
@@ -194,13 +202,6 @@ fn check_fits(fd: RawFd, line: &[u8], limit: u64) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(libc::EFBIG));
     }
     Ok(())
-}
-
-/// Whether `fd` is a regular file.
-fn is_regular_file(fd: RawFd) -> bool {
-    // SAFETY: fstat only fills the buffer we pass; a bad fd just returns -1.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG }
 }
 
 /// Writes all of `bytes` with `write_once` (one system call each): after a short write
@@ -251,15 +252,8 @@ pub(crate) struct FdSink {
 impl FdSink {
     /// Writes to one of the host's descriptors, leaving it open forever.
     pub(crate) fn borrowed(fd: RawFd) -> Self {
-        let mode = WriteMode::for_fd(fd);
-        Self {
-            fd,
-            mode,
-            size_limit: file_size_limit(fd),
-            limit_turn: std::sync::Mutex::new(()),
-            batch_limit: batch_limit_for(fd, mode),
-            _owner: None,
-        }
+        let kind = file_type(fd);
+        Self::new(fd, WriteMode::for_type(kind), kind, None)
     }
 
     /// Writes to a private duplicate of one of the host's descriptors (close-on-exec,
@@ -274,8 +268,7 @@ impl FdSink {
             if copy >= 0 {
                 // SAFETY: `copy` is a fresh descriptor nobody else owns.
                 let owned = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(copy) };
-                let mode = WriteMode::for_fd(copy);
-                return Self::owned(owned, mode);
+                return Self::opened(owned);
             }
             if io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
                 break;
@@ -284,15 +277,41 @@ impl FdSink {
         Self::borrowed(fd)
     }
 
-    /// Writes to a descriptor we opened, closing it when the sink is dropped.
+    /// Writes to a descriptor we opened (a file or FIFO by path, a pinned duplicate),
+    /// whatever it names, closing it when the sink is dropped.
+    pub(crate) fn opened(fd: OwnedFd) -> Self {
+        let kind = file_type(fd.as_raw_fd());
+        Self::new(fd.as_raw_fd(), WriteMode::for_type(kind), kind, Some(fd))
+    }
+
+    /// Writes to a descriptor we opened, in `mode`, closing it when the sink is dropped.
     pub(crate) fn owned(fd: OwnedFd, mode: WriteMode) -> Self {
+        // Only a `Plain` descriptor can be a regular file: no `fstat` for a socket.
+        let kind = match mode {
+            WriteMode::Plain => file_type(fd.as_raw_fd()),
+            WriteMode::Send | WriteMode::NoSigpipe => None,
+        };
+        Self::new(fd.as_raw_fd(), mode, kind, Some(fd))
+    }
+
+    /// The sink for `fd` of type `kind`, found by the caller with one `fstat`;
+    /// `getrlimit` only for a regular file.
+    fn new(fd: RawFd, mode: WriteMode, kind: Option<libc::mode_t>, owner: Option<OwnedFd>) -> Self {
+        let regular = kind == Some(libc::S_IFREG);
         Self {
-            fd: fd.as_raw_fd(),
+            fd,
             mode,
-            size_limit: file_size_limit(fd.as_raw_fd()),
+            size_limit: if regular { file_size_limit() } else { None },
             limit_turn: std::sync::Mutex::new(()),
-            batch_limit: batch_limit_for(fd.as_raw_fd(), mode),
-            _owner: Some(fd),
+            // Batches only for regular files written with plain `write`s: a pipe keeps
+            // writes whole only up to `PIPE_BUF`, a socket is one datagram or stream
+            // message per line, a terminal is read by people.
+            batch_limit: if regular && mode == WriteMode::Plain {
+                FILE_BATCH_LIMIT
+            } else {
+                0
+            },
+            _owner: owner,
         }
     }
 }
@@ -305,16 +324,6 @@ impl FdSink {
         let _turn = self.limit_turn.lock().unwrap_or_else(|e| e.into_inner());
         check_fits(self.fd, line, limit)?;
         write_fd(self.fd, line, self.mode).map(|_| ())
-    }
-}
-
-/// Batches only for regular files: a pipe keeps writes whole only up to `PIPE_BUF`, a
-/// socket is one datagram or stream message per line, a terminal is read by people.
-fn batch_limit_for(fd: RawFd, mode: WriteMode) -> usize {
-    if mode == WriteMode::Plain && is_regular_file(fd) {
-        FILE_BATCH_LIMIT
-    } else {
-        0
     }
 }
 

@@ -167,10 +167,16 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
         DestinationValue::Disabled => Opened::Disabled,
         // Not checked now: an fd that is not open fails on the first write, as in git.
         DestinationValue::Fd(fd) => Opened::Sink(os::descriptor(fd)),
+        // On Unix the path is opened as a file first, and looked at only when the kernel
+        // says it names a directory: no `stat` before the open of every process.
+        #[cfg(unix)]
+        DestinationValue::Path(path) => file::open_file(&path, settings, report),
+        #[cfg(not(unix))]
         DestinationValue::Path(path) if !names_a_pipe(&path) && path.is_dir() => {
             dir::open_in_dir(&path, settings, report)
         }
-        DestinationValue::Path(path) => file::open_file(&path, settings.env_name, report),
+        #[cfg(not(unix))]
+        DestinationValue::Path(path) => file::open_file(&path, settings, report),
         #[cfg(all(unix, feature = "sockets"))]
         DestinationValue::UnixSocket { kind, path } => {
             socket::open_socket(value, kind, &path, settings.env_name, report)
@@ -194,6 +200,7 @@ fn open_reporting(value: &str, settings: &OpenSettings, report: &mut Reporter<'_
 /// Whether `path` is a Windows named pipe, which must not be looked at before it is
 /// opened: std's `metadata` opens the path, which takes the pipe's listening instance
 /// (the collector sees an empty connection, and the real open then finds the pipe busy).
+#[cfg(not(unix))]
 fn names_a_pipe(path: &std::path::Path) -> bool {
     cfg!(windows) && path.to_str().is_some_and(is_named_pipe_path)
 }

@@ -28,13 +28,10 @@ pub(crate) fn pinned_descriptor(fd: i32) -> Box<dyn Sink> {
 
 /// A sink owning a file (or named pipe, or FIFO) opened by path.
 pub(crate) fn opened_file(file: File) -> Box<dyn Sink> {
+    // Usually a regular file, but a FIFO given by path can raise SIGPIPE: the sink
+    // looks (one `fstat`).
     #[cfg(unix)]
-    {
-        let fd = std::os::fd::OwnedFd::from(file);
-        // Usually a regular file, but a FIFO given by path can raise SIGPIPE.
-        let mode = WriteMode::for_fd(std::os::fd::AsRawFd::as_raw_fd(&fd));
-        Box::new(FdSink::owned(fd, mode))
-    }
+    return Box::new(FdSink::opened(std::os::fd::OwnedFd::from(file)));
     #[cfg(windows)]
     Box::new(HandleSink::owned(file))
 }

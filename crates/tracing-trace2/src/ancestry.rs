@@ -212,12 +212,22 @@ const MAX_ANCESTORS: usize = 4096;
 pub(crate) fn ancestry_from(proc_root: &Path, pid: u32) -> Vec<String> {
     let mut names = Vec::new();
     let mut pid = pid;
-    // One buffer for every file: each costs an `open`, a `read` of the whole line and
-    // the `read` that finds its end (`std::fs::read` adds a `statx` and reads a procfs
-    // file, whose size shows as 0, in five growing pieces).
+    // One buffer for every file: each costs an `open` and one `read` of the whole line
+    // (`std::fs::read` adds a `statx` and reads a procfs file, whose size shows as 0, in
+    // five growing pieces).
     let mut stat = Vec::with_capacity(1024);
+    // Buffers for the path too (`Path::join` makes two each time).
+    let mut path = std::path::PathBuf::new();
+    let mut tail = String::new();
     while pid != 0 && names.len() < MAX_ANCESTORS {
-        if read_whole(&proc_root.join(pid.to_string()).join("stat"), &mut stat).is_err() {
+        use std::fmt::Write as _;
+        tail.clear();
+        let _ = write!(tail, "/{pid}/stat");
+        let text = path.as_mut_os_string();
+        text.clear();
+        text.push(proc_root.as_os_str());
+        text.push(&tail);
+        if read_line(&path, &mut stat).is_err() {
             break;
         }
         let Some((name, parent)) = parse_stat(&stat) else {
@@ -229,9 +239,12 @@ pub(crate) fn ancestry_from(proc_root: &Path, pid: u32) -> Vec<String> {
     names
 }
 
-/// Reads the file at `path` into `buf` (emptied first) with plain `read` calls.
+/// Reads the one-line file at `path` into `buf` (emptied first) with plain `read` calls,
+/// until its end or the end of its line. A procfs `stat` file is made whole by its first
+/// `read`, which hands over all of it that fits: a short read ending in a newline is the
+/// whole line, and the `read` that would find the end of the file is spared.
 #[cfg(target_os = "linux")]
-fn read_whole(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+fn read_line(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path)?;
     buf.clear();
@@ -239,7 +252,12 @@ fn read_whole(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
     loop {
         match file.read(&mut chunk) {
             Ok(0) => return Ok(()),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if n < chunk.len() && chunk[n - 1] == b'\n' {
+                    return Ok(());
+                }
+            }
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
             Err(err) => return Err(err),
         }
@@ -252,7 +270,12 @@ fn read_whole(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
 #[cfg(any(target_os = "linux", test))]
 fn parse_stat(stat: &[u8]) -> Option<(String, u32)> {
     let open = stat.iter().position(|&b| b == b'(')?;
-    let close = stat.iter().rposition(|&b| b == b')')?;
+    // The line's `)` is near its start, and about 300 bytes of numbers follow: `rfind`
+    // searches a word at a time, where `rposition` takes a byte per step.
+    let close = match std::str::from_utf8(stat) {
+        Ok(text) => text.rfind(')')?,
+        Err(_) => stat.iter().rposition(|&b| b == b')')?,
+    };
     if close < open {
         return None;
     }
@@ -360,6 +383,10 @@ mod tests {
         // The renamed parent of samples/ancestry-quoting.*: `my proc (x)'q`.
         let stat = b"4242 (my proc (x)'q) S 4100 4242 4100 0 -1 4194560 120 0 0 0\n";
         assert_eq!(parse_stat(stat), Some(("my proc (x)'q".to_owned(), 4100)));
+        // A name that is not UTF-8 (a process may set any bytes): found all the same,
+        // the bad byte replaced.
+        let stat = b"4242 (a)\xff) S 4100 4242 4100 0 -1 4194560 120 0 0 0\n";
+        assert_eq!(parse_stat(stat), Some(("a)\u{fffd}".to_owned(), 4100)));
     }
 
     #[test]

@@ -488,7 +488,7 @@ impl Trace2Guard {
 #[track_caller]
 fn write_error(err: &dyn std::fmt::Display) {
     let Some(shared) = SHARED.get() else { return };
-    if shared.pid != std::process::id() || shared.done.load(Ordering::Acquire) {
+    if shared.done.load(Ordering::Acquire) || shared.pid != std::process::id() {
         return;
     }
     let text = error_text::bounded(err, shared.message_limit);
@@ -506,8 +506,8 @@ fn end_on_drop() {
         return;
     }
     if hooks::exit_status_known()
-        && shared.pid == std::process::id()
         && !shared.done.load(Ordering::Acquire)
+        && shared.pid == std::process::id()
         && shared.writes_to_trace2()
     {
         // The exit hooks write `exit` with the status the process really exits with
@@ -588,7 +588,9 @@ impl LifecycleState {
 /// claims the right to write them.
 fn claim_end() -> Option<&'static LifecycleState> {
     let shared = SHARED.get()?;
-    if shared.pid != std::process::id() {
+    // `done` first: once the lines are written, the guard's drop and the exit handler
+    // that follow cost no `getpid` (a forked child copied `done` with the rest).
+    if shared.done.load(Ordering::Acquire) || shared.pid != std::process::id() {
         return None;
     }
     (!shared.done.swap(true, Ordering::AcqRel)).then_some(shared)
