@@ -28,7 +28,9 @@
 //! per-round ratios of the round medians).
 //!
 //! Runs are interleaved: every round runs each configuration once in turn, `RUNS` times
-//! over, so that a change of the machine's load hits all alike. `PER_PROCESS_ROUNDS`
+//! over, so that a change of the machine's load hits all alike; each pass starts one
+//! configuration further on, so that each follows every other equally often (a process
+//! started after another program's starts colder). `PER_PROCESS_ROUNDS`
 //! (default 7) and `PER_PROCESS_RUNS` (default 80) set the sizes. With
 //! `PER_PROCESS_STRACE=1` each configuration also runs once under `strace -f -c` and the
 //! table gets its system calls per process (the whole process tree).
@@ -383,10 +385,13 @@ impl Results {
                 config.clean();
                 rounds.push(Vec::with_capacity(runs));
             }
-            for _ in 0..runs {
-                for (config, rounds) in configs.iter().zip(&mut samples) {
-                    if let Some(round) = rounds.last_mut() {
-                        round.push(run(config.command(dir)));
+            // Each run starts one configuration further on, so that every configuration
+            // follows every other equally often: a process that follows git's (another
+            // binary) starts colder than one that follows its own kind.
+            for r in 0..runs {
+                for c in (0..configs.len()).map(|i| (i + r) % configs.len()) {
+                    if let Some(round) = samples[c].last_mut() {
+                        round.push(run(configs[c].command(dir)));
                     }
                 }
             }
