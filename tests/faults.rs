@@ -236,38 +236,75 @@ fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
 }
 
 /// A file size limit (`RLIMIT_FSIZE`, SIGXFSZ ignored): writes past it fail with
-/// EFBIG. The file keeps whole lines only, the host goes on.
+/// EFBIG. The file keeps whole lines only, the binary trace whole frames only (frames
+/// written together are taken whole or refused, never cut at a newline byte inside
+/// one), the host goes on.
 fn file_size_limit() {
     const LIMIT_BYTES: u64 = 20_000;
     let dir = tempfile::tempdir().unwrap();
     let event = dir.path().join("trace.event");
+    let binary = dir.path().join("trace.t2b");
     for background in [None, Some("lossless")] {
         let _ = std::fs::remove_file(&event);
+        let _ = std::fs::remove_file(&binary);
         let args = ["--lines", "400", "--threads", "2"];
         let mut cmd = host_with(
             &args,
             background,
-            &[("GIT_TRACE2_EVENT", event.to_str().unwrap())],
+            &[
+                ("GIT_TRACE2_EVENT", event.to_str().unwrap()),
+                ("TRACING_TRACE2_BINARY", binary.to_str().unwrap()),
+            ],
         );
-        // SAFETY: setrlimit and signal are async-signal-safe; they touch only the child.
-        unsafe {
-            cmd.pre_exec(|| {
-                let limit = libc::rlimit {
-                    rlim_cur: LIMIT_BYTES,
-                    rlim_max: LIMIT_BYTES,
-                };
-                libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
-                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-                Ok(())
-            });
-        }
+        with_file_size_limit(&mut cmd, LIMIT_BYTES);
         let run = run(cmd);
         assert_host_unchanged(&run, 400, 2);
         let size = std::fs::metadata(&event).unwrap().len();
         assert!(size <= LIMIT_BYTES && size > LIMIT_BYTES / 2, "{size}");
         let events = event_file(&event);
         assert_eq!(names(&events)[..2], ["version", "start"]);
+        assert_whole_frames(&binary, LIMIT_BYTES);
     }
+    // Limits the binary trace meets in a `write` of several frames (the STREAM frame
+    // with the first batch; at exit the last batch, a header copy and END), at many
+    // offsets: such a write is taken whole or refused, never cut after a byte that
+    // happens to be a newline inside a frame.
+    for limit in (1..64u64).map(|k| k * 37) {
+        let _ = std::fs::remove_file(&binary);
+        let mut cmd = host(
+            &["--lines", "3"],
+            &[("TRACING_TRACE2_BINARY", binary.to_str().unwrap())],
+        );
+        with_file_size_limit(&mut cmd, limit);
+        assert_host_unchanged(&run(cmd), 3, 1);
+        assert_whole_frames(&binary, limit);
+    }
+}
+
+/// Sets `limit` as the child's file size limit, SIGXFSZ ignored.
+fn with_file_size_limit(cmd: &mut Command, limit: u64) {
+    // SAFETY: setrlimit and signal are async-signal-safe; they touch only the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+}
+
+/// The binary trace at `path` is at most `limit` bytes of whole frames, nothing torn.
+fn assert_whole_frames(path: &Path, limit: u64) {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    assert!(bytes.len() as u64 <= limit, "{} > {limit}", bytes.len());
+    let options = tracing_trace2_binary::decode::DecodeOptions::default();
+    let report = tracing_trace2_binary::decode::decode(&bytes[..], &options, |_, _| {}).unwrap();
+    assert_eq!(report.skipped_bytes, 0, "binary trace damaged\n{report}");
+    assert_eq!(report.cut_at_end, 0, "binary trace cut\n{report}");
 }
 
 /// `/dev/full` (ENOSPC on every write): the target is disabled, git's warning with

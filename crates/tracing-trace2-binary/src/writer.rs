@@ -798,7 +798,9 @@ impl WriterCore {
             return;
         }
         let joined = frames.concat();
-        match self.sink.write_lines(&joined) {
+        // As one frame, not as text lines: a sink with a file size limit takes the whole
+        // or refuses it, and never cuts it at a newline byte inside a frame.
+        match self.sink.write_line(&joined) {
             Ok(()) => {
                 self.frames
                     .fetch_add(frames.len() as u64, Ordering::Relaxed);
