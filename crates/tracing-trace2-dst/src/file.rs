@@ -88,21 +88,30 @@ mod tests {
         for bad in ["/dev/null/x", "/proc/x"] {
             let (opened, seen) = open_collect(Path::new(bad), true);
             assert!(matches!(opened, Opened::Disabled));
-            let Some(git) = crate::test_support::git_stderr(&[
-                ("GIT_TRACE2_EVENT", bad),
-                ("GIT_TRACE2_DST_DEBUG", "1"),
-            ]) else {
+            if !warns_like_git(bad, &seen) {
                 return;
-            };
-            let ours: Vec<u8> = seen
-                .iter()
-                .flat_map(|m| crate::warn::format_warning(m))
-                .collect();
-            assert_eq!(
-                String::from_utf8_lossy(&ours),
-                String::from_utf8_lossy(&git)
-            );
+            }
         }
+    }
+
+    /// Whether git is here to compare with; if so, asserts that `seen`, as printed, is
+    /// what git prints for `dest` as `GIT_TRACE2_EVENT` with destination debugging.
+    fn warns_like_git(dest: &str, seen: &[String]) -> bool {
+        let Some(git) = crate::test_support::git_stderr(&[
+            ("GIT_TRACE2_EVENT", dest),
+            ("GIT_TRACE2_DST_DEBUG", "1"),
+        ]) else {
+            return false;
+        };
+        let ours: Vec<u8> = seen
+            .iter()
+            .flat_map(|m| crate::warn::format_warning(m))
+            .collect();
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&git)
+        );
+        true
     }
 
     /// A directory is found by the failed open (`EISDIR`), not by a look before it: the
@@ -128,21 +137,9 @@ mod tests {
         let (opened, seen) = open_collect(Path::new(&missing), true);
         assert!(matches!(opened, Opened::Disabled));
         assert!(!Path::new(&missing).exists());
-        let Some(git) = crate::test_support::git_stderr(&[
-            ("GIT_TRACE2_EVENT", missing.as_str()),
-            ("GIT_TRACE2_DST_DEBUG", "1"),
-        ]) else {
+        if !warns_like_git(&missing, &seen) {
             assert_eq!(seen.len(), 1, "{seen:?}");
-            return;
-        };
-        let ours: Vec<u8> = seen
-            .iter()
-            .flat_map(|m| crate::warn::format_warning(m))
-            .collect();
-        assert_eq!(
-            String::from_utf8_lossy(&ours),
-            String::from_utf8_lossy(&git)
-        );
+        }
     }
 
     #[test]
