@@ -638,9 +638,10 @@ impl Enc<'_> {
     #[inline(never)]
     fn string_at_elsewhere(&mut self, text: &str) -> (u64, u32) {
         let text = self.cut(text);
-        if let Some((id, offset)) = self.strings.find(text, &self.out[..self.pos]) {
-            return (u64::from(id), offset);
-        }
+        let miss = match self.strings.find_or_miss(text, &self.out[..self.pos]) {
+            Ok((id, offset)) => return (u64::from(id), offset),
+            Err(miss) => miss,
+        };
         let id = self.strings.count + 1;
         self.strings.count = id;
         self.byte(control::STR_DEF);
@@ -649,7 +650,7 @@ impl Enc<'_> {
         let offset = self.pos;
         self.put(text.as_bytes());
         if self.ok {
-            self.strings.insert(text, id, offset);
+            self.strings.insert_missed(text, id, offset, miss);
         }
         (u64::from(id), offset as u32)
     }

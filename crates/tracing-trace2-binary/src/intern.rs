@@ -83,6 +83,18 @@ struct ByContent {
     hash: u64,
 }
 
+/// What [`Strings::find_or_miss`] learnt of a string the batch does not hold yet.
+pub(crate) struct Miss {
+    /// The address table's slot holding this address with other text, if any.
+    stale: Option<usize>,
+    /// Else the free slot that ended the walk from the string's home.
+    free: usize,
+    /// The tables' mask then (they may grow before the string is recorded).
+    mask: usize,
+    /// The hash of the string's text.
+    hash: u64,
+}
+
 /// The string dictionary of the current batch.
 pub(crate) struct Strings {
     generation: u32,
@@ -269,8 +281,16 @@ impl Strings {
 
     /// The id of `text` in this batch, whose bytes so far are `batch`, and where the
     /// batch holds its bytes.
-    #[inline]
+    #[cfg(test)]
     pub fn find(&mut self, text: &str, batch: &[u8]) -> Option<(u32, u32)> {
+        self.find_or_miss(text, batch).ok()
+    }
+
+    /// [`Self::find`], or on a miss what its probes learnt, for
+    /// [`Self::insert_missed`]: a string seen once (a request's URI) is then looked up
+    /// and recorded with one walk of each table and one hash of its text.
+    #[inline]
+    pub fn find_or_miss(&mut self, text: &str, batch: &[u8]) -> Result<(u32, u32), Miss> {
         let bytes = text.as_bytes();
         let addr = bytes.as_ptr() as usize;
         let mut i = slot(address_hash(addr, bytes.len()), self.mask);
@@ -283,28 +303,36 @@ impl Strings {
             }
             if e.addr == addr && e.len as usize == bytes.len() {
                 if e.fixed {
-                    return Some((e.id, e.offset));
+                    return Ok((e.id, e.offset));
                 }
                 let start = e.offset as usize;
                 if batch
                     .get(start..start + bytes.len())
                     .is_some_and(|copy| same_bytes(copy, bytes))
                 {
-                    return Some((e.id, e.offset));
+                    return Ok((e.id, e.offset));
                 }
                 stale = Some(i);
                 break;
             }
             i = (i + 1) & self.mask;
         }
-        let (id, offset) = self.content_entry(bytes, batch)?;
+        let hash = content_hash(bytes);
+        let Some((id, offset)) = self.content_entry(hash, bytes, batch) else {
+            // `i`: the free slot that ended the walk, unless a stale entry did.
+            return Err(Miss {
+                stale,
+                free: i,
+                mask: self.mask,
+                hash,
+            });
+        };
         // Next time the address alone finds it.
         self.put_address(stale, addr, bytes.len(), id, offset);
-        Some((id, offset))
+        Ok((id, offset))
     }
 
-    fn content_entry(&self, bytes: &[u8], batch: &[u8]) -> Option<(u32, u32)> {
-        let hash = content_hash(bytes);
+    fn content_entry(&self, hash: u64, bytes: &[u8], batch: &[u8]) -> Option<(u32, u32)> {
         let mut i = slot(hash, self.mask);
         loop {
             let e = self.by_content[i];
@@ -324,7 +352,9 @@ impl Strings {
         }
     }
 
-    /// Records that `text` was defined as `id` with its bytes at `offset` of the batch.
+    /// Records that `text` was defined as `id` with its bytes at `offset` of the batch
+    /// (the encoder records what it missed with [`Self::insert_missed`]).
+    #[cfg(test)]
     pub fn insert(&mut self, text: &str, id: u32, offset: usize) {
         let bytes = text.as_bytes();
         let addr = bytes.as_ptr() as usize;
@@ -348,6 +378,55 @@ impl Strings {
         self.put_address(stale, addr, bytes.len(), id, offset);
         if self.room(self.used_content) {
             let hash = content_hash(bytes);
+            let mut i = slot(hash, self.mask);
+            while self.by_content[i].generation == self.generation {
+                i = (i + 1) & self.mask;
+            }
+            self.by_content[i] = ByContent {
+                generation: self.generation,
+                id,
+                len,
+                offset,
+                hash,
+            };
+            self.used_content += 1;
+        }
+    }
+
+    /// [`Self::insert`] for the `text` that [`Self::find_or_miss`] just missed (no
+    /// other change to the tables in between): the same entries, in the same slots,
+    /// without walking the address table or hashing the text again.
+    pub fn insert_missed(&mut self, text: &str, id: u32, offset: usize, miss: Miss) {
+        let bytes = text.as_bytes();
+        let addr = bytes.as_ptr() as usize;
+        let (Ok(offset), Ok(len)) = (u32::try_from(offset), u32::try_from(bytes.len())) else {
+            return;
+        };
+        let entry = ByAddress {
+            generation: self.generation,
+            id,
+            len,
+            offset,
+            addr,
+            fixed: statics::is_immutable(addr, bytes.len()),
+        };
+        if let Some(i) = miss.stale {
+            self.by_address[i] = entry;
+        } else if self.room(self.used_address) {
+            // The free slot found is where the walk from the string's home ends, unless
+            // the tables just grew.
+            let mut i = miss.free;
+            if self.mask != miss.mask {
+                i = slot(address_hash(addr, bytes.len()), self.mask);
+                while self.by_address[i].generation == self.generation {
+                    i = (i + 1) & self.mask;
+                }
+            }
+            self.by_address[i] = entry;
+            self.used_address += 1;
+        }
+        if self.room(self.used_content) {
+            let hash = miss.hash;
             let mut i = slot(hash, self.mask);
             while self.by_content[i].generation == self.generation {
                 i = (i + 1) & self.mask;
@@ -858,6 +937,59 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(id(s.find(omega, &batch)), Some(b));
         assert_eq!(id(s.find("alpha", &batch)), Some(a));
+    }
+
+    /// The tables' entries, for comparing two dictionaries.
+    fn entries(s: &Strings) -> Vec<(u32, u32, u32, u32, usize, bool, u64)> {
+        let by_address = s
+            .by_address
+            .iter()
+            .map(|e| (e.generation, e.id, e.len, e.offset, e.addr, e.fixed, 0));
+        let by_content = s
+            .by_content
+            .iter()
+            .map(|e| (e.generation, e.id, e.len, e.offset, 0, false, e.hash));
+        by_address.chain(by_content).collect()
+    }
+
+    /// A miss recorded with what its lookup learnt leaves the tables as looking the
+    /// string up and recording it afresh does: new texts, repeats, an address reused with
+    /// new text, tables that grow and tables that are full.
+    #[test]
+    fn recording_a_miss_matches_recording_afresh() {
+        for max in [16, 64, 4096] {
+            let (mut afresh, mut missed) = (Strings::new(max), Strings::new(max));
+            let (mut batch_afresh, mut batch_missed) = (Vec::new(), Vec::new());
+            let owned: Vec<String> = (0..400).map(|i| format!("/item/{}", i % 170)).collect();
+            let mut buf = *b"reused-000";
+            for (n, text) in owned.iter().enumerate() {
+                buf[7..].copy_from_slice(format!("{:03}", n % 7).as_bytes());
+                let reused = std::str::from_utf8(&buf).unwrap().to_owned();
+                for text in [
+                    text.as_str(),
+                    std::str::from_utf8(&buf).unwrap(),
+                    &reused,
+                    "index",
+                ] {
+                    let found = match afresh.find(text, &batch_afresh) {
+                        Some(hit) => hit.0,
+                        None => define(&mut afresh, &mut batch_afresh, text),
+                    };
+                    let got = match missed.find_or_miss(text, &batch_missed) {
+                        Ok(hit) => hit.0,
+                        Err(miss) => {
+                            let offset = batch_missed.len();
+                            batch_missed.extend_from_slice(text.as_bytes());
+                            missed.count += 1;
+                            missed.insert_missed(text, missed.count, offset, miss);
+                            missed.count
+                        }
+                    };
+                    assert_eq!(found, got, "{text} ({max} slots)");
+                    assert!(entries(&afresh) == entries(&missed), "{text} ({max} slots)");
+                }
+            }
+        }
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! The Registry keeps a layer's values in a type map per span, each value boxed: a
 //! `malloc` and `free` per span, and a lookup, a lock and a type-map probe per access.
 //! Here the entry is kept by value in one of [`SHARDS`] shards, each a `Mutex` over a
-//! small hash map; the shard is chosen by a multiplicative hash of the id (the
-//! Registry's ids are dense in their low bits and differ per thread in middle bits).
+//! small hash map. The shard is chosen by the thread that made the span and a
+//! multiplicative hash of the id: the Registry's ids carry the number of the slab shard
+//! of the thread that made the span, so a thread working on its own spans keeps to its
+//! own few shards and their cache lines stay with it.
 //! The span's metadata is kept too, so that a first entry and a close need no Registry
 //! lookup at all.
 //!
@@ -39,8 +41,15 @@ const SHARDS: usize = 64;
 /// Spans each shard has room for from its first span on (a few spans open at once per
 /// shard is the usual case).
 const SHARD_ROOM: usize = 8;
+/// Shards per thread: the id's hash picks one of them.
+const THREAD_SHARDS: usize = 8;
+/// Where the number of the thread that made a span starts in `id - 1` (the slab key of
+/// tracing-subscriber's Registry: sharded-slab's default layout, 38 bits of page
+/// address and then the thread's shard). Were the layout to change, these bits would
+/// be other bits of the id: the shards would be spread differently, never wrongly.
+const SLAB_TID_SHIFT: u32 = 38;
 /// Multiplier of the shard hash (2^64 / golden ratio): spreads the id's low and middle
-/// bits into the top bits, which pick the shard.
+/// bits into the top bits, which pick the shard among the thread's.
 const SHARD_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Multiplier of the hash inside a shard, different from [`SHARD_MIX`], so that the map's
 /// own tag bits (the top ones) still differ between the ids of one shard.
@@ -114,7 +123,13 @@ impl std::fmt::Debug for SpanStore {
 /// The shard of span `id`.
 #[inline]
 pub(crate) fn shard_of(id: u64) -> usize {
-    (id.wrapping_mul(SHARD_MIX) >> (64 - SHARDS.trailing_zeros())) as usize
+    // The thread's number read from `id` itself, not `id - 1`: the two differ there
+    // only for a page address of 2^38 - 1, which no slab reaches. Shifted straight to
+    // its place, the first shard of the thread's.
+    let first = (id >> (SLAB_TID_SHIFT - THREAD_SHARDS.trailing_zeros())) as usize
+        & (SHARDS - THREAD_SHARDS);
+    let within = (id.wrapping_mul(SHARD_MIX) >> (64 - THREAD_SHARDS.trailing_zeros())) as usize;
+    first | within
 }
 
 impl SpanStore {
@@ -399,15 +414,55 @@ mod tests {
 
     #[test]
     fn ids_spread_over_the_shards() {
-        // Registry-like ids: dense low bits, a thread's bits in the middle.
+        // Registry-like ids: slab key + 1, the key's page address dense in its low bits,
+        // the making thread's number above it, a generation at the top.
+        let threads = (SHARDS / THREAD_SHARDS) as u64;
         let mut used = [0usize; SHARDS];
-        for thread in 0..4u64 {
-            for slot in 1..=256u64 {
-                used[shard_of((thread << 22) | slot)] += 1;
+        for thread in 0..threads {
+            let mut own = [false; SHARDS];
+            for generation in 0..4u64 {
+                for slot in 0..64u64 {
+                    let id = ((generation << 51) | (thread << SLAB_TID_SHIFT) | slot) + 1;
+                    used[shard_of(id)] += 1;
+                    own[shard_of(id)] = true;
+                }
             }
+            // A thread's spans keep to its own shards, all of them used.
+            assert_eq!(own.iter().filter(|&&o| o).count(), THREAD_SHARDS, "{own:?}");
         }
-        assert!(used.iter().all(|&n| n > 0), "{used:?}");
-        assert!(used.iter().all(|&n| n < 4 * 256 / SHARDS * 3), "{used:?}");
+        let per_shard = 256 * threads as usize / SHARDS;
+        assert!(used.iter().all(|&n| n > per_shard / 3), "{used:?}");
+        assert!(used.iter().all(|&n| n < per_shard * 3), "{used:?}");
+    }
+
+    /// The ids tracing-subscriber's Registry gives spans made on two threads carry the
+    /// threads apart where [`shard_of`] reads them: each thread's spans keep to shards of
+    /// their own.
+    #[test]
+    fn registry_ids_of_two_threads_keep_to_their_own_shards() {
+        use std::collections::BTreeSet;
+        use tracing_subscriber::registry::Registry;
+        let dispatch = tracing::Dispatch::new(Registry::default());
+        let shards = || {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let spans: Vec<tracing::Span> = (0..32).map(|_| tracing::info_span!("s")).collect();
+                let ids: Vec<u64> = spans.iter().map(|s| s.id().unwrap().into_u64()).collect();
+                let groups: BTreeSet<usize> =
+                    ids.iter().map(|&id| shard_of(id) / THREAD_SHARDS).collect();
+                let threads: BTreeSet<u64> =
+                    ids.iter().map(|&id| (id - 1) >> SLAB_TID_SHIFT).collect();
+                (groups, threads)
+            })
+        };
+        let here = shards();
+        let there = std::thread::scope(|scope| scope.spawn(shards).join().unwrap());
+        for (groups, threads) in [&here, &there] {
+            assert_eq!(groups.len(), 1, "{groups:?}");
+            assert_eq!(threads.len(), 1, "{threads:?}");
+        }
+        // Two threads alive at once: their numbers differ (and so, but for threads 8
+        // apart, their shards).
+        assert_ne!(here.1, there.1);
     }
 
     /// A span closed from inside the layer's work while this thread holds its shard

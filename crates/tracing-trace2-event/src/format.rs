@@ -365,6 +365,9 @@ struct SidThread {
     thread_len: usize,
     text: [u8; CACHED_TEXT + TIME_PREFIX],
     text_len: usize,
+    /// Where `,"thread":` starts in `text`: the sid's text before it is kept when only
+    /// the thread changes.
+    sid_text_len: usize,
     /// The first microsecond of the second whose text follows `text_len`, when there is
     /// one.
     second: Option<i64>,
@@ -383,6 +386,7 @@ impl SidThread {
         thread_len: usize::MAX,
         text: [0; CACHED_TEXT + TIME_PREFIX],
         text_len: 0,
+        sid_text_len: 0,
         second: None,
         sid_fixed_addr: 0,
     };
@@ -431,25 +435,101 @@ impl SidThread {
                 .is_some_and(|cached| same_bytes(cached, thread))
     }
 
-    /// Keeps `text` for `sid` and `thread`, if everything fits.
-    fn store(&mut self, sid: &str, thread: &str, text: &[u8]) {
-        let (sid, thread) = (sid.as_bytes(), thread.as_bytes());
-        self.second = None;
-        if sid.len() > CACHED_SID || thread.len() > CACHED_THREAD || text.len() > CACHED_TEXT {
-            self.sid_len = usize::MAX;
-            return;
+    /// Whether the text kept starts with `sid`'s (the thread's may differ).
+    fn holds_sid(&self, sid: &str) -> bool {
+        let sid = sid.as_bytes();
+        sid.len() == self.sid_len
+            && (self.sid_fixed_addr == sid.as_ptr() as usize
+                || self
+                    .sid
+                    .get(..sid.len())
+                    .is_some_and(|cached| same_long_bytes(cached, sid)))
+    }
+
+    /// Brings the kept text up to date for `sid`, `thread` and `wall_us`; `false` when
+    /// they cannot be kept (too long). What did not change is not made again: a new
+    /// thread name under the same sid (task lanes taking turns on a thread) escapes the
+    /// name alone, and the date and time of a second already kept move after the new
+    /// text. `scratch` is the line's buffer, used past its end and left as it was.
+    fn refresh(
+        &mut self,
+        scratch: &mut Vec<u8>,
+        sid: &str,
+        thread: &str,
+        wall_us: Option<i64>,
+    ) -> bool {
+        if !self.holds(sid, thread) && !self.store(scratch, sid, thread) {
+            return false;
         }
-        self.sid[..sid.len()].copy_from_slice(sid);
-        self.sid_len = sid.len();
-        let addr = sid.as_ptr() as usize;
-        self.sid_fixed_addr = match tracing_trace2_dst::statics::is_immutable(addr, sid.len()) {
-            true => addr,
-            false => 0,
+        if let Some(wall_us) = wall_us
+            && self.with_second(wall_us).is_none()
+        {
+            self.store_second(wall_us);
+        }
+        true
+    }
+
+    /// Keeps the text of `sid` and `thread` (the sid's as it is when it is the one
+    /// kept), and the second kept after it; `false` (nothing kept) when it does not fit.
+    fn store(&mut self, scratch: &mut Vec<u8>, sid: &str, thread: &str) -> bool {
+        let (sid_bytes, thread_bytes) = (sid.as_bytes(), thread.as_bytes());
+        if sid_bytes.len() > CACHED_SID || thread_bytes.len() > CACHED_THREAD {
+            self.forget();
+            return false;
+        }
+        let start = scratch.len();
+        let same_sid = self.holds_sid(sid);
+        if !same_sid {
+            Appender::new(scratch).put_json_field(b"\"sid\":", sid);
+        }
+        let sid_text_len = match same_sid {
+            true => self.sid_text_len,
+            false => scratch.len() - start,
         };
-        self.thread[..thread.len()].copy_from_slice(thread);
-        self.thread_len = thread.len();
-        self.text[..text.len()].copy_from_slice(text);
-        self.text_len = text.len();
+        let thread_start = scratch.len();
+        Appender::new(scratch).put_json_field(key!("thread"), thread);
+        let text_len = sid_text_len + (scratch.len() - thread_start);
+        if text_len > CACHED_TEXT {
+            scratch.truncate(start);
+            self.forget();
+            return false;
+        }
+        // The date and time of the second kept, to follow the new text.
+        let mut time = [0; TIME_PREFIX];
+        let second = self.second.take();
+        if second.is_some() {
+            time.copy_from_slice(&self.text[self.text_len..self.text_len + TIME_PREFIX]);
+        }
+        if !same_sid {
+            self.text[..sid_text_len].copy_from_slice(&scratch[start..thread_start]);
+            self.sid[..sid_bytes.len()].copy_from_slice(sid_bytes);
+            self.sid_len = sid_bytes.len();
+            let addr = sid_bytes.as_ptr() as usize;
+            self.sid_fixed_addr =
+                match tracing_trace2_dst::statics::is_immutable(addr, sid_bytes.len()) {
+                    true => addr,
+                    false => 0,
+                };
+            self.sid_text_len = sid_text_len;
+        }
+        self.text[sid_text_len..text_len].copy_from_slice(&scratch[thread_start..]);
+        scratch.truncate(start);
+        self.text_len = text_len;
+        self.thread[..thread_bytes.len()].copy_from_slice(thread_bytes);
+        self.thread_len = thread_bytes.len();
+        if second.is_some() {
+            self.text[text_len..text_len + TIME_PREFIX].copy_from_slice(&time);
+            self.second = second;
+        }
+        true
+    }
+
+    /// Holds nothing any more.
+    fn forget(&mut self) {
+        self.sid_len = usize::MAX;
+        self.thread_len = usize::MAX;
+        self.sid_fixed_addr = 0;
+        self.second = None;
     }
 }
 
@@ -458,9 +538,18 @@ impl SidThread {
     /// line's; `false` (nothing written) otherwise.
     #[cfg_attr(not(debug_assertions), inline(always))]
     fn put(&self, w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Option<i64>) -> bool {
-        if !self.holds(sid, thread) {
+        if !self.holds(sid, thread) || !self.put_kept(w, wall_us) {
             return false;
         }
+        #[cfg(test)]
+        CACHE_HITS.with(|hits| hits.set((hits.get().0 + 1, hits.get().1)));
+        true
+    }
+
+    /// Appends the kept text, and the time when `wall_us` falls in the second kept;
+    /// `false` (nothing written) when it does not.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    fn put_kept(&self, w: &mut Appender<'_>, wall_us: Option<i64>) -> bool {
         match wall_us {
             None => w.put_long(&self.text[..self.text_len]),
             Some(wall_us) => {
@@ -473,8 +562,6 @@ impl SidThread {
                 w.put_array([a, b, c, d, e, f, b'Z', b'"']);
             }
         }
-        #[cfg(test)]
-        CACHE_HITS.with(|hits| hits.set((hits.get().0 + 1, hits.get().1)));
         true
     }
 }
@@ -568,23 +655,20 @@ fn push_sid_thread(w: &mut Appender<'_>, sid: &str, thread: &str, wall_us: Optio
 #[cold]
 #[inline(never)]
 fn push_sid_thread_slow(out: &mut Vec<u8>, sid: &str, thread: &str, wall_us: Option<i64>) {
-    let start = out.len();
-    render_sid_thread(out, sid, thread);
-    let _ = LINE_CACHE.try_with(|cell| {
+    let done = LINE_CACHE.try_with(|cell| {
         // In a nested call (or while the thread's storage is torn down): no cache.
         let Ok(mut cache) = cell.try_borrow_mut() else {
-            return;
+            return false;
         };
         let cached = &mut cache.sid_thread;
-        if !cached.holds(sid, thread) {
-            cached.store(sid, thread, &out[start..]);
-        }
-        if let Some(wall_us) = wall_us {
-            cached.store_second(wall_us);
-        }
+        cached.refresh(out, sid, thread, wall_us)
+            && cached.put_kept(&mut Appender::new(out), wall_us)
     });
-    if let Some(wall_us) = wall_us {
-        push_time(&mut Appender::new(out), wall_us);
+    if done != Ok(true) {
+        render_sid_thread(out, sid, thread);
+        if let Some(wall_us) = wall_us {
+            push_time(&mut Appender::new(out), wall_us);
+        }
     }
 }
 
@@ -1148,6 +1232,52 @@ mod sid_thread_tests {
                 let mut direct = b"\"sid\":".to_vec();
                 push_json_str(&mut direct, sid);
                 assert!(out.starts_with(&direct));
+            }
+        }
+    }
+
+    /// Task lanes taking turns on one thread under one sid: each line is the text of
+    /// its own lane and second, the sid's kept text and the second's date carried over
+    /// when only the thread name changes, and a lane's next line comes from the cache.
+    #[test]
+    fn lanes_taking_turns_keep_sid_and_second() {
+        let sid = "20261121T232137.816920Z-H0a7c9cdf-P00002a1e";
+        let lanes = [
+            "task-lane-01",
+            "task-lane-02",
+            "th01:tokio-rt-worker",
+            "q\"lane",
+            "main",
+        ];
+        let times = [
+            Some(1_795_303_297_816_991),
+            Some(1_795_303_297_999_999),
+            None,
+            Some(1_795_303_298_000_000),
+            Some(1_795_303_297_000_000),
+        ];
+        for wall_us in times {
+            for lane in lanes {
+                for repeat in 0..2 {
+                    let before = cache_hits().0;
+                    let mut out = b"x".to_vec();
+                    push_sid_thread(&mut Appender::new(&mut out), sid, lane, wall_us);
+                    let mut direct = b"x\"sid\":".to_vec();
+                    push_json_str(&mut direct, sid);
+                    direct.extend_from_slice(b",\"thread\":");
+                    push_json_str(&mut direct, lane);
+                    if let Some(wall_us) = wall_us {
+                        direct.extend_from_slice(b",\"time\":\"");
+                        push_utc_datetime(&mut direct, wall_us);
+                        direct.push(b'"');
+                    }
+                    assert_eq!(
+                        String::from_utf8_lossy(&out),
+                        String::from_utf8_lossy(&direct),
+                        "{lane} {wall_us:?}"
+                    );
+                    assert_eq!(cache_hits().0 - before, repeat, "{lane} {wall_us:?}");
+                }
             }
         }
     }
