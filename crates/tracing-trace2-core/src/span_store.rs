@@ -29,7 +29,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError, TryLockError};
 
 use tracing_core::Metadata;
@@ -104,8 +104,9 @@ pub(crate) struct SpanStore {
     /// use: a process that never opens a span does not pay for its 8 KiB (built, and
     /// first touched, when the layer was made: four page faults of a short process).
     shards: OnceLock<Box<[Shard; SHARDS]>>,
-    /// Whether every shard has its room (set by the first insertion).
-    roomy: AtomicBool,
+    /// Which groups of a thread's shards have their room, one bit per group (set by the
+    /// group's first insertion).
+    roomy: AtomicU8,
 }
 
 impl Default for SpanStore {
@@ -137,7 +138,7 @@ impl SpanStore {
     pub(crate) fn new() -> SpanStore {
         SpanStore {
             shards: OnceLock::new(),
-            roomy: AtomicBool::new(false),
+            roomy: AtomicU8::new(0),
         }
     }
 
@@ -147,13 +148,14 @@ impl SpanStore {
         self.shards.get_or_init(Self::make_shards)
     }
 
-    /// The shards, empty: they all take their room with the store's first span
-    /// (`make_room`), so that a process whose spans all stay below the layer's levels
-    /// does not pay for 64 tables (16 page faults of a short process). All at once
-    /// rather than each with its own first span: the Registry's ids carry a generation
-    /// that changes each time a slot is reused, so a span created over and over lands
-    /// on new shards for hundreds of lives (its first 100 reach about 50 of the 64),
-    /// and each would allocate then.
+    /// The shards, empty: a thread's group of shards takes its room with the first span
+    /// that lands there (`make_room`), so that a process whose spans all stay below the
+    /// layer's levels does not pay for 64 tables (16 page faults of a short process),
+    /// nor a single-threaded one for the 56 its thread never uses (about 17). A whole
+    /// group at once rather than each shard with its own first span: the Registry's ids
+    /// carry a generation that changes each time a slot is reused, so a span created
+    /// over and over lands on each of its thread's shards in turn, and each would
+    /// allocate then; the thread's bits of the id never change.
     #[cold]
     #[inline(never)]
     fn make_shards() -> Box<[Shard; SHARDS]> {
@@ -198,26 +200,28 @@ impl SpanStore {
     pub(crate) fn insert(&self, id: u64, entry: SpanEntry) -> Option<SpanEntry> {
         // Relaxed is enough: a thread that sees it unset takes each shard's lock to
         // check that shard's room.
-        if !self.roomy.load(Ordering::Relaxed) {
-            self.make_room();
+        let group = shard_of(id) / THREAD_SHARDS;
+        if self.roomy.load(Ordering::Relaxed) & (1 << group) == 0 {
+            self.make_room(group);
         }
         self.lock(id).map_mut().insert(id, entry)
     }
 
-    /// Gives every shard its room, one shard locked at a time (the locking rules hold:
-    /// no other shard is held). Once per store; the room is never given back, as
-    /// removals keep a map's capacity.
+    /// Gives every shard of `group` its room, one shard locked at a time (the locking
+    /// rules hold: no other shard is held). Once per group; the room is never given
+    /// back, as removals keep a map's capacity.
     #[cold]
     #[inline(never)]
-    fn make_room(&self) {
-        for shard in self.shards().iter() {
+    fn make_room(&self, group: usize) {
+        let shards = &self.shards()[group * THREAD_SHARDS..][..THREAD_SHARDS];
+        for shard in shards {
             let mut map = shard.map.lock().unwrap_or_else(PoisonError::into_inner);
             if map.capacity() < SHARD_ROOM {
                 let more = SHARD_ROOM - map.len();
                 map.reserve(more);
             }
         }
-        self.roomy.store(true, Ordering::Relaxed);
+        self.roomy.fetch_or(1 << group, Ordering::Relaxed);
     }
 
     /// Takes span `id`'s entry out (its span closed), to be dropped by the caller after
@@ -387,9 +391,10 @@ mod tests {
     }
 
     /// The shards are not made until the store is first used, take no room until the
-    /// first span, then all of it at once, and keep it when their spans go.
+    /// first span of their thread's group, then the whole group's at once, and keep it
+    /// when their spans go.
     #[test]
-    fn every_shard_takes_its_room_with_the_first_span() {
+    fn a_threads_shards_take_their_room_with_its_first_span() {
         let store = SpanStore::new();
         assert!(store.shards.get().is_none(), "made with the layer");
         let rooms = |store: &SpanStore| -> Vec<usize> {
@@ -398,10 +403,31 @@ mod tests {
                 .collect()
         };
         assert!(rooms(&store).iter().all(|&room| room == 0));
+        let roomy = |rooms: &[usize], group: usize| {
+            rooms[group * THREAD_SHARDS..][..THREAD_SHARDS]
+                .iter()
+                .all(|&room| room >= SHARD_ROOM)
+        };
+        let empty = |rooms: &[usize], group: usize| {
+            rooms[group * THREAD_SHARDS..][..THREAD_SHARDS]
+                .iter()
+                .all(|&room| room == 0)
+        };
+        // Thread 0's span: its group only.
         store.insert(5, entry());
-        assert!(rooms(&store).iter().all(|&room| room >= SHARD_ROOM));
+        let now = rooms(&store);
+        assert!(roomy(&now, 0));
+        assert!((1..SHARDS / THREAD_SHARDS).all(|group| empty(&now, group)));
+        // Thread 3's spans, with their generations: its group, whichever shard of it.
+        let thread_3 = 3u64 << SLAB_TID_SHIFT;
+        for generation in 0..4u64 {
+            store.insert((generation << 51) | thread_3 | 7, entry());
+        }
+        let now = rooms(&store);
+        assert!(roomy(&now, 0) && roomy(&now, 3));
+        assert!(empty(&now, 1) && empty(&now, 2));
         drop(store.remove(5));
-        assert!(rooms(&store).iter().all(|&room| room >= SHARD_ROOM));
+        assert!(roomy(&rooms(&store), 0));
     }
 
     #[test]
