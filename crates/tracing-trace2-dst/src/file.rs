@@ -96,6 +96,7 @@ mod tests {
 
     /// Whether git is here to compare with; if so, asserts that `seen`, as printed, is
     /// what git prints for `dest` as `GIT_TRACE2_EVENT` with destination debugging.
+    #[cfg(unix)]
     fn warns_like_git(dest: &str, seen: &[String]) -> bool {
         let Some(git) = crate::test_support::git_stderr(&[
             ("GIT_TRACE2_EVENT", dest),
