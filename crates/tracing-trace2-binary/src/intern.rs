@@ -377,20 +377,25 @@ impl Strings {
         }
         self.put_address(stale, addr, bytes.len(), id, offset);
         if self.room(self.used_content) {
-            let hash = content_hash(bytes);
-            let mut i = slot(hash, self.mask);
-            while self.by_content[i].generation == self.generation {
-                i = (i + 1) & self.mask;
-            }
-            self.by_content[i] = ByContent {
-                generation: self.generation,
-                id,
-                len,
-                offset,
-                hash,
-            };
-            self.used_content += 1;
+            self.put_content(content_hash(bytes), id, len, offset);
         }
+    }
+
+    /// Keeps string `id` by the hash of its content, in the first free slot from its
+    /// home (the caller checked the room).
+    fn put_content(&mut self, hash: u64, id: u32, len: u32, offset: u32) {
+        let mut i = slot(hash, self.mask);
+        while self.by_content[i].generation == self.generation {
+            i = (i + 1) & self.mask;
+        }
+        self.by_content[i] = ByContent {
+            generation: self.generation,
+            id,
+            len,
+            offset,
+            hash,
+        };
+        self.used_content += 1;
     }
 
     /// [`Self::insert`] for the `text` that [`Self::find_or_miss`] just missed (no
@@ -426,19 +431,7 @@ impl Strings {
             self.used_address += 1;
         }
         if self.room(self.used_content) {
-            let hash = miss.hash;
-            let mut i = slot(hash, self.mask);
-            while self.by_content[i].generation == self.generation {
-                i = (i + 1) & self.mask;
-            }
-            self.by_content[i] = ByContent {
-                generation: self.generation,
-                id,
-                len,
-                offset,
-                hash,
-            };
-            self.used_content += 1;
+            self.put_content(miss.hash, id, len, offset);
         }
     }
 

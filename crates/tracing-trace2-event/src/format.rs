@@ -911,6 +911,26 @@ mod sid_thread_tests {
     use super::*;
     use tracing_trace2_record::text::{push_json_str, push_utc_datetime};
 
+    /// `push_sid_thread`'s text (through the cache) is the keys' uncached text.
+    fn assert_cached_is_direct(sid: &str, thread: &str, wall_us: Option<i64>) {
+        let mut cached = b"x".to_vec();
+        push_sid_thread(&mut Appender::new(&mut cached), sid, thread, wall_us);
+        let mut direct = b"x\"sid\":".to_vec();
+        push_json_str(&mut direct, sid);
+        direct.extend_from_slice(b",\"thread\":");
+        push_json_str(&mut direct, thread);
+        if let Some(wall_us) = wall_us {
+            direct.extend_from_slice(b",\"time\":\"");
+            push_utc_datetime(&mut direct, wall_us);
+            direct.push(b'"');
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&cached),
+            String::from_utf8_lossy(&direct),
+            "{sid} {thread} {wall_us:?}"
+        );
+    }
+
     /// The common keys of whole lines, both caches read under one borrow: the sid and
     /// thread kept with the file missed, the other way round, both missed, brief mode
     /// (no time) and no file; each line is what the keys' uncached text gives.
@@ -1260,22 +1280,7 @@ mod sid_thread_tests {
             for lane in lanes {
                 for repeat in 0..2 {
                     let before = cache_hits().0;
-                    let mut out = b"x".to_vec();
-                    push_sid_thread(&mut Appender::new(&mut out), sid, lane, wall_us);
-                    let mut direct = b"x\"sid\":".to_vec();
-                    push_json_str(&mut direct, sid);
-                    direct.extend_from_slice(b",\"thread\":");
-                    push_json_str(&mut direct, lane);
-                    if let Some(wall_us) = wall_us {
-                        direct.extend_from_slice(b",\"time\":\"");
-                        push_utc_datetime(&mut direct, wall_us);
-                        direct.push(b'"');
-                    }
-                    assert_eq!(
-                        String::from_utf8_lossy(&out),
-                        String::from_utf8_lossy(&direct),
-                        "{lane} {wall_us:?}"
-                    );
+                    assert_cached_is_direct(sid, lane, wall_us);
                     assert_eq!(cache_hits().0 - before, repeat, "{lane} {wall_us:?}");
                 }
             }
@@ -1386,22 +1391,7 @@ mod sid_thread_tests {
             for sid in sids {
                 for thread in threads {
                     for wall_us in times {
-                        let mut cached = b"x".to_vec();
-                        push_sid_thread(&mut Appender::new(&mut cached), sid, thread, wall_us);
-                        let mut direct = b"x\"sid\":".to_vec();
-                        push_json_str(&mut direct, sid);
-                        direct.extend_from_slice(b",\"thread\":");
-                        push_json_str(&mut direct, thread);
-                        if let Some(wall_us) = wall_us {
-                            direct.extend_from_slice(b",\"time\":\"");
-                            push_utc_datetime(&mut direct, wall_us);
-                            direct.push(b'"');
-                        }
-                        assert_eq!(
-                            String::from_utf8_lossy(&cached),
-                            String::from_utf8_lossy(&direct),
-                            "{sid} {thread} {wall_us:?}"
-                        );
+                        assert_cached_is_direct(sid, thread, wall_us);
                     }
                 }
             }
