@@ -199,6 +199,15 @@ impl BatchEncoder {
         self.thread_name.clear();
     }
 
+    /// Starts over as a new encoder would, for a stream whose tick 0 is at
+    /// `anchor_wall_us` (a flight snapshot's marker batch, made again in a signal
+    /// handler, which may not allocate a new encoder).
+    pub fn restart(&mut self, anchor_wall_us: i64) {
+        self.anchor_wall_us = anchor_wall_us;
+        self.discard();
+        self.forget_thread();
+    }
+
     /// Throws the batch's records away (a forked child's copy of its parent's batch).
     pub fn discard(&mut self) {
         self.len = 0;
@@ -279,6 +288,12 @@ impl BatchEncoder {
         debug_assert!(!self.is_empty());
         let total = frame::seal_in_place(&mut self.buf, self.len - frame::HEADER_LEN);
         &self.buf[..total]
+    }
+
+    /// The frame the last [`Self::seal`] completed, with no record added since (a
+    /// snapshot's look at a batch it leaves in place).
+    pub fn sealed(&self) -> &[u8] {
+        &self.buf[..self.len + frame::TRAILER_LEN]
     }
 
     /// Moves on to the next batch after the sealed one was written.

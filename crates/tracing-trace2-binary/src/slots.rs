@@ -164,6 +164,23 @@ impl ThreadSlot {
         }
     }
 
+    /// A flusher's access if the slot is idle now: `Ok(None)` for a free slot,
+    /// `Err(())` for one in use (by its owner or another flusher). Never waits: for a
+    /// signal handler, whose interrupted thread may be the one holding it.
+    pub fn try_acquire_for_flush(&self) -> Result<Option<Guard<'_>>, ()> {
+        match self
+            .state
+            .compare_exchange(IDLE, FLUSHING, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => Ok(Some(Guard {
+                slot: self,
+                release_to: IDLE,
+            })),
+            Err(FREE) => Ok(None),
+            Err(_) => Err(()),
+        }
+    }
+
     /// Whether `other` is this very slot.
     pub fn is(&self, other: &ThreadSlot) -> bool {
         ptr::eq(self, other)
@@ -324,6 +341,15 @@ impl<T> SpinLock<T> {
             backoff(&mut round);
         }
         SpinGuard { lock: self }
+    }
+
+    /// The lock if it is free now, without waiting (a signal handler's way: the holder
+    /// may be the very thread it interrupted).
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        self.locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| SpinGuard { lock: self })
     }
 
     /// Releases the lock whoever held it.

@@ -319,6 +319,43 @@ impl BinaryWriter {
         shared.flush_all(None, EXIT_WAIT);
     }
 
+    /// Calls `f` with every thread's batch that holds a record, sealed but left in
+    /// place (in the order [`Self::flush_all`] would write them), while no thread can
+    /// add to them; allocates nothing and never waits, for a signal handler. `Err` when
+    /// that cannot be done now: a slot in use (its owner is recording, perhaps in the
+    /// very thread the handler interrupted), more than [`HELD_MAX`] slots, or a `fork`
+    /// not taken in yet.
+    pub(crate) fn with_batches<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> Result<R, Unheld> {
+        let shared = &self.handle.shared;
+        if shared.fork_gen.load(Ordering::Acquire) != FORK_GEN.load(Ordering::Acquire) {
+            return Err(Unheld::Forked);
+        }
+        let mut held: [Option<Guard<'_>>; HELD_MAX] = std::array::from_fn(|_| None);
+        let mut count = 0;
+        for slot in shared.slots.iter() {
+            match slot.try_acquire_for_flush() {
+                Ok(None) => {}
+                Ok(Some(mut guard)) => {
+                    if guard.enc.is_empty() {
+                        continue;
+                    }
+                    if count == HELD_MAX {
+                        return Err(Unheld::TooMany);
+                    }
+                    guard.enc.seal();
+                    held[count] = Some(guard);
+                    count += 1;
+                }
+                Err(()) => return Err(Unheld::Busy),
+            }
+        }
+        let mut frames: [&[u8]; HELD_MAX] = [&[]; HELD_MAX];
+        for (frame, guard) in frames.iter_mut().zip(held.iter().flatten()) {
+            *frame = guard.enc.sealed();
+        }
+        Ok(f(&frames[..count]))
+    }
+
     /// Writes every batch out, then an END frame: a decoder then knows the stream ended
     /// cleanly and how many batches each thread wrote. Records that come later are
     /// still written (and another END follows them at the next `finish`).
@@ -335,6 +372,20 @@ impl BinaryWriter {
     pub fn stats(&self) -> WriterStats {
         self.handle.shared.stats()
     }
+}
+
+/// The most thread batches [`BinaryWriter::with_batches`] holds at once.
+pub(crate) const HELD_MAX: usize = 64;
+
+/// Why [`BinaryWriter::with_batches`] could not hold the batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unheld {
+    /// A slot is in use.
+    Busy,
+    /// More threads hold a batch than [`HELD_MAX`].
+    TooMany,
+    /// A forked child whose writer has not started its own stream yet.
+    Forked,
 }
 
 /// The thread-local side: which slot of which writer this thread used last.

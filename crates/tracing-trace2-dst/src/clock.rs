@@ -81,6 +81,12 @@ impl ProcessStart {
     }
 }
 
+/// The process start if it was captured already (never captures it: for a signal
+/// handler, which may not run the capture's first-use set-up).
+pub fn started() -> Option<&'static ProcessStart> {
+    START.get()
+}
+
 /// Microseconds since the process start, from one monotonic clock read.
 #[inline]
 pub fn t_abs_us() -> u64 {

@@ -197,6 +197,12 @@ impl FlightRecorderBuilder {
             // to reach it, and a short process starts no thread for one.
             .without_idle_flusher()
             .build(RingSink(Arc::clone(&ring)));
+        #[cfg(unix)]
+        let signal_scratch = if self.signal && signal::install_once() {
+            signal::Scratch::new(&self.dir).map(crate::slots::SpinLock::new)
+        } else {
+            None
+        };
         let inner = Arc::new(RecorderState {
             writer,
             ring,
@@ -206,17 +212,24 @@ impl FlightRecorderBuilder {
             slow_region_us: self
                 .slow_region
                 .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
-            signal: self.signal,
             writing: AtomicBool::new(false),
-            pending: Mutex::new(None),
+            pending: AtomicU64::new(0),
+            signal_pending: AtomicBool::new(false),
+            deferred: AtomicBool::new(false),
+            #[cfg(unix)]
+            signal_scratch,
+            #[cfg(unix)]
+            signal_entry: std::sync::atomic::AtomicUsize::new(usize::MAX),
             next_number: AtomicU64::new(0),
             last_limited_us: AtomicU64::new(0),
             limited_once: AtomicBool::new(false),
             stats: Counters::default(),
         });
         #[cfg(unix)]
-        if self.signal {
-            signal::install_once();
+        if inner.signal_scratch.is_some()
+            && let Some(entry) = signal::register(&inner)
+        {
+            inner.signal_entry.store(entry, Ordering::Release);
         }
         let mut list = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
         list.retain(|w| w.strong_count() > 0);
@@ -317,19 +330,80 @@ struct RecorderState {
     min_age_us: u64,
     error_trigger: bool,
     slow_region_us: Option<u64>,
-    /// Whether the on-demand signal snapshots this recorder (read by the Unix signal
-    /// handler; Windows has no such signal).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    signal: bool,
     /// A snapshot is being written.
     writing: AtomicBool,
-    /// A trigger that fired meanwhile, for the snapshot in progress to write next.
-    pending: Mutex<Option<Trigger>>,
+    /// A trigger that fired meanwhile, for the snapshot in progress to write next
+    /// ([`encode_trigger`]; 0: none). An atomic, not a lock: the signal handler takes it.
+    pending: AtomicU64,
+    /// The signal came and its snapshot is not written yet.
+    signal_pending: AtomicBool,
+    /// The signal handler left a snapshot to a thread (something it needed was held):
+    /// the recording path looks at this after each record.
+    deferred: AtomicBool,
+    /// What the signal handler writes a snapshot with (when it serves this recorder).
+    #[cfg(unix)]
+    signal_scratch: Option<crate::slots::SpinLock<signal::Scratch>>,
+    /// This recorder's entry in the signal handler's table (`usize::MAX`: none).
+    #[cfg(unix)]
+    signal_entry: std::sync::atomic::AtomicUsize,
     next_number: AtomicU64,
     /// When the last rate-limited snapshot was written (µs since the process start).
     last_limited_us: AtomicU64,
     limited_once: AtomicBool,
     stats: Counters,
+}
+
+#[cfg(unix)]
+impl Drop for RecorderState {
+    fn drop(&mut self) {
+        let entry = *self.signal_entry.get_mut();
+        if entry != usize::MAX {
+            signal::unregister(entry);
+        }
+    }
+}
+
+/// A trigger as a non-zero number, for [`RecorderState::pending`].
+fn encode_trigger(trigger: Trigger) -> u64 {
+    match trigger {
+        Trigger::Request => 1,
+        Trigger::Signal => 2,
+        Trigger::Exit(code) => 3 | (u64::from(code as u32) << 8),
+        Trigger::FatalSignal => 4,
+        Trigger::Panic => 5,
+        Trigger::Error => 6,
+        Trigger::SlowRegion => 7,
+    }
+}
+
+/// The trigger [`encode_trigger`] made `value`, if any.
+fn decode_trigger(value: u64) -> Option<Trigger> {
+    Some(match value & 0xFF {
+        1 => Trigger::Request,
+        2 => Trigger::Signal,
+        3 => Trigger::Exit((value >> 8) as u32 as i32),
+        4 => Trigger::FatalSignal,
+        5 => Trigger::Panic,
+        6 => Trigger::Error,
+        7 => Trigger::SlowRegion,
+        _ => return None,
+    })
+}
+
+/// Takes the pending trigger, if any.
+fn take_trigger(pending: &AtomicU64) -> Option<Trigger> {
+    decode_trigger(pending.swap(0, Ordering::SeqCst))
+}
+
+/// Leaves `trigger` pending (unless a newer one is).
+#[cfg_attr(not(unix), allow(dead_code))]
+fn put_trigger(pending: &AtomicU64, trigger: Trigger) {
+    let _ = pending.compare_exchange(
+        0,
+        encode_trigger(trigger),
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
 }
 
 impl std::fmt::Debug for RecorderState {
@@ -360,6 +434,11 @@ impl FlightRecorder {
     #[inline]
     pub fn record(&self, record: &Record<'_>) {
         self.inner.writer.record(record);
+        // A snapshot the signal handler could not take while this thread (or another)
+        // held what it needs: written now, in normal context.
+        if self.inner.deferred.load(Ordering::Relaxed) {
+            self.inner.serve_deferred();
+        }
         match record.event {
             Trace2Event::Start { .. }
             | Trace2Event::Atexit { .. }
@@ -417,7 +496,9 @@ impl FlightRecorder {
             return Ok(None);
         }
         if inner.writing.swap(true, Ordering::SeqCst) {
-            *inner.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(trigger);
+            inner
+                .pending
+                .store(encode_trigger(trigger), Ordering::SeqCst);
             inner.stats.deferred.fetch_add(1, Ordering::Relaxed);
             // The snapshot in progress may have ended between the two: then nobody
             // would write this one, so this caller does.
@@ -435,12 +516,19 @@ impl FlightRecorder {
     /// send the window elsewhere).
     pub fn snapshot_bytes(&self, trigger: Trigger) -> Vec<u8> {
         self.inner.writer.flush_all();
-        let now_us = tracing_trace2_dst::clock::t_abs_us();
+        self.snapshot_bytes_at(trigger, tracing_trace2_dst::clock::t_abs_us())
+    }
+
+    /// [`Self::snapshot_bytes`] at `now_us` (µs since the process start), after the
+    /// batches were flushed.
+    fn snapshot_bytes_at(&self, trigger: Trigger, now_us: u64) -> Vec<u8> {
         let copy = self.inner.ring.copy(now_us);
         let mut out = Vec::new();
         let marker = trigger.has_marker().then(|| trigger.name());
         // Writing into a Vec cannot fail.
         let _ = snapshot::assemble(&copy, marker, now_us, &mut out);
+        drop(copy);
+        self.inner.serve_deferred_if_any();
         out
     }
 
@@ -459,13 +547,15 @@ impl FlightRecorder {
     pub fn stats(&self) -> FlightStats {
         let s = &self.inner.stats;
         let ring = &self.inner.ring;
+        let ring_bytes = ring.bytes() as u64;
+        self.inner.serve_deferred_if_any();
         FlightStats {
             snapshots: s.snapshots.load(Ordering::Relaxed),
             failed: s.failed.load(Ordering::Relaxed),
             deferred: s.deferred.load(Ordering::Relaxed),
             rate_limited: s.rate_limited.load(Ordering::Relaxed),
             evicted_batches: ring.evicted.load(Ordering::Relaxed),
-            ring_bytes: ring.bytes() as u64,
+            ring_bytes,
             peak_ring_bytes: ring.peak_bytes.load(Ordering::Relaxed),
         }
     }
@@ -484,29 +574,46 @@ impl RecorderState {
         true
     }
 
-    /// Writes the triggers that came while this thread was writing (it holds
-    /// `writing`), then gives `writing` up, unless one came just then.
+    /// Whether a trigger or the signal waits for a snapshot.
+    fn has_pending(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) != 0 || self.signal_pending.load(Ordering::SeqCst)
+    }
+
+    /// Writes what the signal handler left to a thread, if anything.
+    #[inline]
+    fn serve_deferred_if_any(&self) {
+        if self.deferred.load(Ordering::Relaxed) {
+            self.serve_deferred();
+        }
+    }
+
+    /// Writes what the signal handler left to a thread, unless a snapshot is being
+    /// written (its writer takes it after).
+    #[cold]
+    #[inline(never)]
+    fn serve_deferred(&self) {
+        self.deferred.store(false, Ordering::SeqCst);
+        if !self.has_pending() || self.writing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.write_pending();
+    }
+
+    /// Writes the triggers (and the signal's snapshot) that came while this thread was
+    /// writing (it holds `writing`), then gives `writing` up, unless one came just then.
     fn write_pending(&self) {
         loop {
             loop {
-                let next = self
-                    .pending
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-                match next {
-                    Some(next) => {
-                        let _ = self.write_snapshot(next);
-                    }
-                    None => break,
+                if let Some(next) = take_trigger(&self.pending) {
+                    let _ = self.write_snapshot(next);
+                } else if self.signal_pending.swap(false, Ordering::SeqCst) {
+                    let _ = self.write_snapshot(Trigger::Signal);
+                } else {
+                    break;
                 }
             }
             self.writing.store(false, Ordering::SeqCst);
-            let late = self
-                .pending
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .is_some();
+            let late = self.has_pending();
             // A late trigger whose caller saw `writing` still set: write it, unless
             // that caller (or another) has taken over meanwhile.
             if !late || self.writing.swap(true, Ordering::SeqCst) {

@@ -66,6 +66,32 @@ pub(crate) struct StreamAside {
     /// Kept from the parent by a `fork`ed child: the parent's `version`/`start`, which
     /// the child's snapshots repeat (the child records none of its own).
     pub inherited: bool,
+    /// What a snapshot needs of the STREAM frame, read from it when it was kept (a
+    /// signal handler may not parse it: that allocates).
+    pub parsed: Option<Arc<HeaderFacts>>,
+}
+
+/// The fields of a STREAM frame a snapshot uses.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HeaderFacts {
+    pub sid: String,
+    pub depth: u32,
+    pub anchor_wall_us: i64,
+    /// The session id's own component, as a file name may hold it.
+    pub name_part: String,
+}
+
+/// What a snapshot taken in place sees of the ring (see [`Ring::try_view`]).
+pub(crate) struct RingView<'a> {
+    pub streams: &'a [StreamAside],
+    /// The queued frames, oldest first.
+    pub frames: &'a std::collections::VecDeque<RingFrame>,
+    /// How many of the oldest frames are past the minimum age (a copy would drop them).
+    pub skip: usize,
+    /// See `RingState::forked`.
+    pub forked: bool,
+    /// See `RingState::start_noted`.
+    pub start_noted: bool,
 }
 
 /// A consistent copy of the ring's contents, taken for a snapshot.
@@ -184,14 +210,39 @@ impl Ring {
     }
 
     /// The frames, under the lock for the time of cloning their handles; frames older
-    /// than the minimum age are evicted first, as on a write.
+    /// than the minimum age are evicted first. Nothing else is evicted here (a spare is
+    /// made by the next write), so that [`Self::try_view`] sees the same window.
     pub fn copy(&self, now_us: u64) -> RingCopy {
         let mut state = self.locked();
-        self.evict(&mut state, now_us);
+        self.evict(&mut state, now_us, false);
         RingCopy {
             streams: state.streams.clone(),
             frames: state.frames.iter().cloned().collect(),
         }
+    }
+
+    /// Calls `f` with the ring as [`Self::copy`] would copy it at `now_us`, in place:
+    /// without waiting for the lock, allocating, or evicting (frames past the minimum
+    /// age are counted in `skip`, not dropped: a drop may free a buffer). `None` when
+    /// the lock is held, or after a `fork` not taken in yet. For a signal handler.
+    pub fn try_view<R>(&self, now_us: u64, f: impl FnOnce(&RingView<'_>) -> R) -> Option<R> {
+        if self.fork_gen.load(Ordering::Acquire) != fork_generation() {
+            return None;
+        }
+        let state = self.state.try_lock()?;
+        let oldest_kept = now_us.saturating_sub(self.min_age_us);
+        let skip = state
+            .frames
+            .iter()
+            .take_while(|f| f.written_us < oldest_kept)
+            .count();
+        Some(f(&RingView {
+            streams: &state.streams,
+            frames: &state.frames,
+            skip,
+            forked: state.forked,
+            start_noted: state.start_noted,
+        }))
     }
 
     /// The state, taken back from a thread of the parent after a `fork`.
@@ -264,10 +315,17 @@ impl Ring {
                 let Some(header) = crate::header::StreamHeader::parse(payload) else {
                     return;
                 };
+                let facts = HeaderFacts {
+                    name_part: name_part(&header.sid),
+                    sid: header.sid,
+                    depth: header.depth,
+                    anchor_wall_us: header.anchor_wall_us,
+                };
                 let aside = stream_aside(&mut state.streams, header.stream_id);
                 aside.header = Some(Arc::new(bytes.to_vec()));
+                aside.parsed = Some(Arc::new(facts));
                 state.count_aside();
-                self.evict(&mut state, now_us);
+                self.evict(&mut state, now_us, true);
             }
             kind::CLOCK => {
                 let Some(id) = stream_id_of(payload) else {
@@ -277,7 +335,7 @@ impl Ring {
                 let oldest = (clocks.len() == CLOCKS_KEPT).then(|| clocks.remove(0));
                 clocks.push(refilled(oldest, bytes));
                 state.count_aside();
-                self.evict(&mut state, now_us);
+                self.evict(&mut state, now_us, true);
             }
             kind::BATCH | kind::XBATCH => {
                 let Some(batch) = BatchHeader::parse(payload) else {
@@ -297,14 +355,14 @@ impl Ring {
                     aside.first_batch = Some(ring_frame);
                     aside.holds_start = start_noted;
                     state.count_aside();
-                    self.evict(&mut state, now_us);
+                    self.evict(&mut state, now_us, true);
                     return;
                 }
                 state.bytes += ring_frame.bytes.capacity();
                 state.frames.push_back(ring_frame);
                 self.peak_bytes
                     .fetch_max(state.bytes as u64, Ordering::Relaxed);
-                self.evict(&mut state, now_us);
+                self.evict(&mut state, now_us, true);
             }
             // END: a snapshot writes its own.
             _ => {}
@@ -313,15 +371,17 @@ impl Ring {
 
     /// Drops the oldest frames while the ring owns more than the cap, or written before
     /// the minimum age; and one more, to be the spare the next full batch is copied
-    /// into, when there is none and the cap has no room for one beside the queue.
-    fn evict(&self, state: &mut RingState, now_us: u64) {
+    /// into, when there is none and the cap has no room for one beside the queue
+    /// (`make_spare`: on a write, not on a copy).
+    fn evict(&self, state: &mut RingState, now_us: u64, make_spare: bool) {
         let oldest_kept = now_us.saturating_sub(self.min_age_us);
         while let Some(front) = state.frames.front() {
             let old = front.written_us < oldest_kept;
             let over = state.owned_bytes() > self.max_bytes;
             // The room a spare for a full batch takes (its buffer has 1/16 of slack).
             let spare_room = state.largest_frame + state.largest_frame / 16;
-            let wants_spare = state.spares.is_empty()
+            let wants_spare = make_spare
+                && state.spares.is_empty()
                 && state.frames.len() > 1
                 && state.owned_bytes() + spare_room > self.max_bytes;
             if !old && !over && !wants_spare {
@@ -352,6 +412,21 @@ impl Ring {
             state.spare_bytes -= spare.capacity();
         }
     }
+}
+
+/// The own component of a session id (after its last `/`) with every byte a file
+/// name should not hold made `_`.
+pub(crate) fn name_part(sid: &str) -> String {
+    let own = sid.rsplit('/').next().unwrap_or_default();
+    own.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// The entry of stream `id`, made (and the oldest forgotten) if it is new.

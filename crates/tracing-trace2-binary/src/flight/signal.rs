@@ -1,141 +1,501 @@
 //! The on-demand signal on Unix: `SIGUSR2` writes a snapshot of every recorder that
-//! asked for it.
+//! asked for it, from the signal handler itself.
 //!
-//! Nothing but `write` is safe in a signal handler, so the handler writes one byte to
-//! a pipe and a thread of the recorder's (`t2-flight-sig`, started with the first
-//! recorder) reads it and writes the snapshots. The thread must exist before the signal
-//! comes: a process that has gone idle or hangs, which is when a snapshot is asked for,
-//! records nothing that could start one. It is a bare POSIX thread rather than a
-//! `std::thread`: it waits in `read` for the whole life of most processes, and std's
-//! start of a thread (its handle and result packet, the alternate signal stack it maps
-//! for stack-overflow reports, its name) made it the flight recorder's largest cost in a
-//! short process. The handler is installed only where the signal still has its default
-//! action, which would end the process: a program that handles `SIGUSR2` itself keeps
-//! its handler (and can call
-//! [`FlightRecorder::snapshot`](super::FlightRecorder::snapshot) from it instead).
+//! A process that has gone idle or hangs, which is when a snapshot is asked for, records
+//! nothing that could start one, and a thread kept waiting for the signal cost a short
+//! process more than anything else of the recorder (its start, and at exit the kernel
+//! waking it to end it). So the handler writes the snapshot: it calls nothing but
+//! what a handler may (`open`, `write`, `rename`, `unlink`, `close`, `getpid`,
+//! `clock_gettime`, atomics), allocates nothing, and never waits for a lock. Everything
+//! it needs is made with the recorder: the directory as bytes, the renumbering table,
+//! the marker's batch encoder, the output buffer ([`Scratch`]). It writes the ring's
+//! frames from the ring's own memory and each thread's unwritten batch from its slot,
+//! sealed in place, so the file is byte for byte what a thread's snapshot writes.
+//!
+//! What the handler cannot take at once — the ring's lock, a thread's batch while its
+//! owner is recording (perhaps the very thread the signal interrupted), a snapshot
+//! already being written — it does not wait for beyond a short spin: it leaves the
+//! snapshot pending, and the holder, which is running, writes it in normal context when
+//! it lets go (after its record, or at the end of the snapshot it is writing). A
+//! recorder whose snapshot cannot be taken in place for another reason (more threads
+//! than the tables hold, a batch of a stream whose header the ring has not kept yet)
+//! gets it at its next record.
+//!
+//! The handler is installed only where the signal still has its default action, which
+//! would end the process: a program that handles `SIGUSR2` itself keeps its handler
+//! (and can call [`FlightRecorder::snapshot`](super::FlightRecorder::snapshot) from a
+//! thread of its own instead). It restores `errno` and is installed with `SA_RESTART`.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
-use super::Trigger;
+use super::ring::HeaderFacts;
+use super::snapshot::{self, Assembled, Out, Stop};
+use super::{RecorderState, Trigger};
 
 /// The signal that asks for a snapshot.
 pub const SNAPSHOT_SIGNAL: libc::c_int = libc::SIGUSR2;
 
-/// The serving thread's stack: a snapshot copies the ring's batches on the heap and
-/// writes them with a few calls deep, far from this (std's default is 2 MiB); only the
-/// pages touched are ever backed, so this bounds address space, not memory.
-const SERVER_STACK: usize = 256 * 1024;
+/// How many recorders the handler serves at once (a process has one or two).
+const TABLE_LEN: usize = 16;
+/// The output buffer in front of a snapshot file.
+const BUFFER: usize = 16 << 10;
+/// The longest file name a snapshot may have here.
+const NAME_MAX: usize = 255;
+/// How long the handler tries again for something another thread holds: a record
+/// holds a thread's batch for microseconds. The thread it interrupted holds it until
+/// the handler returns: that one writes the snapshot when it lets go.
+const SPIN_NS: u64 = 2_000_000;
 
-/// The pipe's write end, for the handler; -1 until it exists.
-static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
-/// The pipe's read end, for the serving thread; -1 until it exists.
-static PIPE_READ: AtomicI32 = AtomicI32::new(-1);
+/// One recorder the handler serves.
+struct Entry {
+    state: AtomicPtr<RecorderState>,
+    /// Handlers looking at this entry now: a recorder is dropped only once none is.
+    users: AtomicU32,
+}
 
-/// Installs the handler (once per process).
-pub(super) fn install_once() {
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Entry = Entry {
+    state: AtomicPtr::new(std::ptr::null_mut()),
+    users: AtomicU32::new(0),
+};
+static TABLE: [Entry; TABLE_LEN] = [EMPTY; TABLE_LEN];
+
+/// Whether the handler is installed.
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the handler (once per process); whether it is installed.
+pub(super) fn install_once() -> bool {
     static ONCE: Once = Once::new();
     ONCE.call_once(install);
+    INSTALLED.load(Ordering::Acquire)
 }
 
 fn install() {
-    let Some([read_end, write_end]) = pipe_cloexec() else {
-        return;
-    };
     // SAFETY: a zeroed `sigaction` is a valid "query" argument; the kernel only writes
     // the current disposition into `current`.
     let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: as above; a null new action only reads the current one.
     let queried = unsafe { libc::sigaction(SNAPSHOT_SIGNAL, std::ptr::null(), &mut current) };
     if queried != 0 || current.sa_sigaction != libc::SIG_DFL {
-        close_both(read_end, write_end);
         return;
     }
-    PIPE_READ.store(read_end, Ordering::Release);
-    if !start_server() {
-        PIPE_READ.store(-1, Ordering::Release);
-        close_both(read_end, write_end);
-        return;
-    }
-    PIPE_WRITE.store(write_end, Ordering::Release);
-    // SAFETY: zeroed then filled: a handler that only calls `write` (async-signal-safe),
-    // with SA_RESTART so that the host's interrupted system calls resume.
-    unsafe {
+    // SAFETY: zeroed then filled: a handler that calls only async-signal-safe functions
+    // (see `on_signal`), with SA_RESTART so that the host's interrupted system calls
+    // resume.
+    let installed = unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(SNAPSHOT_SIGNAL, &action, std::ptr::null_mut());
-    }
+        libc::sigaction(SNAPSHOT_SIGNAL, &action, std::ptr::null_mut()) == 0
+    };
+    INSTALLED.store(installed, Ordering::Release);
 }
 
-/// A pipe whose two ends children do not inherit, in one call where the system has it.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn pipe_cloexec() -> Option<[libc::c_int; 2]> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `pipe2` fills the two-element array it is given.
-    let made = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    (made == 0).then_some(fds)
+/// What a snapshot in the handler works in, made with the recorder.
+pub(super) struct Scratch {
+    snap: snapshot::Scratch,
+    /// The directory, with a `/` after it.
+    dir: Vec<u8>,
+    /// The file's path and its temporary path, NUL-terminated (room made beforehand).
+    path: Vec<u8>,
+    temp: Vec<u8>,
+    file: FileOut,
 }
 
-/// A pipe whose two ends children do not inherit (no `pipe2` here: marked after).
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn pipe_cloexec() -> Option<[libc::c_int; 2]> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `pipe` fills the two-element array it is given.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
-        return None;
-    }
-    for fd in fds {
-        // SAFETY: marks a descriptor this module just opened close-on-exec.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    Some(fds)
-}
-
-/// Starts the serving thread, detached (nobody joins it: it waits until the process
-/// ends). False if it could not be started.
-fn start_server() -> bool {
-    // SAFETY: `attr` is initialised by `pthread_attr_init` before any other use and
-    // destroyed after `pthread_create` has read it; `thread` is written by
-    // `pthread_create` only. `server_main` takes no argument (it reads `PIPE_READ`,
-    // stored before this call) and catches every panic, so nothing unwinds out of it.
-    unsafe {
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        if libc::pthread_attr_init(&mut attr) != 0 {
-            return false;
+impl Scratch {
+    /// Room for snapshots into `dir`. `None` where the path is not bytes a C call
+    /// takes (a NUL in it).
+    pub fn new(dir: &std::path::Path) -> Option<Scratch> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut dir = dir.as_os_str().as_bytes().to_vec();
+        if dir.contains(&0) {
+            return None;
         }
-        let stack = SERVER_STACK.max(libc::PTHREAD_STACK_MIN);
-        libc::pthread_attr_setstacksize(&mut attr, stack);
-        libc::pthread_attr_setdetachstate(&mut attr, libc::PTHREAD_CREATE_DETACHED);
-        let mut thread: libc::pthread_t = std::mem::zeroed();
-        let created = libc::pthread_create(&mut thread, &attr, server_main, std::ptr::null_mut());
-        libc::pthread_attr_destroy(&mut attr);
-        created == 0
+        if !dir.ends_with(b"/") {
+            dir.push(b'/');
+        }
+        let room = dir.len() + NAME_MAX + 8;
+        Some(Scratch {
+            snap: snapshot::Scratch::new(),
+            dir,
+            path: Vec::with_capacity(room),
+            temp: Vec::with_capacity(room),
+            file: FileOut {
+                fd: -1,
+                buffer: Vec::with_capacity(BUFFER),
+                errno: 0,
+            },
+        })
     }
 }
 
-fn close_both(a: libc::c_int, b: libc::c_int) {
-    // SAFETY: both are descriptors this module opened and nothing else uses.
-    unsafe {
-        libc::close(a);
-        libc::close(b);
+/// Adds `state` to the recorders the handler serves; the entry's index, for
+/// [`unregister`]. `None` when the table is full (the recorder answers no signal).
+pub(super) fn register(state: &RecorderState) -> Option<usize> {
+    let ptr = std::ptr::from_ref(state).cast_mut();
+    TABLE.iter().position(|entry| {
+        entry
+            .state
+            .compare_exchange(
+                std::ptr::null_mut(),
+                ptr,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
+            .is_ok()
+    })
+}
+
+/// Takes a recorder out of the table before it is dropped, and waits for any handler
+/// still looking at it.
+pub(super) fn unregister(index: usize) {
+    let entry = &TABLE[index];
+    entry.state.store(std::ptr::null_mut(), Ordering::SeqCst);
+    while entry.users.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
     }
 }
 
 extern "C" fn on_signal(_: libc::c_int) {
-    let fd = PIPE_WRITE.load(Ordering::Acquire);
-    if fd < 0 {
-        return;
+    let errno = errno_location();
+    // SAFETY: reading and writing errno is async-signal-safe; it is put back so the
+    // interrupted code sees its own.
+    let saved = unsafe { *errno };
+    for entry in &TABLE {
+        entry.users.fetch_add(1, Ordering::SeqCst);
+        let state = entry.state.load(Ordering::SeqCst);
+        if !state.is_null() {
+            // SAFETY: a recorder's state is taken out of the table (`unregister`, from
+            // its `Drop`) and then waits for `users` to fall to 0 before it is freed;
+            // `users` was raised before the pointer was read (both SeqCst), so either
+            // the pointer read is null or the state lives until the decrement below.
+            serve(unsafe { &*state });
+        }
+        entry.users.fetch_sub(1, Ordering::SeqCst);
     }
-    // SAFETY: `write` and reading/writing errno are async-signal-safe; errno is put
-    // back so the interrupted code sees its own.
-    unsafe {
-        let errno = *errno_location();
-        let byte = 1u8;
-        libc::write(fd, (&byte as *const u8).cast(), 1);
-        *errno_location() = errno;
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+}
+
+/// The handler's work for one recorder: the signal's snapshot (and one a thread left
+/// pending meanwhile), in place; what it cannot take in place is left pending for a
+/// thread.
+fn serve(state: &RecorderState) {
+    // First, so that whoever writes now, or holds what a snapshot needs, sees it.
+    state.signal_pending.store(true, Ordering::SeqCst);
+    loop {
+        if state.writing.swap(true, Ordering::SeqCst) {
+            // A snapshot is being written: its writer serves the signal after it.
+            return;
+        }
+        let mut left = false;
+        if let Some(trigger) = super::take_trigger(&state.pending)
+            && !write_in_place(state, trigger)
+        {
+            super::put_trigger(&state.pending, trigger);
+            left = true;
+        }
+        if !left
+            && state.signal_pending.swap(false, Ordering::SeqCst)
+            && !write_in_place(state, Trigger::Signal)
+        {
+            state.signal_pending.store(true, Ordering::SeqCst);
+            left = true;
+        }
+        state.writing.store(false, Ordering::SeqCst);
+        if left {
+            // Held by a thread (the one interrupted, or one slower than the spin): it
+            // looks for this when it lets go.
+            state.deferred.store(true, Ordering::SeqCst);
+            return;
+        }
+        // A trigger that came while this wrote, whose caller saw `writing` still set.
+        if !state.has_pending() {
+            return;
+        }
     }
+}
+
+/// Writes a snapshot of `state` for `trigger` from the handler; false when it must be
+/// left to a thread (something it needs stayed held for the whole spin).
+fn write_in_place(state: &RecorderState, trigger: Trigger) -> bool {
+    let Some(started) = tracing_trace2_dst::clock::started() else {
+        // Nothing was recorded yet (a record reads the clock).
+        return true;
+    };
+    let Some(scratch) = &state.signal_scratch else {
+        return false;
+    };
+    let begun = monotonic_ns();
+    loop {
+        match try_in_place(state, scratch, started, trigger) {
+            Ok(_) => return true,
+            Err(Stop::Io(_)) => {
+                state.stats.failed.fetch_add(1, Ordering::Relaxed);
+                // Given to a thread, which reports the failure (a handler cannot
+                // format the warning) or writes it after all.
+                return false;
+            }
+            Err(Stop::Unavailable) => {
+                if monotonic_ns().saturating_sub(begun) >= SPIN_NS {
+                    return false;
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+fn try_in_place(
+    state: &RecorderState,
+    scratch: &crate::slots::SpinLock<Scratch>,
+    started: &tracing_trace2_dst::clock::ProcessStart,
+    trigger: Trigger,
+) -> Result<Assembled, Stop> {
+    // Only the holder of `writing` reaches the scratch: never held here.
+    let mut scratch = scratch.try_lock().ok_or(Stop::Unavailable)?;
+    let Scratch {
+        snap,
+        dir,
+        path,
+        temp,
+        file,
+    } = &mut *scratch;
+    let now_us = started.t_abs_us();
+    let wall_us = started
+        .wall_us()
+        .saturating_add(i64::try_from(now_us).unwrap_or(i64::MAX));
+    let marker = trigger.has_marker().then(|| trigger.name());
+    let mut target = Target {
+        state,
+        dir,
+        path,
+        temp,
+        file,
+        wall_us,
+        trigger,
+    };
+    let done = state
+        .writer
+        .with_batches(|batches| {
+            state.ring.try_view(now_us, |view| {
+                let assembled = snapshot::assemble_in_place(
+                    view,
+                    batches,
+                    marker,
+                    (now_us, wall_us),
+                    snap,
+                    &mut target,
+                );
+                match assembled {
+                    Ok(Assembled::Written) => target
+                        .file
+                        .finish(target.path, target.temp)
+                        .map(|()| Assembled::Written),
+                    Ok(Assembled::Nothing) => Ok(Assembled::Nothing),
+                    Err(stop) => {
+                        target.file.abandon(target.temp);
+                        Err(stop)
+                    }
+                }
+            })
+        })
+        .map_err(|_| Stop::Unavailable)?
+        .ok_or(Stop::Unavailable)??;
+    if done == Assembled::Written {
+        state.stats.snapshots.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(done)
+}
+
+/// The snapshot file the handler writes: opened when the snapshot knows its session.
+struct Target<'a> {
+    state: &'a RecorderState,
+    dir: &'a [u8],
+    path: &'a mut Vec<u8>,
+    temp: &'a mut Vec<u8>,
+    file: &'a mut FileOut,
+    wall_us: i64,
+    trigger: Trigger,
+}
+
+impl Out for Target<'_> {
+    /// Opens the snapshot's temporary file, created exclusively: under the next number
+    /// when a name is taken (a file left by a killed process whose pid this one reuses).
+    fn begin(&mut self, newest: &HeaderFacts) -> Result<(), Stop> {
+        let pid = std::process::id();
+        let mut name = [0u8; NAME_MAX];
+        let (dir, path, temp) = (self.dir, &mut *self.path, &mut *self.temp);
+        for _ in 0..8 {
+            let number = self.state.next_number.fetch_add(1, Ordering::Relaxed);
+            let n = snapshot::file_name_into(
+                &mut name,
+                self.wall_us,
+                &newest.name_part,
+                pid,
+                number,
+                self.trigger.name(),
+            )
+            .ok_or(Stop::Unavailable)?;
+            let name = &name[..n];
+            // Within the room made for them: no allocation.
+            if dir.len() + n + 7 > path.capacity().min(temp.capacity()) {
+                return Err(Stop::Unavailable);
+            }
+            path.clear();
+            path.extend_from_slice(dir);
+            path.extend_from_slice(name);
+            path.push(0);
+            temp.clear();
+            temp.extend_from_slice(dir);
+            temp.push(b'.');
+            temp.extend_from_slice(name);
+            temp.extend_from_slice(b".tmp\0");
+            match self.file.create(temp) {
+                Err(libc::EEXIST) => continue,
+                Err(errno) => return Err(Stop::Io(errno)),
+                Ok(()) => return Ok(()),
+            }
+        }
+        Err(Stop::Io(libc::EEXIST))
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Stop> {
+        self.file.put(bytes)
+    }
+}
+
+/// A snapshot file being written from the handler, through a buffer made beforehand.
+struct FileOut {
+    fd: libc::c_int,
+    buffer: Vec<u8>,
+    /// The first failure's `errno`.
+    errno: i32,
+}
+
+impl FileOut {
+    /// Creates `path` (NUL-terminated) exclusively, as `OpenOptions::create_new` does.
+    fn create(&mut self, path: &[u8]) -> Result<(), i32> {
+        self.buffer.clear();
+        self.errno = 0;
+        // SAFETY: `path` ends with a NUL (the caller put it there); `open` is
+        // async-signal-safe.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr().cast(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                0o666 as libc::c_uint,
+            )
+        };
+        if fd < 0 {
+            return Err(last_errno());
+        }
+        self.fd = fd;
+        Ok(())
+    }
+
+    /// Writes all of `bytes` to the file.
+    fn write_all(&mut self, mut bytes: &[u8]) -> Result<(), Stop> {
+        while !bytes.is_empty() {
+            // SAFETY: writes from a live slice to a descriptor this module opened.
+            let n = unsafe { libc::write(self.fd, bytes.as_ptr().cast(), bytes.len()) };
+            if n < 0 {
+                let errno = last_errno();
+                if errno == libc::EINTR {
+                    continue;
+                }
+                self.errno = errno;
+                return Err(Stop::Io(errno));
+            }
+            if n == 0 {
+                self.errno = libc::EIO;
+                return Err(Stop::Io(libc::EIO));
+            }
+            bytes = &bytes[n as usize..];
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Stop> {
+        let buffer = std::mem::take(&mut self.buffer);
+        let written = self.write_all(&buffer);
+        self.buffer = buffer;
+        self.buffer.clear();
+        written
+    }
+
+    /// Writes what is buffered, closes the file and renames it to `path`.
+    fn finish(&mut self, path: &[u8], temp: &[u8]) -> Result<(), Stop> {
+        let flushed = self.flush();
+        // SAFETY: closes the descriptor this module opened, once.
+        let closed = unsafe { libc::close(self.fd) };
+        self.fd = -1;
+        let result = flushed.and_then(|()| {
+            if closed != 0 {
+                return Err(Stop::Io(last_errno()));
+            }
+            // SAFETY: both paths end with a NUL; `rename` is async-signal-safe.
+            if unsafe { libc::rename(temp.as_ptr().cast(), path.as_ptr().cast()) } != 0 {
+                return Err(Stop::Io(last_errno()));
+            }
+            Ok(())
+        });
+        if result.is_err() {
+            // SAFETY: `temp` ends with a NUL; this call created the file.
+            unsafe { libc::unlink(temp.as_ptr().cast()) };
+        }
+        result
+    }
+
+    /// Closes and removes the temporary file after a failure, if one was opened.
+    fn abandon(&mut self, temp: &[u8]) {
+        if self.fd < 0 {
+            return;
+        }
+        // SAFETY: closes the descriptor this module opened, once; `temp` ends with a
+        // NUL and names the file this call created.
+        unsafe {
+            libc::close(self.fd);
+            libc::unlink(temp.as_ptr().cast());
+        }
+        self.fd = -1;
+    }
+}
+
+impl FileOut {
+    /// Buffers `bytes` (or writes them, when the buffer has no room for them).
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Stop> {
+        if self.buffer.len() + bytes.len() > self.buffer.capacity() {
+            self.flush()?;
+        }
+        if bytes.len() >= self.buffer.capacity() {
+            return self.write_all(bytes);
+        }
+        // Within capacity: no allocation.
+        self.buffer.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// The calling thread's `errno` now.
+fn last_errno() -> i32 {
+    // SAFETY: reads the calling thread's errno slot.
+    unsafe { *errno_location() }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (`clock_gettime` is async-signal-safe).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 /// Where the calling thread's `errno` lives.
@@ -152,54 +512,155 @@ fn errno_location() -> *mut libc::c_int {
     unsafe { libc::__error() }
 }
 
-/// The serving thread's entry point.
-extern "C" fn server_main(_: *mut libc::c_void) -> *mut libc::c_void {
-    name_this_thread();
-    serve(PIPE_READ.load(Ordering::Acquire));
-    std::ptr::null_mut()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flight::FlightRecorder;
+    use crate::record::{Callsite, Record, Timestamp, Trace2Event};
+    use crate::{BinaryWriter, MIN_BATCH_SIZE, TextFormat, TextOptions};
+    use std::sync::{Arc, Barrier};
 
-/// Names the serving thread, as `ps -L` and debuggers show it (15 bytes at most).
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn name_this_thread() {
-    // SAFETY: `PR_SET_NAME` reads the NUL-terminated name and names the calling thread.
-    unsafe { libc::prctl(libc::PR_SET_NAME, c"t2-flight-sig".as_ptr()) };
-}
+    const SID: &str = "20260101T000000.000000Z-H0123abcd-P00001234";
 
-/// Names the serving thread, as debuggers show it.
-#[cfg(target_vendor = "apple")]
-fn name_this_thread() {
-    // SAFETY: reads the NUL-terminated name and names the calling thread.
-    unsafe { libc::pthread_setname_np(c"t2-flight-sig".as_ptr()) };
-}
+    fn record(r: &FlightRecorder, thread: &str, event: Trace2Event<'_>) {
+        let t = tracing_trace2_dst::clock::t_abs_us();
+        let wall = tracing_trace2_dst::clock::start().wall_us() + t as i64;
+        r.record(&Record {
+            event,
+            time: Timestamp {
+                wall_us: wall,
+                t_abs_us: t,
+            },
+            sid: SID,
+            depth: 0,
+            thread,
+            callsite: Callsite::default(),
+            open_regions: 0,
+        });
+    }
 
-/// Names the serving thread where the system has a way (not here).
-#[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
-fn name_this_thread() {}
+    fn say(r: &FlightRecorder, thread: &str, msg: &str) {
+        record(r, thread, Trace2Event::Printf { msg: Some(msg) });
+    }
 
-/// The signal thread: one round of snapshots per byte read.
-fn serve(read_end: libc::c_int) {
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reads at most one byte into `byte`.
-        let n = unsafe { libc::read(read_end, (&mut byte as *mut u8).cast(), 1) };
-        if n == 0 {
-            return;
-        }
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
+    /// The snapshot the signal handler would write now, into memory.
+    fn in_place(
+        r: &FlightRecorder,
+        scratch: &mut Scratch,
+        trigger: Trigger,
+        now_us: u64,
+    ) -> Option<Vec<u8>> {
+        let state = &r.inner;
+        let wall_us = tracing_trace2_dst::clock::start().wall_us() + now_us as i64;
+        let marker = trigger.has_marker().then(|| trigger.name());
+        let mut out = Vec::new();
+        let assembled = state
+            .writer
+            .with_batches(|batches| {
+                state.ring.try_view(now_us, |view| {
+                    snapshot::assemble_in_place(
+                        view,
+                        batches,
+                        marker,
+                        (now_us, wall_us),
+                        &mut scratch.snap,
+                        &mut out,
+                    )
+                })
+            })
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        (assembled == Assembled::Written).then_some(out)
+    }
+
+    fn assert_complete(bytes: &[u8]) -> String {
+        let mut text = Vec::new();
+        let report =
+            crate::decode_to_text(bytes, &mut text, &TextOptions::new(TextFormat::Perf)).unwrap();
+        assert!(report.is_complete(), "{report}");
+        String::from_utf8(text).unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_in_place_is_the_copy_paths_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = FlightRecorder::builder(dir.path())
+            .with_signal(false)
+            .with_min_age(std::time::Duration::from_secs(3600))
+            .with_writer(BinaryWriter::builder().with_batch_size(MIN_BATCH_SIZE))
+            .build()
+            .unwrap();
+        // One scratch for every snapshot, as the handler's: the marker's encoder is
+        // reused.
+        let mut scratch = Scratch::new(dir.path()).unwrap();
+        // Nothing recorded: nothing to write, both ways.
+        assert!(in_place(&r, &mut scratch, Trigger::Signal, 1).is_none());
+        record(&r, "main", Trace2Event::Version { exe: "2.47.3" });
+        record(&r, "main", Trace2Event::Start { argv: &["t", "x"] });
+        let threads = 3;
+        let recorded = Arc::new(Barrier::new(threads + 1));
+        let compared = Arc::new(Barrier::new(threads + 1));
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let (r, recorded, compared) = (&r, &recorded, &compared);
+                scope.spawn(move || {
+                    let name = format!("th{t:02}:work");
+                    for round in 0..3 {
+                        // Some batches fill (into the ring), the last stays in the slot.
+                        for i in 0..(40 + 25 * t) {
+                            say(r, &name, &format!("round {round} line {i} of thread {t}"));
+                        }
+                        recorded.wait();
+                        compared.wait();
+                    }
+                });
             }
-            return;
-        }
-        // A panic may not leave `server_main` (a C function): a round that panics is
-        // reported by the panic hook and the thread serves the next signal.
-        let _ = std::panic::catch_unwind(|| {
-            for recorder in super::live_recorders() {
-                if recorder.inner.signal {
-                    let _ = recorder.snapshot(Trigger::Signal);
+            for round in 0..3 {
+                say(&r, "main", &format!("main in round {round}"));
+                recorded.wait();
+                for trigger in [Trigger::Signal, Trigger::Exit(3)] {
+                    let now_us = tracing_trace2_dst::clock::t_abs_us();
+                    let ours = in_place(&r, &mut scratch, trigger, now_us).expect("a snapshot");
+                    // The copy path hands the batches over to the ring first.
+                    r.inner.writer.flush_all();
+                    let theirs = r.snapshot_bytes_at(trigger, now_us);
+                    assert!(
+                        ours == theirs,
+                        "round {round}, {trigger:?}: the bytes differ"
+                    );
+                    let text = assert_complete(&ours);
+                    assert!(text.contains(&format!("main in round {round}")), "{text}");
+                    assert!(text.contains(&format!("round {round} line 39 of thread 0")));
+                    assert!(text.contains(&format!("round {round} line 89 of thread 2")));
+                    assert_eq!(text.contains("trigger:signal"), trigger == Trigger::Signal);
                 }
+                compared.wait();
             }
         });
+    }
+
+    #[test]
+    fn file_names_in_place_are_the_copy_paths() {
+        let mut name = [0u8; NAME_MAX];
+        for (wall_us, sid, pid, number) in [
+            (
+                1_795_303_297_816_635,
+                "a/20260101T000001.000000Z-H0a-P00000002",
+                2,
+                1,
+            ),
+            (0, "a/b c", 7, 2),
+            (-1_000_001, "x", 4_000_000_000, 12_345),
+        ] {
+            let part = super::super::ring::name_part(sid);
+            let n =
+                snapshot::file_name_into(&mut name, wall_us, &part, pid, number, "signal").unwrap();
+            assert_eq!(
+                std::str::from_utf8(&name[..n]).unwrap(),
+                snapshot::file_name(wall_us, sid, pid, number, "signal")
+            );
+        }
+        assert!(snapshot::file_name_into(&mut [0; 20], 0, "x", 1, 1, "signal").is_none());
     }
 }

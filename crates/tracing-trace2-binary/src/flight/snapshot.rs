@@ -18,11 +18,12 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::encode::BatchEncoder;
-use crate::flight::ring::{RingCopy, RingFrame, StreamAside};
+use crate::flight::ring::{HeaderFacts, RingCopy, RingFrame, RingView, StreamAside};
 use crate::frame;
-use crate::header::{End, StreamHeader};
+use crate::header::{BatchHeader, End, StreamHeader};
 use crate::record::{Callsite, Record, Timestamp, Trace2Event};
 use crate::varint::{self, ByteCursor};
+use crate::writer::HELD_MAX;
 
 /// The category of a snapshot's marker `data` event.
 pub const MARKER_CATEGORY: &str = "flight";
@@ -241,6 +242,391 @@ pub(crate) fn newest_sid(copy: &RingCopy) -> Option<String> {
         .rev()
         .find_map(|s| parse_header(s.header.as_deref()?))
         .map(|h| h.sid)
+}
+
+/// Why a snapshot taken in place stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// It cannot be taken in place now (something it needs is held, a table is full,
+    /// a batch's stream has no header kept yet): a thread must take it.
+    Unavailable,
+    /// Writing failed with this `errno`.
+    Io(i32),
+}
+
+/// Where a snapshot taken in place goes: a fixed buffer in front of a file (in a signal
+/// handler), or a vector in tests.
+pub(crate) trait Out {
+    /// Called once it is known that there is something to write, before the first
+    /// byte (a file is opened then, named after the newest stream's session).
+    fn begin(&mut self, _newest: &HeaderFacts) -> Result<(), Stop> {
+        Ok(())
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Stop>;
+}
+
+impl Out for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) -> Result<(), Stop> {
+        self.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// The most threads a stream of a snapshot taken in place may number (the
+/// renumbering table's room, made with the recorder).
+pub(crate) const THREADS_MAX: usize = 1024;
+
+/// What a snapshot taken in place works in, made beforehand: it allocates nothing.
+pub(crate) struct Scratch {
+    /// Per thread of the stream being written: (thread index, batches so far), sorted.
+    counts: Vec<(u64, u64)>,
+    /// The marker's batch.
+    marker: BatchEncoder,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        Scratch {
+            counts: Vec::with_capacity(THREADS_MAX),
+            marker: BatchEncoder::new(0, 0),
+        }
+    }
+}
+
+/// The role a thread's unwritten batch takes in a snapshot taken in place: the ring
+/// would have kept it aside as its stream's first batch, or queued it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Frame,
+    First,
+}
+
+/// What [`assemble_in_place`] found to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Assembled {
+    Written,
+    /// Nothing of this process's own: no file.
+    Nothing,
+}
+
+/// The snapshot [`FlightRecorder::snapshot`](super::FlightRecorder::snapshot) writes,
+/// taken in place: the ring as `view` shows it, with `batches` (the threads' unwritten
+/// batches, sealed, in the order a flush would hand them to the ring) as if they had
+/// been handed over. Byte for byte what the copy-based path ([`assemble`] after the
+/// writer's `flush_all`) writes for the same state, as long as the handed-over batches
+/// would not have pushed older frames out of the ring (its cap). Allocates nothing.
+pub(crate) fn assemble_in_place(
+    view: &RingView<'_>,
+    batches: &[&[u8]],
+    marker: Option<&str>,
+    (now_us, wall_us): (u64, i64),
+    scratch: &mut Scratch,
+    out: &mut dyn Out,
+) -> Result<Assembled, Stop> {
+    let streams = view.streams;
+    let queued = || view.frames.iter().skip(view.skip);
+    // Each batch's stream, and its role, as the ring's `keep` would decide them.
+    let mut roles = [(usize::MAX, Role::Frame); HELD_MAX];
+    let mut start_noted = view.start_noted;
+    for (i, bytes) in batches.iter().enumerate() {
+        let header = batch_header(bytes).ok_or(Stop::Unavailable)?;
+        // A batch of a stream whose STREAM frame the ring has not kept: the writer
+        // would write that first (a stream started but not yet in the ring).
+        let at = streams
+            .iter()
+            .position(|s| s.stream_id == header.stream_id && s.header.is_some())
+            .ok_or(Stop::Unavailable)?;
+        let first = header.thread_index == 0 && header.batch_seq == 0;
+        let noted = first && std::mem::take(&mut start_noted);
+        let taken = roles[..i].iter().any(|&(s, r)| s == at && r == Role::First);
+        let role =
+            if first && streams[at].first_batch.is_none() && !taken && (!view.forked || noted) {
+                Role::First
+            } else {
+                Role::Frame
+            };
+        *roles.get_mut(i).ok_or(Stop::Unavailable)? = (at, role);
+    }
+    let roles = &roles[..batches.len()];
+    // A forked child that recorded nothing has nothing of its own to show.
+    let own_first = |at: usize| {
+        let s = &streams[at];
+        (s.first_batch.is_some() && !s.inherited) || roles.contains(&(at, Role::First))
+    };
+    if queued().next().is_none()
+        && !roles.iter().any(|&(_, r)| r == Role::Frame)
+        && !(0..streams.len()).any(own_first)
+    {
+        return Ok(Assembled::Nothing);
+    }
+    let facts = streams
+        .iter()
+        .rev()
+        .find_map(|s| s.parsed.as_deref())
+        .ok_or(Stop::Unavailable)?;
+    let written = |at: usize| {
+        let s = &streams[at];
+        s.header.is_some()
+            && (s.first_batch.is_some()
+                || roles.iter().any(|&(b, _)| b == at)
+                || queued().any(|f| f.stream_id == s.stream_id))
+    };
+    let newest = (0..streams.len()).rev().find(|&at| written(at));
+    out.begin(facts)?;
+    for at in (0..streams.len()).filter(|&at| written(at)) {
+        let stream = &streams[at];
+        let Some(header_frame) = &stream.header else {
+            continue;
+        };
+        out.put(header_frame)?;
+        for clock in &stream.clocks {
+            out.put(clock)?;
+        }
+        let counts = &mut scratch.counts;
+        counts.clear();
+        let first = stream
+            .first_batch
+            .as_ref()
+            .map(|f| f.bytes.as_slice())
+            .or_else(|| {
+                roles
+                    .iter()
+                    .position(|&r| r == (at, Role::First))
+                    .map(|i| batches[i])
+            });
+        let mine = first
+            .into_iter()
+            .chain(
+                queued()
+                    .filter(|f| f.stream_id == stream.stream_id)
+                    .map(|f| f.bytes.as_slice()),
+            )
+            .chain(
+                batches
+                    .iter()
+                    .zip(roles)
+                    .filter(|&(_, &r)| r == (at, Role::Frame))
+                    .map(|(b, _)| *b),
+            );
+        let mut head = [0u8; HEAD_MAX];
+        for bytes in mine {
+            let thread = batch_header(bytes).map_or(u64::MAX, |h| h.thread_index);
+            let seq = count_entry(counts, thread)?;
+            if let Some((n, records, crc)) = renumber_fixed(bytes, *seq, &mut head) {
+                out.put(&head[..n])?;
+                out.put(records)?;
+                out.put(&crc)?;
+                *seq += 1;
+            }
+        }
+        if let Some(trigger) = marker.filter(|_| Some(at) == newest)
+            && let Some(facts) = stream.parsed.as_deref()
+        {
+            let thread_index = counts.last().map_or(0, |&(last, _)| last + 1);
+            let enc = &mut scratch.marker;
+            enc.restart(facts.anchor_wall_us);
+            enc.rebind(stream.stream_id, 0, thread_index);
+            let record = marker_record(facts, trigger, now_us, wall_us);
+            let mut spilled = false;
+            enc.encode(&record, |_| spilled = true);
+            if spilled {
+                return Err(Stop::Unavailable);
+            }
+            if !enc.is_empty() {
+                out.put(enc.seal())?;
+            }
+            *count_entry(counts, thread_index)? = 1;
+        }
+        put_end(out, stream.stream_id, counts)?;
+    }
+    Ok(Assembled::Written)
+}
+
+/// The header of a batch frame.
+fn batch_header(bytes: &[u8]) -> Option<BatchHeader> {
+    match frame::check(bytes) {
+        frame::Check::Frame { len, .. } => BatchHeader::parse(&bytes[frame::HEADER_LEN..][..len]),
+        _ => None,
+    }
+}
+
+/// The (sorted) entry of `thread` in `counts`, made with 0 batches if new.
+fn count_entry(counts: &mut Vec<(u64, u64)>, thread: u64) -> Result<&mut u64, Stop> {
+    let at = match counts.binary_search_by_key(&thread, |&(t, _)| t) {
+        Ok(at) => at,
+        Err(at) => {
+            // Within the room made beforehand: no allocation.
+            if counts.len() == counts.capacity() {
+                return Err(Stop::Unavailable);
+            }
+            counts.insert(at, (thread, 0));
+            at
+        }
+    };
+    Ok(&mut counts[at].1)
+}
+
+/// An END frame for `stream_id` with `threads`, written piece by piece (its CRC as it
+/// goes): the bytes [`End::write_frame`] makes.
+fn put_end(out: &mut dyn Out, stream_id: u64, threads: &[(u64, u64)]) -> Result<(), Stop> {
+    let mut digits = [0; varint::MAX_LEN];
+    let count = threads.len() as u64;
+    let len = 8
+        + varint::encoded_len(count)
+        + threads
+            .iter()
+            .map(|&(t, b)| varint::encoded_len(t) + varint::encoded_len(b))
+            .sum::<usize>();
+    let len = u32::try_from(len).map_err(|_| Stop::Unavailable)?;
+    let mut head = [0u8; frame::HEADER_LEN + 8];
+    head[..3].copy_from_slice(&frame::MARKER);
+    head[3] = frame::kind::END;
+    head[4..8].copy_from_slice(&len.to_le_bytes());
+    head[8..].copy_from_slice(&stream_id.to_le_bytes());
+    out.put(&head)?;
+    let mut crc = frame::crc(&head[3..]);
+    let mut put_u = |out: &mut dyn Out, crc: &mut u32, value: u64| {
+        let n = varint::encode(&mut digits, value);
+        *crc = crc32c::crc32c_append(*crc, &digits[..n]);
+        out.put(&digits[..n])
+    };
+    put_u(out, &mut crc, count)?;
+    for &(thread, batches) in threads {
+        put_u(out, &mut crc, thread)?;
+        put_u(out, &mut crc, batches)?;
+    }
+    out.put(&crc.to_le_bytes())
+}
+
+/// The marker's `data` record.
+fn marker_record<'a>(
+    facts: &'a HeaderFacts,
+    trigger: &'a str,
+    now_us: u64,
+    wall_us: i64,
+) -> Record<'a> {
+    Record {
+        event: Trace2Event::Data {
+            repo: None,
+            category: MARKER_CATEGORY,
+            key: MARKER_KEY,
+            value: trigger,
+            nesting: 1,
+            t_rel_us: now_us,
+        },
+        time: Timestamp {
+            wall_us,
+            t_abs_us: now_us,
+        },
+        sid: &facts.sid,
+        depth: facts.depth,
+        thread: "main",
+        callsite: Callsite::default(),
+        open_regions: 0,
+    }
+}
+
+/// The longest new start of a renumbered batch frame: frame header, stream id, two
+/// numbers.
+const HEAD_MAX: usize = frame::HEADER_LEN + 8 + 2 * varint::MAX_LEN;
+
+/// [`renumber`] into a fixed buffer: the new start's length in `head`, the records and
+/// the new CRC.
+fn renumber_fixed<'a>(
+    bytes: &'a [u8],
+    seq: u64,
+    head: &mut [u8; HEAD_MAX],
+) -> Option<(usize, &'a [u8], [u8; 4])> {
+    let frame::Check::Frame { kind, len } = frame::check(bytes) else {
+        return None;
+    };
+    let payload = &bytes[frame::HEADER_LEN..][..len];
+    let mut r = ByteCursor::new(payload);
+    r.u64_le()?;
+    r.uvarint()?;
+    let thread_end = r.pos();
+    r.uvarint()?;
+    let seq_end = r.pos();
+    let records = &payload[seq_end..];
+    let mut digits = [0; varint::MAX_LEN];
+    let n = varint::encode(&mut digits, seq);
+    let head_len = frame::HEADER_LEN + thread_end + n;
+    head[..3].copy_from_slice(&frame::MARKER);
+    head[3] = kind;
+    head[frame::HEADER_LEN..][..thread_end].copy_from_slice(&payload[..thread_end]);
+    head[frame::HEADER_LEN + thread_end..head_len].copy_from_slice(&digits[..n]);
+    let new_len = head_len - frame::HEADER_LEN + records.len();
+    head[4..frame::HEADER_LEN].copy_from_slice(&u32::try_from(new_len).ok()?.to_le_bytes());
+    // The CRC covers kind, length and payload: old start + records before, new start
+    // + records now (CRC32C is linear, see `renumber`).
+    let old_crc = u32::from_le_bytes(bytes[frame::HEADER_LEN + len..][..4].try_into().ok()?);
+    let old_start_crc = frame::crc(&bytes[3..frame::HEADER_LEN + seq_end]);
+    let records_crc = old_crc ^ crc32c::crc32c_combine(old_start_crc, 0, records.len());
+    let new_start_crc = frame::crc(&head[3..head_len]);
+    let new_crc = crc32c::crc32c_combine(new_start_crc, records_crc, records.len());
+    Some((head_len, records, new_crc.to_le_bytes()))
+}
+
+/// A snapshot's file name ([`file_name`]) written into `out` without allocating; its
+/// length, or `None` if it does not fit.
+pub(crate) fn file_name_into(
+    out: &mut [u8],
+    wall_us: i64,
+    name_part: &str,
+    pid: u32,
+    number: u64,
+    trigger: &str,
+) -> Option<usize> {
+    let mut w = FixedText { out, len: 0 };
+    // `utc_datetime_text` without its per-thread cache (a signal handler may not reach
+    // thread-local storage safely): the second's text, then the microseconds.
+    let (start, second) = crate::record::text::utc_second(wall_us)?;
+    let micros = crate::record::text::micros_digits((wall_us - start) as u64);
+    for &b in second.iter().chain(&micros).chain(b"Z") {
+        if !matches!(b, b'-' | b':') {
+            w.put(&[b])?;
+        }
+    }
+    w.put(b"-")?;
+    w.put(name_part.as_bytes())?;
+    w.put(b"-")?;
+    w.number(u64::from(pid), 1)?;
+    w.put(b"-")?;
+    w.number(number, 3)?;
+    w.put(b"-")?;
+    w.put(trigger.as_bytes())?;
+    w.put(b".t2b")?;
+    Some(w.len)
+}
+
+/// Text written into a fixed buffer.
+struct FixedText<'a> {
+    out: &'a mut [u8],
+    len: usize,
+}
+
+impl FixedText<'_> {
+    fn put(&mut self, bytes: &[u8]) -> Option<()> {
+        self.out
+            .get_mut(self.len..self.len + bytes.len())?
+            .copy_from_slice(bytes);
+        self.len += bytes.len();
+        Some(())
+    }
+
+    /// `value` in decimal, with leading zeros to `width` digits.
+    fn number(&mut self, value: u64, width: usize) -> Option<()> {
+        let mut digits = [b'0'; 20];
+        let mut n = 0;
+        let mut v = value;
+        while v > 0 || n < width.max(1) {
+            digits[19 - n] = b'0' + (v % 10) as u8;
+            v /= 10;
+            n += 1;
+        }
+        self.put(&digits[20 - n..])
+    }
 }
 
 #[cfg(test)]
