@@ -73,6 +73,17 @@ fn main() -> ExitCode {
             forked_processes_snapshotting_together_lose_nothing,
         ),
     );
+    #[cfg(unix)]
+    tests.extend([
+        (
+            "an_idle_process_answers_the_signal_without_a_thread",
+            an_idle_process_answers_the_signal_without_a_thread as fn(),
+        ),
+        (
+            "signals_while_threads_record_heavily_neither_block_nor_tear",
+            signals_while_threads_record_heavily_neither_block_nor_tear,
+        ),
+    ]);
     support::run_tests("flight_process", &tests)
 }
 
@@ -168,8 +179,58 @@ fn play(scenario: &str, #[cfg_attr(not(unix), allow(unused_variables))] dir: &Pa
             assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
             assert_eq!(r.stats().failed, 1);
         }
+        #[cfg(unix)]
+        "signal-idle" => {
+            let r = FlightRecorder::builder(dir)
+                .with_writer(BinaryWriter::builder().with_batch_size(MIN_BATCH_SIZE))
+                .build()
+                .expect("a writable directory");
+            record(&r, Trace2Event::Version { exe: "2.47.3" });
+            record(&r, Trace2Event::Start { argv: &["idle"] });
+            // Enough to fill batches into the ring, and a last one left in the slot.
+            (0..200).for_each(|i| say(&r, "main", &format!("idle {i}")));
+            ready_then_wait_for_stdin();
+        }
+        #[cfg(unix)]
+        "signal-busy" => {
+            let r = FlightRecorder::builder(dir)
+                .with_min_age(std::time::Duration::from_millis(50))
+                .with_writer(BinaryWriter::builder().with_batch_size(MIN_BATCH_SIZE))
+                .build()
+                .expect("a writable directory");
+            record(&r, Trace2Event::Version { exe: "2.47.3" });
+            record(&r, Trace2Event::Start { argv: &["busy"] });
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                for t in 0..2 {
+                    let (r, stop) = (&r, &stop);
+                    scope.spawn(move || {
+                        let name = format!("th{t:02}:busy");
+                        let mut i = 0u64;
+                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            say(r, &name, &format!("busy{t} {i}"));
+                            i += 1;
+                        }
+                    });
+                }
+                ready_then_wait_for_stdin();
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
         other => panic!("unknown scenario {other}"),
     }
+}
+
+/// Says "ready" with the number of this process's threads, then blocks in `read` until
+/// stdin closes: an idle process, as far as the recorder can tell.
+#[cfg(unix)]
+fn ready_then_wait_for_stdin() {
+    use std::io::{Read, Write};
+    let threads = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count());
+    println!("ready threads={threads}");
+    std::io::stdout().flush().unwrap();
+    let mut rest = Vec::new();
+    std::io::stdin().read_to_end(&mut rest).unwrap();
 }
 
 /// Processes taking snapshots together in the storm (the parent and its children).
@@ -404,6 +465,117 @@ fn every_live_recorder_is_snapshotted() {
         let files = snapshots(dir.path());
         assert_eq!(files.len(), 1, "{files:?}");
         assert_eq!(messages(&files[0]), names(name, 3));
+    }
+}
+
+/// A child playing `scenario`, started and ready: its stdout's "ready" line read.
+#[cfg(unix)]
+fn ready_child(scenario: &str, dir: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, scenario)
+        .env(DIR, dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("ready"), "{line:?}");
+    (child, line)
+}
+
+/// Sends the snapshot signal to `child`.
+#[cfg(unix)]
+fn signal(child: &std::process::Child) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: sends a signal to a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, flight::SNAPSHOT_SIGNAL) }, 0);
+}
+
+/// Waits (10 s at most) until `dir` holds at least `n` finished snapshots.
+#[cfg(unix)]
+fn wait_for_snapshots(dir: &Path, n: usize) -> Vec<PathBuf> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let files: Vec<PathBuf> = snapshots(dir)
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "t2b"))
+            .collect();
+        if files.len() >= n {
+            return files;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} snapshots after 10 s: {files:?}",
+            files.len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Ends a ready child (its stdin closed) and checks that it exited cleanly.
+#[cfg(unix)]
+fn end(mut child: std::process::Child) {
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// A process that recorded, then blocks in `read` (recording nothing more), writes a
+/// snapshot on `SIGUSR2` with everything it recorded, the batch still in its thread's
+/// slot included; and the recorder started no thread for it.
+#[cfg(unix)]
+fn an_idle_process_answers_the_signal_without_a_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, ready) = ready_child("signal-idle", dir.path());
+    #[cfg(target_os = "linux")]
+    assert_eq!(ready.trim(), "ready threads=1");
+    #[cfg(not(target_os = "linux"))]
+    let _ = ready;
+    signal(&child);
+    let files = wait_for_snapshots(dir.path(), 1);
+    assert!(
+        files[0].to_string_lossy().ends_with("-000-signal.t2b"),
+        "{files:?}"
+    );
+    assert_eq!(messages(&files[0]), names("idle", 200));
+    // A second signal: a second snapshot, as whole.
+    signal(&child);
+    let files = wait_for_snapshots(dir.path(), 2);
+    assert_eq!(messages(&files[1]), names("idle", 200));
+    end(child);
+    // Nothing left behind: no temporary file.
+    assert_eq!(snapshots(dir.path()).len(), 2);
+}
+
+/// Signals that land while two threads record as fast as they can (on those threads,
+/// mid-record, or on the idle main thread): every one is answered, in the handler or
+/// by a recording thread it was left to, nothing waits for ever, and every snapshot
+/// decodes whole, with the threads' latest records.
+#[cfg(unix)]
+fn signals_while_threads_record_heavily_neither_block_nor_tear() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, _) = ready_child("signal-busy", dir.path());
+    let rounds = 20;
+    for n in 1..=rounds {
+        signal(&child);
+        wait_for_snapshots(dir.path(), n);
+    }
+    end(child);
+    let files = snapshots(dir.path());
+    assert_eq!(files.len(), rounds, "{files:?}");
+    for file in &files {
+        let got = messages(file);
+        for t in 0..2 {
+            assert!(
+                got.iter().any(|m| m.starts_with(&format!("busy{t} "))),
+                "thread {t}: {file:?}"
+            );
+        }
     }
 }
 
