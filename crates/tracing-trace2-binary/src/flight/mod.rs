@@ -199,7 +199,7 @@ impl FlightRecorderBuilder {
             .build(RingSink(Arc::clone(&ring)));
         #[cfg(unix)]
         let signal_scratch = if self.signal && signal::install_once() {
-            signal::Scratch::new(&self.dir).map(crate::slots::SpinLock::new)
+            signal::HandlerRoom::new(&self.dir).map(crate::slots::SpinLock::new)
         } else {
             None
         };
@@ -342,7 +342,7 @@ struct RecorderState {
     deferred: AtomicBool,
     /// What the signal handler writes a snapshot with (when it serves this recorder).
     #[cfg(unix)]
-    signal_scratch: Option<crate::slots::SpinLock<signal::Scratch>>,
+    signal_scratch: Option<crate::slots::SpinLock<signal::HandlerRoom>>,
     /// This recorder's entry in the signal handler's table (`usize::MAX`: none).
     #[cfg(unix)]
     signal_entry: std::sync::atomic::AtomicUsize,

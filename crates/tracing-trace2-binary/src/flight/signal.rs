@@ -8,7 +8,7 @@
 //! what a handler may (`open`, `write`, `rename`, `unlink`, `close`, `getpid`,
 //! `clock_gettime`, atomics), allocates nothing, and never waits for a lock. Everything
 //! it needs is made with the recorder: the directory as bytes, the renumbering table,
-//! the marker's batch encoder, the output buffer ([`Scratch`]). It writes the ring's
+//! the marker's batch encoder, the output buffer ([`HandlerRoom`]). It writes the ring's
 //! frames from the ring's own memory and each thread's unwritten batch from its slot,
 //! sealed in place, so the file is byte for byte what a thread's snapshot writes.
 //!
@@ -39,7 +39,7 @@ pub const SNAPSHOT_SIGNAL: libc::c_int = libc::SIGUSR2;
 /// How many recorders the handler serves at once (a process has one or two).
 const TABLE_LEN: usize = 16;
 /// The output buffer in front of a snapshot file.
-const BUFFER: usize = 16 << 10;
+const BUFFER: usize = 4 << 10;
 /// The longest file name a snapshot may have here.
 const NAME_MAX: usize = 255;
 /// How long the handler tries again for something another thread holds: a record
@@ -48,18 +48,18 @@ const NAME_MAX: usize = 255;
 const SPIN_NS: u64 = 2_000_000;
 
 /// One recorder the handler serves.
-struct Entry {
+struct HandledRecorder {
     state: AtomicPtr<RecorderState>,
     /// Handlers looking at this entry now: a recorder is dropped only once none is.
     users: AtomicU32,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Entry = Entry {
+const EMPTY: HandledRecorder = HandledRecorder {
     state: AtomicPtr::new(std::ptr::null_mut()),
     users: AtomicU32::new(0),
 };
-static TABLE: [Entry; TABLE_LEN] = [EMPTY; TABLE_LEN];
+static TABLE: [HandledRecorder; TABLE_LEN] = [EMPTY; TABLE_LEN];
 
 /// Whether the handler is installed.
 static INSTALLED: AtomicBool = AtomicBool::new(false);
@@ -94,8 +94,8 @@ fn install() {
 }
 
 /// What a snapshot in the handler works in, made with the recorder.
-pub(super) struct Scratch {
-    snap: snapshot::Scratch,
+pub(super) struct HandlerRoom {
+    snap: snapshot::InPlaceTables,
     /// The directory, with a `/` after it.
     dir: Vec<u8>,
     /// The file's path and its temporary path, NUL-terminated (room made beforehand).
@@ -104,10 +104,10 @@ pub(super) struct Scratch {
     file: FileOut,
 }
 
-impl Scratch {
+impl HandlerRoom {
     /// Room for snapshots into `dir`. `None` where the path is not bytes a C call
     /// takes (a NUL in it).
-    pub fn new(dir: &std::path::Path) -> Option<Scratch> {
+    pub fn new(dir: &std::path::Path) -> Option<HandlerRoom> {
         use std::os::unix::ffi::OsStrExt;
         let mut dir = dir.as_os_str().as_bytes().to_vec();
         if dir.contains(&0) {
@@ -117,8 +117,8 @@ impl Scratch {
             dir.push(b'/');
         }
         let room = dir.len() + NAME_MAX + 8;
-        Some(Scratch {
-            snap: snapshot::Scratch::new(),
+        Some(HandlerRoom {
+            snap: snapshot::InPlaceTables::new(),
             dir,
             path: Vec::with_capacity(room),
             temp: Vec::with_capacity(room),
@@ -250,13 +250,13 @@ fn write_in_place(state: &RecorderState, trigger: Trigger) -> bool {
 
 fn try_in_place(
     state: &RecorderState,
-    scratch: &crate::slots::SpinLock<Scratch>,
+    scratch: &crate::slots::SpinLock<HandlerRoom>,
     started: &tracing_trace2_dst::clock::ProcessStart,
     trigger: Trigger,
 ) -> Result<Assembled, Stop> {
     // Only the holder of `writing` reaches the scratch: never held here.
     let mut scratch = scratch.try_lock().ok_or(Stop::Unavailable)?;
-    let Scratch {
+    let HandlerRoom {
         snap,
         dir,
         path,
@@ -268,7 +268,7 @@ fn try_in_place(
         .wall_us()
         .saturating_add(i64::try_from(now_us).unwrap_or(i64::MAX));
     let marker = trigger.has_marker().then(|| trigger.name());
-    let mut target = Target {
+    let mut target = SnapshotFile {
         state,
         dir,
         path,
@@ -311,7 +311,7 @@ fn try_in_place(
 }
 
 /// The snapshot file the handler writes: opened when the snapshot knows its session.
-struct Target<'a> {
+struct SnapshotFile<'a> {
     state: &'a RecorderState,
     dir: &'a [u8],
     path: &'a mut Vec<u8>,
@@ -321,7 +321,7 @@ struct Target<'a> {
     trigger: Trigger,
 }
 
-impl Out for Target<'_> {
+impl Out for SnapshotFile<'_> {
     /// Opens the snapshot's temporary file, created exclusively: under the next number
     /// when a name is taken (a file left by a killed process whose pid this one reuses).
     fn begin(&mut self, newest: &HeaderFacts) -> Result<(), Stop> {
@@ -546,7 +546,7 @@ mod tests {
     /// The snapshot the signal handler would write now, into memory.
     fn in_place(
         r: &FlightRecorder,
-        scratch: &mut Scratch,
+        scratch: &mut HandlerRoom,
         trigger: Trigger,
         now_us: u64,
     ) -> Option<Vec<u8>> {
@@ -593,7 +593,7 @@ mod tests {
             .unwrap();
         // One scratch for every snapshot, as the handler's: the marker's encoder is
         // reused.
-        let mut scratch = Scratch::new(dir.path()).unwrap();
+        let mut scratch = HandlerRoom::new(dir.path()).unwrap();
         // Nothing recorded: nothing to write, both ways.
         assert!(in_place(&r, &mut scratch, Trigger::Signal, 1).is_none());
         record(&r, "main", Trace2Event::Version { exe: "2.47.3" });
@@ -638,6 +638,62 @@ mod tests {
                 compared.wait();
             }
         });
+    }
+
+    /// The handler's own writing (called here in normal context): a file named as the
+    /// copy path names it, whole, no temporary file left; and after a failure none.
+    #[test]
+    fn the_handlers_writer_writes_a_whole_file_and_cleans_up_after_a_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = FlightRecorder::builder(dir.path())
+            .with_signal(false)
+            .build()
+            .unwrap();
+        let state = &r.inner;
+        let scratch = crate::slots::SpinLock::new(HandlerRoom::new(dir.path()).unwrap());
+        let started = tracing_trace2_dst::clock::started().unwrap();
+        assert_eq!(
+            try_in_place(state, &scratch, started, Trigger::Signal),
+            Ok(Assembled::Nothing)
+        );
+        record(&r, "main", Trace2Event::Version { exe: "2.47.3" });
+        record(&r, "main", Trace2Event::Start { argv: &["t"] });
+        say(&r, "main", "in the slot");
+        for trigger in [Trigger::Signal, Trigger::Exit(2)] {
+            assert_eq!(
+                try_in_place(state, &scratch, started, trigger),
+                Ok(Assembled::Written)
+            );
+        }
+        let mut files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 2, "{files:?}");
+        assert!(files[0].ends_with("-P00001234-") || files[0].contains("-P00001234-"));
+        assert!(
+            files.iter().any(|f| f.ends_with("-000-signal.t2b")),
+            "{files:?}"
+        );
+        assert!(
+            files.iter().any(|f| f.ends_with("-001-exit.t2b")),
+            "{files:?}"
+        );
+        for f in &files {
+            let text = assert_complete(&std::fs::read(dir.path().join(f)).unwrap());
+            assert!(text.contains("in the slot"), "{text}");
+        }
+        assert_eq!(r.stats().snapshots, 2);
+        // The directory gone: an error, and nothing left behind.
+        let gone = tempfile::tempdir().unwrap();
+        let scratch =
+            crate::slots::SpinLock::new(HandlerRoom::new(&gone.path().join("x")).unwrap());
+        assert_eq!(
+            try_in_place(state, &scratch, started, Trigger::Signal),
+            Err(Stop::Io(libc::ENOENT))
+        );
+        assert_eq!(std::fs::read_dir(gone.path()).unwrap().count(), 0);
     }
 
     #[test]

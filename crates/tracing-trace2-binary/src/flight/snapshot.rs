@@ -275,19 +275,19 @@ impl Out for Vec<u8> {
 
 /// The most threads a stream of a snapshot taken in place may number (the
 /// renumbering table's room, made with the recorder).
-pub(crate) const THREADS_MAX: usize = 1024;
+pub(crate) const THREADS_MAX: usize = 256;
 
 /// What a snapshot taken in place works in, made beforehand: it allocates nothing.
-pub(crate) struct Scratch {
+pub(crate) struct InPlaceTables {
     /// Per thread of the stream being written: (thread index, batches so far), sorted.
     counts: Vec<(u64, u64)>,
     /// The marker's batch.
     marker: BatchEncoder,
 }
 
-impl Scratch {
-    pub fn new() -> Scratch {
-        Scratch {
+impl InPlaceTables {
+    pub fn new() -> InPlaceTables {
+        InPlaceTables {
             counts: Vec::with_capacity(THREADS_MAX),
             marker: BatchEncoder::new(0, 0),
         }
@@ -297,7 +297,7 @@ impl Scratch {
 /// The role a thread's unwritten batch takes in a snapshot taken in place: the ring
 /// would have kept it aside as its stream's first batch, or queued it.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
+enum BatchRole {
     Frame,
     First,
 }
@@ -321,13 +321,13 @@ pub(crate) fn assemble_in_place(
     batches: &[&[u8]],
     marker: Option<&str>,
     (now_us, wall_us): (u64, i64),
-    scratch: &mut Scratch,
+    scratch: &mut InPlaceTables,
     out: &mut dyn Out,
 ) -> Result<Assembled, Stop> {
     let streams = view.streams;
     let queued = || view.frames.iter().skip(view.skip);
     // Each batch's stream, and its role, as the ring's `keep` would decide them.
-    let mut roles = [(usize::MAX, Role::Frame); HELD_MAX];
+    let mut roles = [(usize::MAX, BatchRole::Frame); HELD_MAX];
     let mut start_noted = view.start_noted;
     for (i, bytes) in batches.iter().enumerate() {
         let header = batch_header(bytes).ok_or(Stop::Unavailable)?;
@@ -339,12 +339,14 @@ pub(crate) fn assemble_in_place(
             .ok_or(Stop::Unavailable)?;
         let first = header.thread_index == 0 && header.batch_seq == 0;
         let noted = first && std::mem::take(&mut start_noted);
-        let taken = roles[..i].iter().any(|&(s, r)| s == at && r == Role::First);
+        let taken = roles[..i]
+            .iter()
+            .any(|&(s, r)| s == at && r == BatchRole::First);
         let role =
             if first && streams[at].first_batch.is_none() && !taken && (!view.forked || noted) {
-                Role::First
+                BatchRole::First
             } else {
-                Role::Frame
+                BatchRole::Frame
             };
         *roles.get_mut(i).ok_or(Stop::Unavailable)? = (at, role);
     }
@@ -352,10 +354,10 @@ pub(crate) fn assemble_in_place(
     // A forked child that recorded nothing has nothing of its own to show.
     let own_first = |at: usize| {
         let s = &streams[at];
-        (s.first_batch.is_some() && !s.inherited) || roles.contains(&(at, Role::First))
+        (s.first_batch.is_some() && !s.inherited) || roles.contains(&(at, BatchRole::First))
     };
     if queued().next().is_none()
-        && !roles.iter().any(|&(_, r)| r == Role::Frame)
+        && !roles.iter().any(|&(_, r)| r == BatchRole::Frame)
         && !(0..streams.len()).any(own_first)
     {
         return Ok(Assembled::Nothing);
@@ -392,7 +394,7 @@ pub(crate) fn assemble_in_place(
             .or_else(|| {
                 roles
                     .iter()
-                    .position(|&r| r == (at, Role::First))
+                    .position(|&r| r == (at, BatchRole::First))
                     .map(|i| batches[i])
             });
         let mine = first
@@ -406,7 +408,7 @@ pub(crate) fn assemble_in_place(
                 batches
                     .iter()
                     .zip(roles)
-                    .filter(|&(_, &r)| r == (at, Role::Frame))
+                    .filter(|&(_, &r)| r == (at, BatchRole::Frame))
                     .map(|(b, _)| *b),
             );
         let mut head = [0u8; HEAD_MAX];
