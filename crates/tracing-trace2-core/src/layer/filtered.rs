@@ -9,7 +9,7 @@
 //! for exactly the spans its filter let through (it sees them only through `Filtered`'s
 //! `on_new_span`), and its `on_enter`, `on_exit`, `on_close` and `on_record` look that
 //! entry up anyway and do nothing without one. So those four callbacks go to the layer
-//! directly; everything that decides what the program's other layers see (the callsite
+//! directly (and `on_follows_from` and `on_id_change`, which it ignores); everything that decides what the program's other layers see (the callsite
 //! interest, `enabled`, the level hint, the filter's id and bit for each new span and
 //! event) still goes through a real `Filtered`, unchanged, which also answers
 //! tracing-subscriber's private "has a per-layer filter" question for `Layered`.
@@ -100,17 +100,17 @@ where
         self.gate.on_event(event, ctx);
     }
 
+    // Straight to the layer: a span its filter did not let through has no entry in the
+    // layer's store, which these callbacks look up first and stop at (they read nothing
+    // from the context); the layer does nothing on `follows_from` and `id_change`.
     fn on_follows_from(&self, span: &Id, follows: &Id, ctx: Context<'_, S>) {
-        self.gate.on_follows_from(span, follows, ctx);
+        self.gate.inner().on_follows_from(span, follows, ctx);
     }
 
     fn on_id_change(&self, old: &Id, new: &Id, ctx: Context<'_, S>) {
-        self.gate.on_id_change(old, new, ctx);
+        self.gate.inner().on_id_change(old, new, ctx);
     }
 
-    // Straight to the layer: a span its filter did not let through has no entry in the
-    // layer's store, which these callbacks look up first and stop at (they read nothing
-    // from the context).
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         self.gate.inner().on_record(id, values, ctx);
     }
