@@ -26,7 +26,7 @@ use tracing_trace2::{Settings, Trace2, Warnings, targets};
 
 fn main() -> ExitCode {
     let mut runner = runner::Runner::plain();
-    let tests: [runner::Test; 16] = [
+    let tests: [runner::Test; 17] = [
         ("jj_messages_are_bounded", jj_messages_are_bounded),
         (
             "jj_fields_of_regions_nobody_writes_are_not_formatted",
@@ -81,6 +81,10 @@ fn main() -> ExitCode {
         (
             "a_disabled_layer_changes_nothing_in_the_program_stack",
             a_disabled_layer_changes_nothing_in_the_program_stack,
+        ),
+        (
+            "the_filtered_layer_sees_and_shows_what_filtered_does",
+            the_filtered_layer_sees_and_shows_what_filtered_does,
         ),
     ];
     for (name, test) in tests {
@@ -904,5 +908,114 @@ fn a_disabled_layer_changes_nothing_in_the_program_stack() {
             alone,
             "{shape}: with the disabled layer"
         );
+    }
+}
+
+/// A program of spans and events at every level, in the program's crate (`app`) and a
+/// dependency's (`dep`): nested, entered again, given values later, with explicit parents
+/// and events inside them.
+fn mixed_program() {
+    for round in 0..3u64 {
+        let request = tracing::debug_span!(target: "app::http", "request", method = "GET", uri = %format!("/item/{round}"), status = tracing::field::Empty);
+        let hidden = tracing::trace_span!(target: "app::db", "query", round);
+        let dep = tracing::info_span!(target: "dep::pool", "checkout", round);
+        for poll in 0..3 {
+            let _request = request.enter();
+            tracing::trace!(target: "app::http", poll, "polled");
+            let _hidden = hidden.enter();
+            tracing::debug!(target: "app::db", "query step");
+            dep.in_scope(|| {
+                tracing::info!(target: "dep::pool", "checked out");
+                tracing::warn!(target: "dep::pool", "slow pool");
+                let inner = tracing::debug_span!(target: "app::render", "render", poll);
+                inner.in_scope(|| tracing::info!(target: "app::render", bytes = 42, "rendered"));
+            });
+            let child =
+                tracing::info_span!(target: "app::http", parent: &request, "handler", id = round);
+            child.in_scope(|| tracing::error!(target: "app::http", "failed once"));
+            let _again = request.enter();
+        }
+        request.record("status", 200);
+        tracing::info!(target: "app::http", "finished");
+    }
+}
+
+/// The facade's `FilteredLayer` sends the span callbacks to the layer without
+/// `Filtered`'s look-up: the other layers (an fmt layer behind an `EnvFilter`, or with
+/// none) print the same text as beside tracing-subscriber's `Filtered` with the same
+/// filter, `tracing`'s level hint is the same, and the Trace2 lines are the same (a
+/// first-party setup, and one with a further filter on the layer).
+fn the_filtered_layer_sees_and_shows_what_filtered_does() {
+    /// Event lines without their times.
+    fn timeless(sink: &MemorySink) -> Vec<Value> {
+        events(sink)
+            .into_iter()
+            .map(|mut e| {
+                if let Some(o) = e.as_object_mut() {
+                    for key in ["time", "t_abs", "t_rel"] {
+                        o.remove(key);
+                    }
+                }
+                e
+            })
+            .collect()
+    }
+    for fmt_filter in [
+        Some("warn,app=trace"),
+        Some("info"),
+        Some("app::db=trace"),
+        None,
+    ] {
+        for only_app in [false, true] {
+            for further in [None, Some("info,app::render=off")] {
+                let mut seen = Vec::new();
+                for gate in [false, true] {
+                    let sink = MemorySink::new();
+                    let mut builder = Trace2Layer::builder()
+                        .with_target(targets::event(EventFormat::new(), sink.clone()));
+                    if only_app {
+                        builder = builder.with_only_crates(["app"]);
+                    }
+                    let layer = builder.build();
+                    let console = Shared::default();
+                    let writer = console.clone();
+                    let fmt = tracing_subscriber::fmt::layer()
+                        .with_ansi(false)
+                        .without_time()
+                        .with_writer(move || writer.clone())
+                        .with_filter(fmt_filter.map(EnvFilter::new));
+                    let ours = if gate {
+                        layer.clone().filtered().boxed()
+                    } else {
+                        let filter = layer.filter();
+                        tracing_subscriber::Layer::with_filter(layer.clone(), filter).boxed()
+                    };
+                    let ours = match further {
+                        Some(f) => ours.with_filter(EnvFilter::new(f)).boxed(),
+                        None => ours,
+                    };
+                    let subscriber = Registry::default().with(fmt).with(ours);
+                    let hint = tracing::subscriber::with_default(subscriber, || {
+                        mixed_program();
+                        LevelFilter::current()
+                    });
+                    let console = String::from_utf8(console.0.lock().unwrap().clone()).unwrap();
+                    seen.push((hint, console, timeless(&sink)));
+                }
+                let case = format!("fmt {fmt_filter:?}, only app {only_app}, further {further:?}");
+                let (a, b) = (&seen[0], &seen[1]);
+                assert_eq!(a.0, b.0, "{case}: the level hint");
+                assert_eq!(a.1, b.1, "{case}: the fmt layer's text");
+                assert_eq!(a.2, b.2, "{case}: the Trace2 lines");
+                assert!(
+                    a.2.iter().any(|e| e["event"] == "region_enter"),
+                    "{case}: {:?}",
+                    a.2
+                );
+                if fmt_filter.is_some() {
+                    assert!(!a.1.is_empty(), "{case}: the fmt layer printed nothing");
+                }
+            }
+        }
     }
 }

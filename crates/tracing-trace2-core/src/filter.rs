@@ -167,7 +167,8 @@ impl<S> Filter<S> for Trace2Filter {
 /// per-span work. `Filtered` asks the Registry at every `enter`, `exit` and `close`
 /// whether its filter enabled the span (about 150 instructions per region line, see
 /// docs/performance.md, "Round 4"), although this filter's answer is the same for every
-/// span of a call site. Beside other layers it must not be used: a global filter hides
+/// span of a call site; [`crate::FilteredLayer`] skips those look-ups, but still keeps
+/// the filter's bit for every new span and event. Beside other layers it must not be used: a global filter hides
 /// what it rejects from every layer (see docs/decisions.md, "The level as a per-layer
 /// filter").
 impl<S: tracing_core::Subscriber> tracing_subscriber::Layer<S> for Trace2Filter {

@@ -76,7 +76,7 @@ mod wire;
 pub use busy::in_panic_hook;
 pub use filter::{Levels, Trace2Filter, Warnings};
 pub use lanes::DEFAULT_MAX_TASK_LANES;
-pub use layer::{RegionMode, Trace2Layer, Trace2LayerBuilder};
+pub use layer::{FilteredLayer, RegionMode, Trace2Layer, Trace2LayerBuilder};
 pub use region::{
     DEFAULT_MESSAGE_LIMIT, SPAN_CATEGORY_FIELD, SPAN_LABEL_FIELD, SPAN_MSG_FIELD, SPAN_REPO_FIELD,
     default_category,

@@ -100,11 +100,12 @@ pub struct RegionState {
     name: &'static str,
     /// Every field given so far.
     fields: RegionFields,
-    /// `msg` followed by the other fields, built once per change when there are other
-    /// fields or the message is cut (otherwise the message is `fields.msg` itself).
+    /// `msg` followed by the other fields, built once per change when there are both,
+    /// or the message is cut (otherwise the message is `fields.msg` or `fields.others`
+    /// itself, see `msg_from`).
     msg: String,
-    /// Whether `msg` is the message.
-    built: bool,
+    /// Which text is the message.
+    msg_from: MsgFrom,
     /// The nesting the region opens at: estimated along the span's parents when the
     /// span is created, exact once its region opens (it decides for the children whether
     /// a target writes their regions at all).
@@ -125,10 +126,10 @@ impl RegionState {
     /// category or label is left out of the lines, as git leaves out a null one.
     pub fn info(&self) -> RegionInfo<'_> {
         let present = |s: &&str| !s.is_empty();
-        let msg = if self.built {
-            Some(self.msg.as_str())
-        } else {
-            self.fields.msg.get()
+        let msg = match self.msg_from {
+            MsgFrom::Own => self.fields.msg.get(),
+            MsgFrom::Others => Some(self.fields.others.as_str()),
+            MsgFrom::Built => Some(self.msg.as_str()),
         };
         RegionInfo {
             repo: self.fields.repo,
@@ -220,7 +221,7 @@ impl RegionState {
         // What the next span rewrites before it reads it (`msg`, built by `build_msg`,
         // and `nesting`, set at creation) is left as it is.
         self.fields.clear();
-        self.built = false;
+        self.msg_from = MsgFrom::Own;
         let _ = POOL.try_with(|pool| {
             if let Ok(mut pool) = pool.try_borrow_mut()
                 && pool.len() < POOL_SIZE
@@ -244,15 +245,23 @@ impl RegionState {
     /// result at the policy's bound.
     #[cfg_attr(not(debug_assertions), inline(always))]
     pub(crate) fn build_msg(&mut self) {
-        self.msg.clear();
         let limit = self.fields.policy.limit;
         let own = self.fields.msg.get();
-        self.built = !self.fields.others.is_empty()
-            || self.fields.cut
-            || own.is_some_and(|m| m.len() > limit);
-        if !self.built {
+        let others = &self.fields.others;
+        // Only one of the two, within the bound: that text is the message, uncopied (a
+        // request span's `method=GET uri=/item/7 version=HTTP/1.1` is written once).
+        self.msg_from = match own {
+            _ if self.fields.cut => MsgFrom::Built,
+            // No message at all.
+            None if others.is_empty() => MsgFrom::Own,
+            None if others.len() <= limit => MsgFrom::Others,
+            Some(m) if others.is_empty() && m.len() <= limit => MsgFrom::Own,
+            _ => MsgFrom::Built,
+        };
+        if self.msg_from != MsgFrom::Built {
             return;
         }
+        self.msg.clear();
         if let Some(msg) = own {
             self.msg.push_str(msg);
             if !self.fields.others.is_empty() {
@@ -268,6 +277,18 @@ impl RegionState {
     fn capacity(&self) -> usize {
         self.fields.capacity() + self.msg.capacity()
     }
+}
+
+/// Which text of a [`RegionState`] is its region's message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum MsgFrom {
+    /// The `trace2.msg` field (or none at all, when it was not given).
+    #[default]
+    Own,
+    /// The other fields, `name=value` (no `trace2.msg`).
+    Others,
+    /// `msg` joined from both, or cut at the bound.
+    Built,
 }
 
 /// What the layer keeps for a span in its store: the span's boxed [`RegionState`], and

@@ -4,11 +4,10 @@
 //! follows the first `cmd_name`.
 
 use tracing_core::{LevelFilter, Subscriber};
-use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 use tracing_trace2_core::{
-    Levels, RegionMode, Session, Target, Trace2Filter, Trace2Layer, Warnings, api, clock, redact,
+    FilteredLayer, Levels, RegionMode, Session, Target, Trace2Layer, Warnings, api, clock, redact,
 };
 use tracing_trace2_dst::{self as dst, OpenSettings, Opened};
 use tracing_trace2_event::EventFormat;
@@ -50,12 +49,6 @@ pub struct Trace2 {
     span_fields: bool,
     message_limit: usize,
 }
-
-/// The Trace2 layer as an enabled [`OptionalLayer`] from [`Trace2::layer`] holds it:
-/// behind a per-layer filter at its levels ([`Trace2Filter`]), so that `tracing` skips,
-/// at the call site, every span and event that neither it nor another layer wants (see
-/// [`Trace2Layer::filtered`]). [`Filtered::inner`] is the layer itself.
-pub type FilteredLayer<S> = Filtered<Trace2Layer, Trace2Filter, S>;
 
 impl Trace2 {
     /// Settings from the `GIT_TRACE2*` environment and the `trace2.*` keys of the

@@ -104,7 +104,7 @@ mod session_env;
 pub mod targets;
 pub mod thread;
 
-pub use builder::{FilteredLayer, Trace2};
+pub use builder::Trace2;
 #[cfg(feature = "tokio")]
 pub use command::tokio::Trace2TokioCommandExt;
 pub use command::{Trace2CommandExt, TracedChild, add_session_env};
@@ -113,6 +113,7 @@ pub use lifecycle::{Lifecycle, Trace2Guard, exit_process, is_active};
 pub use optional::OptionalLayer;
 pub use tracing_trace2_binary::flight;
 pub use tracing_trace2_core as core;
+pub use tracing_trace2_core::FilteredLayer;
 pub use tracing_trace2_core::background::{BackgroundGuard, BackgroundOptions};
 pub use tracing_trace2_core::timers::{Counter, PerThread, Timer};
 pub use tracing_trace2_core::{Levels, RegionMode, Trace2Filter, Trace2Layer, Warnings, api};

@@ -201,8 +201,9 @@ impl Trace2 {
     ///
     /// The layer is the subscriber's only one, so its level filter is installed as the
     /// subscriber's global filter rather than as a per-layer filter: it lets through the
-    /// same spans and events, and spares the per-layer filter's look-up of the span at
-    /// every enter, exit and close. With no target enabled, the disabled layer of
+    /// same spans and events, and spares the per-layer filter's work for every new span
+    /// and event (its bit in the thread's filter state and in the span's record). With no
+    /// target enabled, the disabled layer of
     /// [`Lifecycle::layer`] is installed, which changes nothing.
     ///
     /// When another global subscriber is already installed, it stays, and the lifecycle
@@ -227,8 +228,8 @@ impl Trace2 {
         let lifecycle = self.lifecycle();
         match lifecycle.unfiltered_layer() {
             // Ours is the subscriber's only layer: its filter as the global filter
-            // decides what the per-layer filter would, without `Filtered`'s Registry
-            // look-up at every enter, exit and close (see `Trace2Filter`'s `Layer`).
+            // decides what the per-layer filter would, without the per-layer filter's
+            // work for every new span and event (see `Trace2Filter`'s `Layer`).
             Some(layer) => {
                 let _ = tracing_subscriber::registry()
                     .with(layer.filter())

@@ -12,6 +12,7 @@
 //! | module | its job |
 //! |---|---|
 //! | `builder` | [`Trace2LayerBuilder`]: the layer's settings |
+//! | `filtered` | [`FilteredLayer`]: the layer behind its per-layer filter |
 //! | `spans` | spans into regions, on lanes (`on_new_span`'s parent, `on_enter`, `on_exit`, `on_close`) |
 //! | `events` | user events into `printf`, `data` and `error` lines |
 //! | `api_calls` | the typed calls of [`crate::api`] |
@@ -20,7 +21,8 @@
 //!
 //! They form floors, as the crate's modules do, each using only those below it: `emit`
 //! at the bottom; `thread_end` on it; `spans`, `events` and `api_calls` on those two
-//! (none of the three uses another); this file's callbacks on top. Every submodule uses
+//! (none of the three uses another); this file's callbacks on top, and `filtered`, which
+//! calls them, above. Every submodule uses
 //! this file's types and its gate (`busy`, `key`, `close`, `flush`): the layer's state is
 //! theirs, and a module's use of its parent is how Rust modules nest, not a floor. A
 //! method another file calls is `pub(super)`; the rest stays private to its file.
@@ -46,11 +48,13 @@ mod api_calls;
 mod builder;
 mod emit;
 mod events;
+mod filtered;
 mod spans;
 mod thread_end;
 
 pub(crate) use api_calls::send;
 pub use builder::Trace2LayerBuilder;
+pub use filtered::FilteredLayer;
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -59,7 +63,6 @@ use std::sync::Once;
 use crate::filter::{Levels, Trace2Filter};
 use tracing_core::span::{Attributes, Id, Record as SpanRecord};
 use tracing_core::{Event as TracingEvent, LevelFilter, Subscriber};
-use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
@@ -202,12 +205,16 @@ impl Trace2Layer {
     /// `tracing`'s level hint and callsite interest: what no layer wants is skipped at
     /// the call site, and this layer filters nothing for the others. The typed
     /// [`crate::api`] calls never pass through `tracing`, so no filter drops them.
-    pub fn filtered<S>(self) -> Filtered<Trace2Layer, Trace2Filter, S>
+    ///
+    /// The filter is tracing-subscriber's `Filtered`, but for the span callbacks that
+    /// only look a span up in the layer's store (enter, exit, close, record), which skip
+    /// its look-up of the span in the Registry ([`FilteredLayer`]).
+    pub fn filtered<S>(self) -> FilteredLayer<S>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         let filter = self.filter();
-        tracing_subscriber::Layer::with_filter(self, filter)
+        FilteredLayer::new(self, filter)
     }
 
     /// Flushes every target's sink. With a deferred writer, waits until the worker has
