@@ -109,6 +109,10 @@ fn put_b(out: &mut Vec<u8>, bytes: &[u8]) {
 impl StreamHeader {
     /// Appends this header as a whole STREAM frame.
     pub fn write_frame(&self, out: &mut Vec<u8>) {
+        // The fixed fields and the three texts' bytes, in one allocation where `out`
+        // is new (it would otherwise grow four times).
+        let texts = self.writer.len() + self.sid.len() + self.event_format_version.len();
+        out.reserve(frame::OVERHEAD + 64 + texts + 32 * self.declared.len());
         let start = frame::begin(out, frame::kind::STREAM);
         out.push(self.major);
         out.push(self.minor);
