@@ -248,6 +248,8 @@ pub struct End {
 impl End {
     /// Appends this end as a whole END frame.
     pub fn write_frame(&self, out: &mut Vec<u8>) {
+        // At most two 10-byte varints a thread: one allocation where `out` is new.
+        out.reserve(frame::OVERHEAD + 8 + varint::MAX_LEN * (1 + 2 * self.threads.len()));
         let start = frame::begin(out, frame::kind::END);
         out.extend_from_slice(&self.stream_id.to_le_bytes());
         put_u(out, self.threads.len() as u64);
