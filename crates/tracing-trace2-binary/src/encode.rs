@@ -129,9 +129,7 @@ impl BatchEncoder {
             callsites: Callsites::new(slots / 4),
             shapes: Shapes::new(),
             origins: Origins::default(),
-            // Its room is taken with the batch's first `d` text (a short process may
-            // have none).
-            prev_delta: Vec::new(),
+            prev_delta: Vec::with_capacity(spec::DELTA_MAX),
             dropped: 0,
         }
     }
@@ -596,11 +594,6 @@ impl Enc<'_> {
         self.bytes(&text[prefix..text.len() - suffix]);
         self.prev_delta.clear();
         if text.len() <= spec::DELTA_MAX {
-            if self.prev_delta.capacity() == 0 {
-                // Once per thread's encoder: room for the longest text kept, so that no
-                // later one allocates.
-                self.prev_delta.reserve_exact(spec::DELTA_MAX);
-            }
             self.prev_delta.extend_from_slice(text);
         }
     }
