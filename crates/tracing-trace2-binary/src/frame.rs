@@ -17,9 +17,10 @@
 //! the first frame of 1 KiB or more, frames take a one-table CRC of
 //! our own instead (the same value): the crate finds the CPU's instructions with
 //! `cpuid` on its first call, several of them, and in a virtual machine each one traps
-//! to the hypervisor (27 µs in all on the VM the benches run on, a fifth of what the
-//! binary target added to a short process). A short process, whose frames are a record
-//! each, never pays it; a long one pays it once, with its first full batch.
+//! to the hypervisor (27 µs in all on the VM the benches run on: most of what the binary
+//! target added to a short process beyond what the Event target adds). A short process,
+//! whose frames are a record each, never pays it; a long one pays it once, with its
+//! first full batch.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
