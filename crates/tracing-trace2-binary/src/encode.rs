@@ -32,7 +32,9 @@ pub const MAX_BATCH_SIZE: usize = 1 << 20;
 /// The buffer a thread's batch starts in: it doubles as records fill it, up to the
 /// batch size, so that a short process (or thread) that records a few lines does not
 /// allocate and touch the pages of a whole batch (64 KiB by default) it never fills.
-const FIRST_BUFFER: usize = 4 << 10;
+/// 1 KiB holds several lifecycle records, and a short process's batches are a record
+/// each (the facade's lazy flusher writes every record's batch at once at first).
+const FIRST_BUFFER: usize = 1 << 10;
 /// The buffer grows when less than this share of it (1/n) is left.
 const GROW_WHEN_LEFT: usize = 4;
 /// The largest frame of all, for one record that does not fit a batch.
@@ -250,9 +252,11 @@ impl BatchEncoder {
                 return Encoded::Added;
             }
         }
-        if self.buf.len() < self.batch_size {
-            // A buffer still growing: the record starts a batch of the full size.
-            self.resize(self.batch_size);
+        // A buffer still growing: doubled until the record fits the empty batch, up to
+        // the batch size (a short process's one long record does not take a whole
+        // batch's pages).
+        while self.buf.len() < self.batch_size {
+            self.resize((self.buf.len() * 2).min(self.batch_size));
             if self.try_encode(record, false) {
                 return Encoded::Added;
             }

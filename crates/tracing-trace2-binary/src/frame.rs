@@ -13,7 +13,16 @@
 //! damage it looks for the next marker.
 //!
 //! The CRC is the `crc32c` crate's: it uses the SSE 4.2 / ARMv8 CRC instructions when
-//! the CPU has them (a 64 KiB batch in a few microseconds) and a table otherwise.
+//! the CPU has them (a 64 KiB batch in a few microseconds) and a table otherwise. Until
+//! the first frame of 1 KiB or more, frames take a one-table CRC of
+//! our own instead (the same value): the crate finds the CPU's instructions with
+//! `cpuid` on its first call, several of them, and in a virtual machine each one traps
+//! to the hypervisor (27 µs in all on the VM the benches run on: most of what the binary
+//! target added to a short process beyond what the Event target adds). A short process,
+//! whose frames are a record each, never pays it; a long one pays it once, with its
+//! first full batch.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The three bytes that start every frame. `0x89` is not ASCII, so text-mode damage
 /// (a lost high bit) shows.
@@ -42,10 +51,62 @@ pub mod kind {
     pub const END: u8 = 0x7F;
 }
 
+/// Frames shorter than this take the table CRC until a longer one has had the
+/// `crc32c` crate's (see the module docs). At about a byte per table step, 1 KiB
+/// costs a microsecond or two: well below the detection it may save.
+const TABLE_CRC_BELOW: usize = 1 << 10;
+
+/// The `crc32c` crate has run: its CPU feature detection is done, and every later
+/// call costs one load to find it.
+static CRATE_CRC_READY: AtomicBool = AtomicBool::new(false);
+
 /// The CRC32C of `bytes`.
 #[inline]
 pub fn crc(bytes: &[u8]) -> u32 {
-    crc32c::crc32c(bytes)
+    if bytes.len() < TABLE_CRC_BELOW && !CRATE_CRC_READY.load(Ordering::Relaxed) {
+        return table_crc(bytes);
+    }
+    crate_crc(bytes)
+}
+
+/// The `crc32c` crate's CRC (its hardware path where the CPU has one).
+fn crate_crc(bytes: &[u8]) -> u32 {
+    let crc = crc32c::crc32c(bytes);
+    CRATE_CRC_READY.store(true, Ordering::Relaxed);
+    crc
+}
+
+/// The CRC32C (Castagnoli, reflected) of each byte value: 1 KiB of constants, built by
+/// the compiler.
+static CRC_TABLE: [u32; 256] = {
+    const POLYNOMIAL: u32 = 0x82F6_3B78;
+    let mut table = [0u32; 256];
+    let mut n = 0;
+    while n < 256 {
+        let mut crc = n as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ POLYNOMIAL
+            } else {
+                crc >> 1
+            };
+            bit += 1;
+        }
+        table[n] = crc;
+        n += 1;
+    }
+    table
+};
+
+/// The CRC32C of `bytes`, a table step per byte: for short frames, with no CPU feature
+/// detection.
+fn table_crc(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in bytes {
+        crc = CRC_TABLE[usize::from(crc as u8 ^ byte)] ^ (crc >> 8);
+    }
+    !crc
 }
 
 /// Appends the header of a frame of `kind` (its length still 0) and returns where the
@@ -158,6 +219,22 @@ mod tests {
         buf[HEADER_LEN..HEADER_LEN + 3].copy_from_slice(b"abc");
         let n = seal_in_place(&mut buf, 3);
         assert_eq!(&buf[..n], &f[..]);
+    }
+
+    #[test]
+    fn table_crc_is_the_crates() {
+        assert_eq!(table_crc(b""), 0);
+        assert_eq!(table_crc(b"Hello world!"), 0x7B98_E751);
+        let bytes: Vec<u8> = (0..3100u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in (0..64).chain([255, 256, 1023, 1024, 1025, 2999]) {
+            for start in [0, 1, 3, 7] {
+                let part = &bytes[start..start + len];
+                assert_eq!(table_crc(part), crc32c::crc32c(part), "{start}+{len}");
+                assert_eq!(crc(part), crc32c::crc32c(part), "{start}+{len}");
+            }
+        }
     }
 
     #[test]

@@ -109,6 +109,10 @@ fn put_b(out: &mut Vec<u8>, bytes: &[u8]) {
 impl StreamHeader {
     /// Appends this header as a whole STREAM frame.
     pub fn write_frame(&self, out: &mut Vec<u8>) {
+        // The fixed fields and the three texts' bytes, in one allocation where `out`
+        // is new (it would otherwise grow four times).
+        let texts = self.writer.len() + self.sid.len() + self.event_format_version.len();
+        out.reserve(frame::OVERHEAD + 64 + texts + 32 * self.declared.len());
         let start = frame::begin(out, frame::kind::STREAM);
         out.push(self.major);
         out.push(self.minor);
@@ -244,6 +248,8 @@ pub struct End {
 impl End {
     /// Appends this end as a whole END frame.
     pub fn write_frame(&self, out: &mut Vec<u8>) {
+        // At most two 10-byte varints a thread: one allocation where `out` is new.
+        out.reserve(frame::OVERHEAD + 8 + varint::MAX_LEN * (1 + 2 * self.threads.len()));
         let start = frame::begin(out, frame::kind::END);
         out.extend_from_slice(&self.stream_id.to_le_bytes());
         put_u(out, self.threads.len() as u64);

@@ -112,8 +112,10 @@ pub(crate) struct Strings {
 /// Slots a table starts with: a batch of a short process defines a handful of
 /// strings and callsites, and a table sized for a full batch from the start would touch
 /// pages (tens of KiB) such a process never uses. A table doubles when half full, up to
-/// its cap, so that what it holds is the same as a table of the cap's size would.
-const FIRST_SLOTS: usize = 32;
+/// its cap, so that what it holds is the same as a table of the cap's size would. At 16
+/// (8 entries before a table doubles) the three tables take 1,400 bytes, enough for
+/// the batch of one lifecycle record: a short process writes a batch per record.
+const FIRST_SLOTS: usize = 16;
 
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
