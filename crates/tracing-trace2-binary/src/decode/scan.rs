@@ -206,8 +206,22 @@ impl<R: Read> FrameScanner<R> {
     /// header (marker, length within bounds) whose frame is not intact, and the first
     /// page end inside it, past the header, where the input ends or an intact frame
     /// starts (or a frame with a sound header that the input's end cuts at a page end:
-    /// a second writer killed). Reads ahead as far as the frame there needs.
+    /// a second writer killed), with no intact frame starting before it (a damaged
+    /// length that claims the frames after its own must not hide them). Reads ahead as
+    /// far as the frame there needs.
     fn kill_cut_len(&mut self) -> io::Result<Option<usize>> {
+        let Some(len) = self.kill_cut_candidate()? else {
+            return Ok(None);
+        };
+        let cut = &self.buf[self.start..self.end];
+        let hides_a_frame = (1..len)
+            .filter(|&i| cut[i] == frame::MARKER[0])
+            .any(|i| matches!(frame::check(&cut[i..]), Check::Frame { .. }));
+        Ok((!hides_a_frame).then_some(len))
+    }
+
+    /// [`kill_cut_len`](Self::kill_cut_len) but for the frames inside the cut.
+    fn kill_cut_candidate(&mut self) -> io::Result<Option<usize>> {
         let Some(total) = sound_frame_len(&self.buf[self.start..self.end]) else {
             return Ok(None);
         };
@@ -492,6 +506,26 @@ mod tests {
         assert_eq!(frames.len(), 2);
         assert_eq!(stats.cut_frames, 0);
         assert_eq!(stats.skipped_bytes as usize, flipped.len());
+    }
+
+    #[test]
+    fn a_damaged_length_reaching_past_a_page_end_is_not_a_cut() {
+        // Frames up to a page end and after it; the first one's length is then damaged
+        // to claim past the page end, where an intact frame starts.
+        let first = frame_of(0x10, &[b'a'; 100]);
+        let second = frame_of(0x10, &[b'b'; 200]);
+        let used = first.len() + second.len();
+        let filler = frame_of(0x10, &vec![b'c'; PAGE as usize - used - 12]);
+        let mut input = [first.clone(), second, filler].concat();
+        assert_eq!(input.len(), PAGE as usize);
+        input.extend_from_slice(&frame_of(0x10, &[b'd'; 50]));
+        input.extend_from_slice(&frame_of(0x10, &[b'e'; 50]));
+        assert_eq!(scan(&input).0.len(), 5);
+        input[5] ^= 0x40;
+        let (frames, stats) = scan(&input);
+        assert_eq!(stats.cut_frames, 0, "{stats:?}");
+        assert_eq!(frames.len(), 4);
+        assert_eq!(stats.skipped_bytes as usize, first.len());
     }
 
     #[test]
