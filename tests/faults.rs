@@ -304,7 +304,7 @@ fn assert_whole_frames(path: &Path, limit: u64) {
     let options = tracing_trace2_binary::decode::DecodeOptions::default();
     let report = tracing_trace2_binary::decode::decode(&bytes[..], &options, |_, _| {}).unwrap();
     assert_eq!(report.skipped_bytes, 0, "binary trace damaged\n{report}");
-    assert_eq!(report.cut_at_end, 0, "binary trace cut\n{report}");
+    assert_eq!(report.cut_frames, 0, "binary trace cut\n{report}");
 }
 
 /// `/dev/full` (ENOSPC on every write): the target is disabled, git's warning with
@@ -605,7 +605,7 @@ fn kills_cut_lines_only_at_a_page_end() {
                 report.skipped_bytes, 0,
                 "{what}: binary trace damaged\n{report}"
             );
-            if report.cut_at_end > 0 {
+            if report.cut_frames > 0 {
                 binary_cut += 1;
                 assert_eq!(
                     bytes.len() % 4096,

@@ -4,6 +4,8 @@
 //!
 //! A stream without its END frame is a process that was killed, or is still running: every event
 //! it wrote is there, nothing was lost. It is worth a note naming the process, not exit status 1.
+//! So is a frame a kill cut at a page end (the process's last, at the end of the file or with
+//! other processes' frames after it): one batch of that process is lost, nothing else.
 //! Damage names only the streams it touched.
 
 use tracing_trace2_binary::DecodeReport;
@@ -37,9 +39,21 @@ pub fn assess(report: &DecodeReport) -> Assessment {
         }
     }
     let mut unfinished = Vec::new();
+    let mut cut_named = 0;
     for stream in &report.streams {
+        cut_named += stream.cut_bytes;
         if let Some(why) = stream_damage(stream) {
             lost.push(format!("{}: {why}", stream_name(stream)));
+        } else if stream.cut_frames > 0 {
+            // Where a killed writer's last `write` stopped: the kernel stops a file write
+            // only at a page end, as it cuts a text target's last line.
+            unfinished.push(format!(
+                "{} was killed while writing: its last frame ({} bytes) stops at a page end; \
+                 that batch is lost, its other {} events are all there",
+                stream_name(stream),
+                stream.cut_bytes,
+                stream.events
+            ));
         } else if !stream.ended {
             unfinished.push(format!(
                 "{} ended without an END frame (killed, or still running); its {} events are all there",
@@ -48,13 +62,13 @@ pub fn assess(report: &DecodeReport) -> Assessment {
             ));
         }
     }
-    if report.cut_at_end > 0 {
-        // Where a killed writer's last `write` stopped: the kernel stops a file write only
-        // at a page end, as it cuts a text target's last line.
+    if report.cut_bytes > cut_named {
+        // Cut frames whose stream the input does not name (too few bytes left, or a
+        // stream that left nothing else).
         unfinished.push(format!(
-            "the last frame ({} bytes) stops at a page end, cut where the process was killed; \
+            "a frame ({} bytes) stops at a page end, cut where its process was killed; \
              its batch is lost, nothing else",
-            report.cut_at_end
+            report.cut_bytes - cut_named
         ));
     }
     if !lost.is_empty() {
@@ -158,23 +172,34 @@ mod tests {
 
     #[test]
     fn a_last_frame_cut_at_a_page_end_is_a_kill_not_damage() {
+        let mut killed = stream(2, false, 0);
+        killed.cut_frames = 1;
+        killed.cut_bytes = 300;
         let report = DecodeReport {
-            cut_at_end: 300,
-            streams: vec![stream(1, false, 0)],
+            cut_frames: 2,
+            cut_bytes: 340,
+            streams: vec![stream(1, false, 0), killed, stream(3, true, 0)],
             ..DecodeReport::default()
         };
         let assessment = assess(&report);
         assert_eq!(assessment.damage, None);
-        assert_eq!(
-            assessment.unfinished.len(),
-            2,
-            "{:?}",
-            assessment.unfinished
+        let notes = &assessment.unfinished;
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes[0].starts_with("stream sid-1 (pid 1) ended without an END frame"),
+            "{notes:?}"
         );
         assert!(
-            assessment.unfinished[1].starts_with("the last frame (300 bytes) stops at a page end"),
-            "{:?}",
-            assessment.unfinished
+            notes[1].starts_with(
+                "stream sid-2 (pid 2) was killed while writing: its last frame (300 bytes) \
+                 stops at a page end"
+            ),
+            "{notes:?}"
+        );
+        // A cut frame whose stream the input does not name.
+        assert!(
+            notes[2].starts_with("a frame (40 bytes) stops at a page end"),
+            "{notes:?}"
         );
     }
 

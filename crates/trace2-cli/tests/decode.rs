@@ -203,6 +203,106 @@ fn a_killed_process_is_not_damage() {
     assert_eq!(stderr(&out), "");
 }
 
+const SID_B: &str = "20261121T232137.816920Z-H0a7c9cdf-P00002a1f";
+
+/// The records of `stream()` of another process (session `SID_B`).
+fn records_b() -> Vec<Record<'static>> {
+    records()
+        .into_iter()
+        .map(|r| Record { sid: SID_B, ..r })
+        .collect()
+}
+
+/// A file two processes appended to: A, killed while it wrote its second batch (the
+/// kernel stopped the `write` at the first page end), then B's whole stream after it.
+/// Also the records A's intact first batch holds.
+fn killed_mid_file() -> (Vec<u8>, Vec<Record<'static>>) {
+    let sink = MemorySink::new();
+    let writer = BinaryWriter::builder()
+        .with_anchor_wall_us(ANCHOR)
+        .with_utc_offset(0)
+        .with_exit_handler(false)
+        .build(sink.clone());
+    let records = records();
+    let first = &records[..records.len() - 2];
+    for record in first {
+        writer.record(record);
+    }
+    writer.flush_all();
+    let intact = sink.contents().len();
+    // A second batch longer than a page: the one the kill cut.
+    let long: &'static str = Box::leak("x".repeat(6000).into_boxed_str());
+    let mut data = records[4];
+    if let Trace2Event::Data { value, .. } = &mut data.event {
+        *value = long;
+    }
+    writer.record(&data);
+    writer.flush_all();
+    let mut file = sink.contents();
+    assert!(file.len() > 4096 + 8 + intact, "{}", file.len());
+    file.truncate(4096);
+    let b = MemorySink::new();
+    let writer = BinaryWriter::builder()
+        .with_anchor_wall_us(ANCHOR)
+        .with_utc_offset(0)
+        .with_exit_handler(false)
+        .build(b.clone());
+    for record in records_b() {
+        writer.record(&record);
+    }
+    writer.finish();
+    file.extend_from_slice(&b.contents());
+    (file, first.to_vec())
+}
+
+#[test]
+fn a_process_killed_mid_frame_with_another_after_it_is_a_kill_not_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shared.t2b");
+    let (bytes, a_records) = killed_mid_file();
+    fs::write(&file, bytes).unwrap();
+    let file = file.to_str().unwrap();
+    for (name, format) in [
+        (
+            "normal",
+            &NormalFormat::new().with_utc_offset(0) as &dyn Format,
+        ),
+        ("perf", &PerfFormat::new().with_utc_offset(0)),
+        ("event", &EventFormat::new()),
+    ] {
+        let out = run_trace2(&["decode", "--format", name, file]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        // One note, on A: killed while writing, not damage.
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(
+            err.contains(SID)
+                && err.contains("was killed while writing")
+                && !err.contains("damaged"),
+            "{name}: {err}"
+        );
+        // Each process's lines are what its text target wrote: A's up to its cut batch,
+        // B's all, merged in time order (A first at equal times: it came first).
+        let mut merged: Vec<(usize, Record<'_>)> = a_records.iter().map(|r| (0, *r)).collect();
+        merged.extend(records_b().into_iter().map(|r| (1, r)));
+        merged.sort_by_key(|(stream, r)| (r.time.wall_us, *stream));
+        let mut want = Vec::new();
+        for (_, record) in &merged {
+            format.format(record, &mut want);
+        }
+        assert_eq!(stdout(&out), String::from_utf8(want).unwrap(), "{name}");
+    }
+    let out = run_trace2(&["summary", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    let text = stdout(&out);
+    assert!(text.contains("no exit"), "{text}");
+    let out = run_trace2(&["summary", "--json", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains(SID) && text.contains(SID_B), "{text}");
+}
+
 #[test]
 fn a_binary_trace_summarises_and_exports_as_its_event_text_does() {
     let dir = tempfile::tempdir().unwrap();

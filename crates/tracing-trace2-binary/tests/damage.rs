@@ -415,3 +415,261 @@ fn write_alone(records: &[Record<'_>]) -> Vec<u8> {
         records,
     )
 }
+
+/// Records of kinds that do not flush their batch at once, in one thread, so that a
+/// writer's batches end only where the test flushes them.
+fn unflushed_records(seed: u64, count: usize) -> Vec<Owned> {
+    let mut owned: Vec<Owned> = live_records(seed, count)
+        .into_iter()
+        .filter(|o| {
+            !matches!(
+                CATALOGUE[o.kind].kind,
+                Kind::Exit
+                    | Kind::Atexit
+                    | Kind::Signal
+                    | Kind::Error
+                    | Kind::ChildStart
+                    | Kind::Exec
+                    | Kind::ThreadExit
+            )
+        })
+        .collect();
+    for o in &mut owned {
+        o.thread = "main".to_owned();
+    }
+    owned
+}
+
+/// Process A's frames as a kill leaves them: a first batch, then a second one flushed
+/// and never ended (no END frame). Also the records of the first batch.
+fn killed_process_a() -> (Vec<u8>, Vec<Owned>) {
+    let owned = unflushed_records(21, 500);
+    let (first, second) = owned.split_at(40);
+    let sink = MemorySink::new();
+    let writer = builder()
+        .with_anchor_wall_us(1_700_000_000_000_000)
+        .build(sink.clone());
+    for part in [first, second] {
+        for o in part {
+            writer.record(&o.record_in(&o.list_refs(), SID, 0));
+        }
+        writer.flush_all();
+    }
+    let bytes = sink.contents();
+    drop(writer);
+    (bytes, first.to_vec())
+}
+
+/// Process B's whole stream (another session), and its records.
+fn complete_process_b() -> (Vec<u8>, Vec<Owned>, &'static str) {
+    let sid = "20260101T000000.000000Z-H0123abcd-P00009999";
+    let owned = unflushed_records(22, 120);
+    let lists: Vec<Vec<&str>> = owned.iter().map(Owned::list_refs).collect();
+    let records: Vec<Record<'_>> = owned
+        .iter()
+        .zip(&lists)
+        .map(|(o, l)| o.record_in(l, sid, 0))
+        .collect();
+    let bytes = support::write_all(
+        builder()
+            .with_batch_size(MIN_BATCH_SIZE)
+            .with_anchor_wall_us(1_700_000_000_000_500),
+        &records,
+    );
+    (bytes, owned, sid)
+}
+
+/// Per stream (by session id), each record decoded from `bytes` in every format of the
+/// tests; and the report.
+fn lines_by_sid(
+    bytes: &[u8],
+) -> (
+    BTreeMap<String, Vec<u8>>,
+    tracing_trace2_binary::DecodeReport,
+) {
+    let formats = support::formats();
+    let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let report = tracing_trace2_binary::decode(bytes, &DecodeOptions::default(), |_, record| {
+        let text = out.entry(record.sid.to_owned()).or_default();
+        for (_, format) in &formats {
+            text.extend_from_slice(&support::render(format.as_ref(), record));
+        }
+    })
+    .unwrap();
+    (out, report)
+}
+
+/// The lines `owned` make in every format of the tests.
+fn lines_of(owned: &[Owned], sid: &str) -> Vec<u8> {
+    let formats = support::formats();
+    let mut text = Vec::new();
+    for o in owned {
+        let list = o.list_refs();
+        let record = o.record_in(&list, sid, 0);
+        for (_, format) in &formats {
+            text.extend_from_slice(&support::render(format.as_ref(), &record));
+        }
+    }
+    text
+}
+
+/// Decodes `bytes` to each text format.
+fn texts(bytes: &[u8]) -> Vec<Vec<u8>> {
+    [TextFormat::Normal, TextFormat::Perf, TextFormat::Event]
+        .into_iter()
+        .map(|format| {
+            let mut out = Vec::new();
+            decode_to_text(bytes, &mut out, &TextOptions::new(format)).unwrap();
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn a_frame_a_kill_cut_with_another_process_after_it_is_that_process_kill_not_damage() {
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let (a, a_first) = killed_process_a();
+    let (b, b_owned, sid_b) = complete_process_b();
+    let a_frames = frames(&a);
+    let last = a_frames.last().unwrap();
+    assert_eq!(last[3], tracing_trace2_binary::frame::kind::BATCH);
+    let at = a.len() - last.len();
+    assert!(
+        last.len() > 3 * PAGE,
+        "A's last frame: {} bytes",
+        last.len()
+    );
+    let want_a = lines_of(&a_first, SID);
+    let want_b = lines_of(&b_owned, sid_b);
+    // The file without the cut frame at all: what the cut file must read as.
+    let mut without = a[..at].to_vec();
+    without.extend_from_slice(&b);
+    let want_texts = texts(&without);
+    // A's last `write` stops at each page end inside its last frame (past its header),
+    // and B appends its whole stream there.
+    let mut offsets = Vec::new();
+    let mut page = (at + 8).next_multiple_of(PAGE);
+    while page < a.len() {
+        let cut = page - at;
+        offsets.push(cut);
+        let mut file = a[..page].to_vec();
+        file.extend_from_slice(&b);
+        let (lines, report) = lines_by_sid(&file);
+        let what = format!("A's last frame cut {cut} bytes in\n{report}");
+        assert_eq!(report.skipped_bytes, 0, "{what}");
+        assert_eq!(report.damaged_regions, 0, "{what}");
+        assert_eq!(
+            (report.cut_frames, report.cut_bytes),
+            (1, cut as u64),
+            "{what}"
+        );
+        assert!(!report.is_complete(), "{what}");
+        // B: every event, byte for byte as its text formats write them.
+        assert!(lines[sid_b] == want_b, "{what}");
+        // A: its frames before the cut one, and the kill on its stream.
+        assert!(lines[SID] == want_a, "{what}");
+        let stream_a = report
+            .streams
+            .iter()
+            .find(|s| s.sid.as_deref() == Some(SID));
+        let stream_a = stream_a.unwrap();
+        assert!(!stream_a.ended, "{what}");
+        assert_eq!((stream_a.cut_frames, stream_a.cut_bytes), (1, cut as u64));
+        assert!(
+            stream_a.threads.iter().all(|t| t.lost_batches == 0),
+            "{what}"
+        );
+        let stream_b = report
+            .streams
+            .iter()
+            .find(|s| s.sid.as_deref() == Some(sid_b));
+        let stream_b = stream_b.unwrap();
+        assert!(stream_b.ended && stream_b.cut_frames == 0, "{what}");
+        assert!(
+            report
+                .to_string()
+                .contains("cut where the writer was killed")
+        );
+        // Decoded to text, it is the file without the cut frame.
+        assert!(texts(&file) == want_texts, "{what}");
+        // B killed too: a later page end inside one of B's frames ends the file.
+        let mut start = page;
+        let b_frames: Vec<(usize, usize)> = frames(&b)
+            .iter()
+            .map(|f| {
+                start += f.len();
+                (start - f.len(), f.len())
+            })
+            .collect();
+        let end = (page + 1..file.len())
+            .filter(|e| e % PAGE == 0)
+            .find(|&e| b_frames.iter().any(|&(s, len)| e >= s + 18 && e < s + len));
+        let end = end.expect("a page end inside one of B's frames");
+        let (got, report) = decode_all(&file[..end]);
+        let what = format!(
+            "{what}
+and B's cut at {end}
+{report}"
+        );
+        assert_eq!(report.skipped_bytes, 0, "{what}");
+        assert_eq!(report.cut_frames, 2, "{what}");
+        assert!(report.streams.iter().all(|s| s.cut_frames == 1), "{what}");
+        let (b_whole, _) = decode_all(&b);
+        let b_index = report
+            .streams
+            .iter()
+            .position(|s| s.sid.as_deref() == Some(sid_b));
+        let b_got: Vec<String> = got
+            .into_iter()
+            .filter(|d| Some(d.0) == b_index)
+            .map(|d| d.1)
+            .collect();
+        let b_whole: Vec<String> = b_whole.into_iter().map(|d| d.1).collect();
+        assert!(b_whole.starts_with(&b_got), "{what}");
+        page += PAGE;
+    }
+    assert!(offsets.len() >= 3, "{offsets:?}");
+}
+
+#[test]
+fn damage_next_to_another_process_stays_damage() {
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let (a, _) = killed_process_a();
+    let (b, b_owned, sid_b) = complete_process_b();
+    let want_b = lines_of(&b_owned, sid_b);
+    let last = frames(&a).last().unwrap().len();
+    let at = a.len() - last;
+    let page = (at + 8).next_multiple_of(PAGE);
+    // A cut that does not stop at a page end, then B.
+    for cut in [page - 1, page + 1, page + 100] {
+        let mut file = a[..cut].to_vec();
+        file.extend_from_slice(&b);
+        let (lines, report) = lines_by_sid(&file);
+        assert_eq!(report.cut_frames, 0, "{cut}\n{report}");
+        assert_eq!(report.damaged_regions, 1, "{cut}\n{report}");
+        assert_eq!(report.skipped_bytes as usize, cut - at, "{cut}\n{report}");
+        assert!(lines[sid_b] == want_b, "{cut}");
+    }
+    // A cut at a page end with foreign bytes after it, then B.
+    let mut file = a[..page].to_vec();
+    file.extend_from_slice(b"not a frame");
+    file.extend_from_slice(&b);
+    let (lines, report) = lines_by_sid(&file);
+    assert_eq!(report.cut_frames, 0, "{report}");
+    assert_eq!(report.skipped_bytes as usize, page - at + 11, "{report}");
+    assert!(lines[sid_b] == want_b);
+    // Random bytes in the middle of intact frames: damage, whoever's frames follow.
+    let mut rng = Rng(23);
+    let mut whole = a.clone();
+    whole.extend_from_slice(&b);
+    for _ in 0..50 {
+        let mut file = whole.clone();
+        let from = rng.below(file.len() as u64 - 64) as usize;
+        for byte in &mut file[from..from + 64] {
+            *byte = rng.next_u64() as u8;
+        }
+        let (_, report) = decode_all(&file);
+        assert!(report.skipped_bytes > 0, "{from}\n{report}");
+        assert_eq!(report.cut_frames, 0, "{from}\n{report}");
+    }
+}

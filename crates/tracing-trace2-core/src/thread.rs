@@ -287,6 +287,13 @@ pub(crate) fn base_lane(base: Option<&str>, now_us: u64) -> Option<Lane> {
     .flatten()
 }
 
+/// This OS thread's base lane, if it has one (none is made).
+pub(crate) fn own_base_lane() -> Option<Lane> {
+    OS.try_with(|os| os.try_borrow().ok().and_then(|os| os.base.clone()))
+        .ok()
+        .flatten()
+}
+
 /// The lane this OS thread writes on now: that of its innermost entered span (with the
 /// span), else its base lane (with no span).
 pub(crate) fn current_lane(now_us: u64) -> Option<(Lane, Option<u64>)> {

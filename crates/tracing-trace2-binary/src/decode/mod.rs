@@ -40,7 +40,7 @@ use crate::spec;
 
 pub use batch::BatchError;
 pub use report::{DecodeReport, StreamReport, ThreadReport};
-pub use scan::{FrameScanner, RawFrame, ScanStats};
+pub use scan::{CutFrame, FrameScanner, RawFrame, ScanStats};
 
 use batch::{BatchReader, KindTable};
 
@@ -164,6 +164,9 @@ pub struct Decoder {
     orphans_dropped: u64,
     undecodable_dropped: u64,
     warnings: Vec<String>,
+    /// Frames a kill cut, and their bytes, per stream id (streams are told apart at
+    /// the report: a cut frame may be all a stream left in this input).
+    cuts: HashMap<u64, (u64, u64)>,
     /// The merge key of the last event written, to count late ones.
     last_key: Option<(i64, usize, u64)>,
 }
@@ -233,6 +236,7 @@ impl Decoder {
             orphans_dropped: 0,
             undecodable_dropped: 0,
             warnings: Vec::new(),
+            cuts: HashMap::new(),
             last_key: None,
         }
     }
@@ -242,7 +246,11 @@ impl Decoder {
     pub fn read(&mut self, input: impl Read, on_record: &mut OnRecord<'_>) -> io::Result<()> {
         let mut scanner = FrameScanner::new(input);
         let result = loop {
-            match scanner.next_frame() {
+            let next = scanner.next_frame();
+            for cut in scanner.take_cuts() {
+                self.cut(cut);
+            }
+            match next {
                 Ok(Some(frame)) => self.ingest(frame, on_record),
                 Ok(None) => break Ok(()),
                 Err(err) => break Err(err),
@@ -253,8 +261,18 @@ impl Decoder {
         self.scan.frames += s.frames;
         self.scan.skipped_bytes += s.skipped_bytes;
         self.scan.damaged_regions += s.damaged_regions;
-        self.scan.cut_at_end += s.cut_at_end;
+        self.scan.cut_frames += s.cut_frames;
+        self.scan.cut_bytes += s.cut_bytes;
         result
+    }
+
+    /// Takes note of a frame a kill cut: its stream's last, whose batch is lost.
+    fn cut(&mut self, cut: CutFrame) {
+        if let Some(id) = cut.stream_id {
+            let (frames, bytes) = self.cuts.entry(id).or_default();
+            *frames += 1;
+            *bytes += cut.bytes;
+        }
     }
 
     /// Takes one intact frame.

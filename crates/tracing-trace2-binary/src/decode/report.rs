@@ -15,10 +15,13 @@ pub struct DecodeReport {
     pub skipped_bytes: u64,
     /// Places where bytes were skipped.
     pub damaged_regions: u64,
-    /// Bytes of a last frame cut short where the input ends at a page end: the writer
-    /// was killed in its last `write` (a file write stops only between pages), so the
-    /// events of that one batch are lost and nothing else; not counted as skipped.
-    pub cut_at_end: u64,
+    /// Frames cut short at a page end, where the input ends or another process's frame
+    /// starts: their writers were killed in their last `write` (a file write stops only
+    /// between pages), so the events of each one's batch are lost and nothing else.
+    /// [`StreamReport::cut_frames`] says whose they were, where the bytes tell.
+    pub cut_frames: u64,
+    /// The bytes of those frames; not counted as skipped.
+    pub cut_bytes: u64,
     /// Intact frames of kinds this decoder does not know (extension batches included).
     pub unknown_frames: u64,
     /// Intact frames whose payload could not be read.
@@ -53,6 +56,11 @@ pub struct StreamReport {
     pub unsupported: Option<String>,
     /// Whether an END frame was read: the writer ended the stream cleanly.
     pub ended: bool,
+    /// Frames of this stream a kill cut at a page end (its last one: the process was
+    /// killed while writing it, and that batch is lost).
+    pub cut_frames: u64,
+    /// The bytes of those frames.
+    pub cut_bytes: u64,
     /// Events handed out.
     pub events: u64,
     /// Per thread, by thread index.
@@ -96,7 +104,7 @@ impl DecodeReport {
     /// END frame.
     pub fn is_complete(&self) -> bool {
         self.skipped_bytes == 0
-            && self.cut_at_end == 0
+            && self.cut_frames == 0
             && self.invalid_frames == 0
             && self.orphan_batches == 0
             && self.undecodable_batches == 0
@@ -127,11 +135,11 @@ impl fmt::Display for DecodeReport {
                 self.skipped_bytes, self.damaged_regions
             )?;
         }
-        if self.cut_at_end > 0 {
+        if self.cut_frames > 0 {
             writeln!(
                 f,
-                "the last frame ({} bytes) was cut at a page end: the writer was killed in its last write",
-                self.cut_at_end
+                "{} frame(s) ({} bytes) cut at a page end: the writer was killed in its last write",
+                self.cut_frames, self.cut_bytes
             )?;
         }
         for (what, n) in [
@@ -149,11 +157,19 @@ impl fmt::Display for DecodeReport {
         for s in &self.streams {
             let sid = s.sid.as_deref().unwrap_or("(no stream header)");
             let end = if s.ended { "ended" } else { "no END frame" };
-            writeln!(
+            write!(
                 f,
                 "stream {:016x} {sid}: {} events, {end}",
                 s.stream_id, s.events
             )?;
+            if s.cut_frames > 0 {
+                write!(
+                    f,
+                    ", last frame ({} bytes) cut where the writer was killed",
+                    s.cut_bytes
+                )?;
+            }
+            writeln!(f)?;
             for t in &s.threads {
                 if t.lost_batches + t.abandoned_batches + t.unknown_events + t.cut_events > 0 {
                     writeln!(
@@ -180,14 +196,19 @@ pub(super) fn build(d: &Decoder) -> DecodeReport {
     let mut streams: Vec<StreamReport> = d
         .streams
         .iter()
-        .map(|s| StreamReport {
-            stream_id: s.id,
-            sid: s.info.as_ref().map(|i| i.header.sid.clone()),
-            pid: s.info.as_ref().map(|i| i.header.pid),
-            unsupported: s.unsupported.clone(),
-            ended: s.ended,
-            events: s.events,
-            threads: Vec::new(),
+        .map(|s| {
+            let (cut_frames, cut_bytes) = d.cuts.get(&s.id).copied().unwrap_or_default();
+            StreamReport {
+                stream_id: s.id,
+                sid: s.info.as_ref().map(|i| i.header.sid.clone()),
+                pid: s.info.as_ref().map(|i| i.header.pid),
+                unsupported: s.unsupported.clone(),
+                ended: s.ended,
+                cut_frames,
+                cut_bytes,
+                events: s.events,
+                threads: Vec::new(),
+            }
         })
         .collect();
     let mut orphan = d.orphans_dropped;
@@ -231,7 +252,8 @@ pub(super) fn build(d: &Decoder) -> DecodeReport {
         frames: d.scan.frames,
         skipped_bytes: d.scan.skipped_bytes,
         damaged_regions: d.scan.damaged_regions,
-        cut_at_end: d.scan.cut_at_end,
+        cut_frames: d.scan.cut_frames,
+        cut_bytes: d.scan.cut_bytes,
         unknown_frames: d.unknown_frames,
         invalid_frames: d.invalid_frames,
         duplicate_batches: d.duplicate_batches,

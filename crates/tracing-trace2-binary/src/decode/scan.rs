@@ -3,18 +3,23 @@
 //! [`FrameScanner`] reads any [`Read`] in chunks and yields each intact frame (marker
 //! right, length within bounds, CRC matching) with its offset. Bytes that are not part
 //! of an intact frame are skipped and counted: after a bad byte it looks for the next
-//! marker and checks the frame there. A frame cut short by the end of the input is
-//! never yielded; its bytes count as skipped, unless the input ends at a page end (a
-//! multiple of [`PAGE`] bytes) inside a frame whose header is whole and sound: that is
-//! where a killed writer's last `write` stopped (the kernel stops a buffered file write
-//! between pages when a fatal signal arrives), counted apart as [`ScanStats::cut_at_end`].
+//! marker and checks the frame there. A frame cut short is never yielded; its bytes
+//! count as skipped, unless it is what a killed writer leaves: a whole, sound header,
+//! and the frame stopped at a page end (a multiple of [`PAGE`] bytes into the input)
+//! where either the input ends or another intact frame starts. The kernel stops a
+//! buffered file write only between pages when a fatal signal arrives, and in a file
+//! that several processes append to, the next process's frame starts right where the
+//! killed one's `write` stopped. Such a frame is a [`CutFrame`] (counted apart in
+//! [`ScanStats::cut_frames`] and [`ScanStats::cut_bytes`], not as damage), and the
+//! scan goes on with the frame after it.
 //!
-//! Memory: the buffer holds at most one frame (≤ 16 MiB + 12 bytes) plus one read
-//! chunk.
+//! Memory: the buffer holds at most two frames (≤ 16 MiB + 12 bytes each: a cut one
+//! and the one checked after it) plus one read chunk.
 
 use std::io::{self, Read};
 
 use crate::frame::{self, Check};
+use crate::header;
 
 /// The page size a killed writer's last `write` can stop at (the smallest the kernels
 /// we run on use; a larger page is a multiple of it).
@@ -46,9 +51,37 @@ pub struct ScanStats {
     pub skipped_bytes: u64,
     /// Runs of skipped bytes (each damaged place counts once).
     pub damaged_regions: u64,
-    /// Bytes of a last frame cut short where the input ends at a page end: a writer
-    /// killed in its last `write` (not counted in `skipped_bytes`).
-    pub cut_at_end: u64,
+    /// Frames cut short at a page end, where the input ends or another frame starts:
+    /// writers killed in their last `write` (see [`CutFrame`]).
+    pub cut_frames: u64,
+    /// The bytes of those frames (not counted in `skipped_bytes`).
+    pub cut_bytes: u64,
+}
+
+/// A frame a kill cut short: a whole, sound header, and its bytes stop at a page end
+/// where the input ends or another intact frame starts. Its writer was killed in the
+/// `write` that carried it, so this was the writer's last frame: its batch is lost,
+/// nothing else of that stream is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutFrame {
+    /// Where the frame starts in the input.
+    pub offset: u64,
+    /// Its bytes that are there (header included).
+    pub bytes: u64,
+    /// The frame kind.
+    pub kind: u8,
+    /// The stream the frame belongs to, when the bytes there hold its id.
+    pub stream_id: Option<u64>,
+}
+
+/// The length of the whole frame whose header starts `bytes`, if that header is whole
+/// and sound (marker, length within bounds); its CRC is not checked.
+fn sound_frame_len(bytes: &[u8]) -> Option<usize> {
+    if bytes.len() < frame::HEADER_LEN || bytes[..3] != frame::MARKER {
+        return None;
+    }
+    let len = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    (len <= frame::MAX_PAYLOAD).then_some(len + frame::OVERHEAD)
 }
 
 /// Yields the intact frames of an input, skipping damage.
@@ -63,6 +96,8 @@ pub struct FrameScanner<R> {
     offset: u64,
     in_damage: bool,
     stats: ScanStats,
+    /// Cut frames found and not yet taken.
+    cuts: Vec<CutFrame>,
 }
 
 impl<R: Read> FrameScanner<R> {
@@ -77,7 +112,14 @@ impl<R: Read> FrameScanner<R> {
             offset: 0,
             in_damage: false,
             stats: ScanStats::default(),
+            cuts: Vec::new(),
         }
+    }
+
+    /// The frames cut by a kill found since the last call (each found before the frame
+    /// [`next_frame`](Self::next_frame) returned after it).
+    pub fn take_cuts(&mut self) -> std::vec::Drain<'_, CutFrame> {
+        self.cuts.drain(..)
     }
 
     /// What the scanner has seen so far.
@@ -107,22 +149,20 @@ impl<R: Read> FrameScanner<R> {
                 }
                 Check::Incomplete(needed) => {
                     if !self.fill(needed)? {
-                        let rest = self.end - self.start;
-                        let input_end = self.offset + rest as u64;
-                        if rest >= frame::HEADER_LEN && input_end.is_multiple_of(PAGE) {
-                            // A sound header, its frame cut where a page ends: the
-                            // writer was killed in this `write`. Nothing follows.
-                            self.stats.cut_at_end += rest as u64;
-                            self.consume(rest);
-                            return Ok(None);
+                        // The input ends inside it: a frame a kill cut, or what looked
+                        // like a frame is cut short (or a false marker); look further
+                        // along.
+                        if !self.take_kill_cut()? {
+                            self.skip(1);
                         }
-                        // The input ends inside it: what looked like a frame is cut
-                        // short (or a false marker); look further along.
-                        self.skip(1);
                     }
                 }
                 Check::Bad => {
+                    if self.take_kill_cut()? {
+                        continue;
+                    }
                     // Resynchronise on the next possible marker.
+                    let available = &self.buf[self.start..self.end];
                     let next = available[1..]
                         .iter()
                         .position(|&b| b == frame::MARKER[0])
@@ -131,6 +171,94 @@ impl<R: Read> FrameScanner<R> {
                 }
             }
         }
+    }
+
+    /// At a frame that is not intact: if it is one a kill cut (see [`CutFrame`]),
+    /// records it, moves past it and returns `true`.
+    fn take_kill_cut(&mut self) -> io::Result<bool> {
+        let Some(len) = self.kill_cut_len()? else {
+            return Ok(false);
+        };
+        let head = &self.buf[self.start..self.start + len];
+        let kind = head[3];
+        let payload = &head[frame::HEADER_LEN..];
+        let stream_id = match kind {
+            frame::kind::STREAM => payload.get(2..).and_then(header::stream_id_of),
+            frame::kind::CLOCK | frame::kind::BATCH | frame::kind::END => {
+                header::stream_id_of(payload)
+            }
+            _ => None,
+        };
+        self.cuts.push(CutFrame {
+            offset: self.offset,
+            bytes: len as u64,
+            kind,
+            stream_id,
+        });
+        self.stats.cut_frames += 1;
+        self.stats.cut_bytes += len as u64;
+        self.consume(len);
+        self.in_damage = false;
+        Ok(true)
+    }
+
+    /// The length of the frame a kill cut at `start`, if there is one there: a sound
+    /// header (marker, length within bounds) whose frame is not intact, and the first
+    /// page end inside it, past the header, where the input ends or an intact frame
+    /// starts (or a frame with a sound header that the input's end cuts at a page end:
+    /// a second writer killed), with no intact frame starting before it (a damaged
+    /// length that claims the frames after its own must not hide them). Reads ahead as
+    /// far as the frame there needs.
+    fn kill_cut_len(&mut self) -> io::Result<Option<usize>> {
+        let Some(len) = self.kill_cut_candidate()? else {
+            return Ok(None);
+        };
+        let cut = &self.buf[self.start..self.end];
+        let hides_a_frame = (1..len)
+            .filter(|&i| cut[i] == frame::MARKER[0])
+            .any(|i| matches!(frame::check(&cut[i..]), Check::Frame { .. }));
+        Ok((!hides_a_frame).then_some(len))
+    }
+
+    /// [`kill_cut_len`](Self::kill_cut_len) but for the frames inside the cut.
+    fn kill_cut_candidate(&mut self) -> io::Result<Option<usize>> {
+        let Some(total) = sound_frame_len(&self.buf[self.start..self.end]) else {
+            return Ok(None);
+        };
+        // The first page end that leaves the header whole.
+        let header_end = self.offset + frame::HEADER_LEN as u64;
+        let mut page = header_end.next_multiple_of(PAGE);
+        while page < self.offset + total as u64 {
+            let at = (page - self.offset) as usize;
+            if !self.fill(at)? {
+                return Ok(None);
+            }
+            if !self.fill(at + 1)? {
+                // The input ends right here, at a page end.
+                return Ok(Some(at));
+            }
+            if self.buf[self.start + at] == frame::MARKER[0] {
+                // Bytes enough for the header there, then for its frame.
+                self.fill(at + frame::HEADER_LEN)?;
+                if let Some(next) = sound_frame_len(&self.buf[self.start + at..self.end]) {
+                    let whole = self.fill(at + next)?;
+                    match frame::check(&self.buf[self.start + at..self.end]) {
+                        Check::Frame { .. } => return Ok(Some(at)),
+                        Check::Incomplete(_) if !whole && self.input_end().is_multiple_of(PAGE) => {
+                            return Ok(Some(at));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            page += PAGE;
+        }
+        Ok(None)
+    }
+
+    /// The input offset of the end of what has been read.
+    fn input_end(&self) -> u64 {
+        self.offset + (self.end - self.start) as u64
     }
 
     fn consume(&mut self, n: usize) {
@@ -269,15 +397,135 @@ mod tests {
         let kept: usize = frames.iter().map(|f| f.payload.len() + 12).sum();
         assert_eq!(stats.skipped_bytes, 0);
         assert_eq!(stats.damaged_regions, 0);
-        assert_eq!(stats.cut_at_end as usize, cut - kept);
-        assert!(stats.cut_at_end > 0);
+        assert_eq!(stats.cut_bytes as usize, cut - kept);
+        assert_eq!(stats.cut_frames, 1);
         // The same bytes ending one byte earlier or later are damage, as before.
         for cut in [cut - 1, cut + 1] {
             let (frames, stats) = scan(&input[..cut]);
             let kept: usize = frames.iter().map(|f| f.payload.len() + 12).sum();
-            assert_eq!(stats.cut_at_end, 0, "{cut}");
+            assert_eq!(stats.cut_frames, 0, "{cut}");
             assert_eq!(stats.skipped_bytes as usize, cut - kept, "{cut}");
         }
+    }
+
+    /// A batch-like payload of `len` bytes: the stream id, then filler with markers in it.
+    fn payload_of(stream_id: u64, len: usize) -> Vec<u8> {
+        let mut p = stream_id.to_le_bytes().to_vec();
+        p.extend((0..len - 8).map(|i| [0x89, b'T', b'2', i as u8][i % 4]));
+        p
+    }
+
+    #[test]
+    fn a_frame_cut_at_a_page_end_with_another_writers_frames_after_it_is_a_kill() {
+        // Writer A's frame starts `k` bytes before a page end, its `write` stops there, and
+        // writer B's frames follow: every k from a bare header to one byte short.
+        let cut_frame = frame_of(frame::kind::BATCH, &payload_of(7, 300));
+        let b1 = frame_of(frame::kind::BATCH, &payload_of(9, 50));
+        let b2 = frame_of(frame::kind::END, &payload_of(9, 20));
+        for k in 1..cut_frame.len() {
+            let lead = frame_of(frame::kind::BATCH, &payload_of(7, PAGE as usize - 12 - k));
+            let mut input = lead.clone();
+            input.extend_from_slice(&cut_frame[..k]);
+            assert_eq!(input.len(), PAGE as usize);
+            input.extend_from_slice(&b1);
+            input.extend_from_slice(&b2);
+            let mut s = FrameScanner::new(Trickle(&input, 1000));
+            let mut frames = Vec::new();
+            let mut cuts = Vec::new();
+            while let Some(f) = s.next_frame().unwrap() {
+                cuts.extend(s.take_cuts());
+                frames.push(f.payload);
+            }
+            let stats = s.stats();
+            // B's frames, whole, whatever the cut.
+            assert_eq!(frames.len(), 3, "{k}");
+            assert_eq!(
+                frames[1..],
+                [b1[8..b1.len() - 4].to_vec(), b2[8..b2.len() - 4].to_vec()]
+            );
+            if k < frame::HEADER_LEN {
+                // Not even the header: bytes that cannot be told from damage.
+                assert_eq!(
+                    (stats.cut_frames, stats.skipped_bytes),
+                    (0, k as u64),
+                    "{k}"
+                );
+                continue;
+            }
+            assert_eq!((stats.skipped_bytes, stats.damaged_regions), (0, 0), "{k}");
+            assert_eq!((stats.cut_frames, stats.cut_bytes), (1, k as u64), "{k}");
+            let stream_id = (k >= frame::HEADER_LEN + 8).then_some(7);
+            assert_eq!(
+                cuts,
+                [CutFrame {
+                    offset: PAGE - k as u64,
+                    bytes: k as u64,
+                    kind: frame::kind::BATCH,
+                    stream_id
+                }],
+                "{k}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cut_frame_needs_a_page_end_and_an_intact_frame_after_it() {
+        let cut_frame = frame_of(frame::kind::BATCH, &payload_of(7, 300));
+        let b = frame_of(frame::kind::BATCH, &payload_of(9, 50));
+        let k = 100;
+        let lead = frame_of(frame::kind::BATCH, &payload_of(7, PAGE as usize - 12 - k));
+        // Cut one byte off a page end: damage.
+        for shift in [-1i64, 1] {
+            let mut input = lead.clone();
+            input.extend_from_slice(&cut_frame[..(k as i64 + shift) as usize]);
+            input.extend_from_slice(&b);
+            let (frames, stats) = scan(&input);
+            assert_eq!(frames.len(), 2, "{shift}");
+            assert_eq!(stats.cut_frames, 0, "{shift}");
+            assert_eq!(stats.skipped_bytes as i64, k as i64 + shift);
+        }
+        // At a page end, but what follows is not an intact frame: damage.
+        let mut bad = b.clone();
+        bad[20] ^= 1;
+        let mut input = lead.clone();
+        input.extend_from_slice(&cut_frame[..k]);
+        input.extend_from_slice(&bad);
+        input.extend_from_slice(&b);
+        let (frames, stats) = scan(&input);
+        assert_eq!(frames.len(), 2);
+        assert_eq!(stats.cut_frames, 0);
+        assert_eq!(stats.skipped_bytes as usize, k + bad.len());
+        // A frame damaged in place (a flipped byte) with an intact one after it: damage,
+        // page end or not.
+        let mut input = lead.clone();
+        let mut flipped = cut_frame.clone();
+        flipped[50] ^= 1;
+        input.extend_from_slice(&flipped);
+        input.extend_from_slice(&b);
+        let (frames, stats) = scan(&input);
+        assert_eq!(frames.len(), 2);
+        assert_eq!(stats.cut_frames, 0);
+        assert_eq!(stats.skipped_bytes as usize, flipped.len());
+    }
+
+    #[test]
+    fn a_damaged_length_reaching_past_a_page_end_is_not_a_cut() {
+        // Frames up to a page end and after it; the first one's length is then damaged
+        // to claim past the page end, where an intact frame starts.
+        let first = frame_of(0x10, &[b'a'; 100]);
+        let second = frame_of(0x10, &[b'b'; 200]);
+        let used = first.len() + second.len();
+        let filler = frame_of(0x10, &vec![b'c'; PAGE as usize - used - 12]);
+        let mut input = [first.clone(), second, filler].concat();
+        assert_eq!(input.len(), PAGE as usize);
+        input.extend_from_slice(&frame_of(0x10, &[b'd'; 50]));
+        input.extend_from_slice(&frame_of(0x10, &[b'e'; 50]));
+        assert_eq!(scan(&input).0.len(), 5);
+        input[5] ^= 0x40;
+        let (frames, stats) = scan(&input);
+        assert_eq!(stats.cut_frames, 0, "{stats:?}");
+        assert_eq!(frames.len(), 4);
+        assert_eq!(stats.skipped_bytes as usize, first.len());
     }
 
     #[test]

@@ -314,7 +314,7 @@ where
         });
     }
 
-    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         let key = id.into_u64();
         if self.inner.mode == RegionMode::Span {
             // Writes nothing, so a closing layer need not wait for it (no in-flight
@@ -324,7 +324,7 @@ where
             return;
         }
         let Some(_busy) = self.busy() else { return };
-        self.with_span_region(id, |t, region, now, callsite, lines| {
+        if !self.with_span_region(id, |t, region, now, callsite, lines| {
             if let Some(frame) = t.stack.iter_mut().rev().find(|f| f.span == key)
                 && frame.repeats > 0
             {
@@ -334,7 +334,14 @@ where
             // A span exited on a thread where it was never entered (an async task that
             // moved) has no region here; one exited out of order is closed where it is.
             self.leave_region(t, key, region, now, callsite, lines);
-        });
+        }) && ctx.metadata(id).is_none()
+        {
+            // Neither in the store nor in the Registry: a span closed on another thread
+            // while this one had it entered (not one the layer left out). Its region here
+            // lost its texts with the span, so it is dropped without a line and the
+            // regions after it open where they belong.
+            self.drop_closed_entry(key);
+        }
     }
 
     fn on_close(&self, id: Id, _ctx: Context<'_, S>) {
@@ -350,11 +357,12 @@ where
         let Some(entry) = self.inner.spans.remove(key) else {
             return;
         };
-        if self.inner.mode == RegionMode::Span
-            && self.inner.closed.admits_caller()
-            && busy.mark_layer(self.key(), &self.inner.closed)
-        {
-            self.span_close(&id, &entry);
+        if self.inner.closed.admits_caller() && busy.mark_layer(self.key(), &self.inner.closed) {
+            match self.inner.mode {
+                RegionMode::Span => self.span_close(&id, &entry),
+                // Usually exited before: then this finds nothing to leave.
+                RegionMode::Entry => self.entry_close(&id, &entry),
+            }
         }
         // The state goes back to this thread's pool.
         drop(entry);
@@ -376,7 +384,7 @@ mod tests {
     use std::sync::Mutex;
     use tracing::{Span, info_span};
     use tracing_subscriber::prelude::*;
-    use tracing_trace2_record::Record;
+    use tracing_trace2_record::{Record, Trace2Event};
 
     /// Writes each record's event name: a line per record, so the sink is called.
     struct Names;
@@ -504,5 +512,168 @@ mod tests {
             assert!(TO_CLOSE.lock().unwrap().is_empty(), "the sink closed them");
             assert_eq!(probe.inner.spans.len(), 1);
         });
+    }
+    /// Writes region lines as `THREAD enter|leave NESTING NAME` and other records as
+    /// their event name: enough to check that each thread's regions nest.
+    struct Regions;
+
+    impl crate::Format for Regions {
+        fn format(&self, record: &Record<'_>, out: &mut Vec<u8>) {
+            let line = match record.event {
+                Trace2Event::RegionEnter { region, nesting } => format!(
+                    "{} enter {nesting} {}",
+                    record.thread,
+                    region.label.unwrap_or("")
+                ),
+                Trace2Event::RegionLeave {
+                    region, nesting, ..
+                } => format!(
+                    "{} leave {nesting} {}",
+                    record.thread,
+                    region.label.unwrap_or("")
+                ),
+                other => other.name().to_owned(),
+            };
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+    }
+
+    /// Checks that each thread's `lines` (of [`Regions`]) open and close regions as a
+    /// stack: an enter one deeper than what is open, a leave at the nesting its region
+    /// holds (a region closed out of order is removed where it stands). Returns the
+    /// labels still open.
+    fn open_after(lines: &str) -> Vec<String> {
+        let mut threads: std::collections::HashMap<&str, Vec<String>> = Default::default();
+        for line in lines.lines() {
+            let mut words = line.split(' ');
+            let (thread, what, nesting, label) =
+                (words.next(), words.next(), words.next(), words.next());
+            let (Some(thread), Some(nesting), Some(label)) = (thread, nesting, label) else {
+                continue;
+            };
+            let open = threads.entry(thread).or_default();
+            let nesting: usize = nesting.parse().unwrap();
+            match what {
+                Some("enter") => {
+                    assert_eq!(nesting, open.len() + 1, "{line}\n{lines}");
+                    open.push(label.to_owned());
+                }
+                Some("leave") => {
+                    assert_eq!(
+                        open.get(nesting - 1).map(String::as_str),
+                        Some(label),
+                        "{line}\n{lines}"
+                    );
+                    open.remove(nesting - 1);
+                }
+                _ => {}
+            }
+        }
+        threads.into_values().flatten().collect()
+    }
+
+    /// A span closed while it is entered (its last handle dropped: the Registry holds
+    /// no reference for an entry): its region is left at the close, later regions open
+    /// at the top, its exit (if any) writes nothing more, and the store is empty.
+    #[test]
+    fn a_span_closed_while_entered_leaves_its_region_and_the_store() {
+        for mode in [RegionMode::Span, RegionMode::Entry] {
+            let sink = crate::MemorySink::new();
+            let layer = Trace2Layer::builder()
+                .with_region_mode(mode)
+                .with_target(Target::new("GIT_TRACE2_EVENT", Regions, sink.clone()))
+                .build();
+            let probe = layer.clone();
+            let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+            tracing::dispatcher::with_default(&dispatch, || {
+                // Dropped between an enter and its exit.
+                let span = info_span!("a", trace2.label = "dropped");
+                let id = span.id().unwrap();
+                dispatch.enter(&id);
+                drop(span);
+                dispatch.exit(&id);
+                info_span!("b", trace2.label = "after-1").in_scope(|| {});
+                // A forgotten guard.
+                let span = info_span!("c", trace2.label = "forgotten");
+                std::mem::forget(span.enter());
+                drop(span);
+                info_span!("d", trace2.label = "after-2").in_scope(|| {});
+                // The outer of two dropped first, the inner still entered.
+                let outer = info_span!("e", trace2.label = "outer");
+                let inner = info_span!(parent: &outer, "f", trace2.label = "inner");
+                let outer_guard = outer.enter();
+                let inner_guard = inner.enter();
+                drop(outer_guard);
+                drop(outer);
+                drop(inner_guard);
+                drop(inner);
+                info_span!("g", trace2.label = "after-3").in_scope(|| {});
+            });
+            // Entered on a thread, closed on another while still entered there.
+            let span = tracing::dispatcher::with_default(&dispatch, || {
+                info_span!("h", trace2.label = "on-a-worker")
+            });
+            let id = span.id().unwrap();
+            let (entered, closed) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+            std::thread::scope(|scope| {
+                let worker = scope.spawn(|| {
+                    tracing::dispatcher::with_default(&dispatch, || {
+                        dispatch.enter(&id);
+                        entered.wait();
+                        closed.wait();
+                        info_span!("i", trace2.label = "worker-after").in_scope(|| {});
+                        dispatch.exit(&id);
+                        info_span!("j", trace2.label = "worker-after-exit").in_scope(|| {});
+                    });
+                });
+                entered.wait();
+                tracing::dispatcher::with_default(&dispatch, || drop(span));
+                closed.wait();
+                worker.join().unwrap();
+            });
+            let text = sink.to_string_lossy();
+            // The test thread's name (its number depends on the threads before it).
+            let first = text.lines().find(|l| l.ends_with(" enter 1 dropped"));
+            let own = first.and_then(|l| l.split(' ').next()).unwrap().to_owned() + " ";
+            let (main, worker): (Vec<&str>, Vec<&str>) = text
+                .lines()
+                .filter(|l| l.contains(" enter ") || l.contains(" leave "))
+                .partition(|l| l.starts_with(&own));
+            let main = main.join("\n");
+            assert_eq!(open_after(&main), Vec::<String>::new(), "{mode:?}\n{text}");
+            for after in ["after-1", "after-2", "after-3"] {
+                assert!(
+                    main.contains(&format!(" enter 1 {after}")),
+                    "{mode:?}: {after}\n{text}"
+                );
+            }
+            let worker: Vec<&str> = worker
+                .iter()
+                .map(|l| l.split_once(' ').unwrap().1)
+                .collect();
+            let want: &[&str] = match mode {
+                // The region leaves at the close, on the worker's lane.
+                RegionMode::Span => &[
+                    "enter 1 on-a-worker",
+                    "leave 1 on-a-worker",
+                    "enter 1 worker-after",
+                    "leave 1 worker-after",
+                    "enter 1 worker-after-exit",
+                    "leave 1 worker-after-exit",
+                ],
+                // The worker's region stays open to its exit, where it goes without a
+                // line (its texts went with the span).
+                RegionMode::Entry => &[
+                    "enter 1 on-a-worker",
+                    "enter 2 worker-after",
+                    "leave 2 worker-after",
+                    "enter 1 worker-after-exit",
+                    "leave 1 worker-after-exit",
+                ],
+            };
+            assert_eq!(worker, want, "{mode:?}\n{text}");
+            assert_eq!(probe.inner.spans.len(), 0, "{mode:?}");
+        }
     }
 }

@@ -86,7 +86,8 @@ impl Trace2Layer {
     }
 
     /// Region-per-entry mode: runs `f` with the calling thread's lane and the region of
-    /// span `id`, then writes what it formatted.
+    /// span `id`, then writes what it formatted; `false` when the span is not in the
+    /// store (closed, or one the layer never saw).
     pub(super) fn with_span_region(
         &self,
         id: &Id,
@@ -97,18 +98,18 @@ impl Trace2Layer {
             Callsite<'static>,
             &mut CallbackOutput,
         ),
-    ) {
+    ) -> bool {
         let key = id.into_u64();
         // Held while the lines are formatted (shard, then lane), released before they
         // are written.
         let mut shard = self.inner.spans.lock(key);
         let Some(meta) = shard.get_mut(key).map(|entry| entry.meta) else {
-            return;
+            return false;
         };
         let now = clock::now();
         let callsite = callsite::of(meta);
         let Some(lane) = thread::base_lane(None, now.t_abs_us) else {
-            return;
+            return true;
         };
         let mut shard = Some(shard);
         with_pending(|lines| {
@@ -124,6 +125,47 @@ impl Trace2Layer {
             }
             self.write_lines(&t, lines);
         });
+        true
+    }
+
+    /// Region-per-entry mode, `on_close`: a span closed while this thread still has it
+    /// entered (its last handle dropped with an `Entered` guard forgotten, or between a
+    /// manual enter and exit; the Registry holds no reference for an entry) has its
+    /// region left here, as its exit would have, every repeated entry at once. A span
+    /// exited first has no region open any more: nothing to do. `entry` is the span's,
+    /// already taken out of the store.
+    pub(super) fn entry_close(&self, id: &Id, entry: &SpanEntry) {
+        let key = id.into_u64();
+        let Some(state) = entry.region.state() else {
+            return;
+        };
+        let Some(lane) = thread::own_base_lane() else {
+            return;
+        };
+        let mut t = thread::lock(&lane);
+        if !t.stack.iter().any(|f| f.span == key) {
+            return;
+        }
+        let now = clock::now();
+        let callsite = callsite::of(entry.meta);
+        with_pending(|lines| {
+            self.leave_region(&mut t, key, state.info(), now, callsite, lines);
+            self.write_lines(&t, lines);
+        });
+    }
+
+    /// Region-per-entry mode, `on_exit` of a span no longer in the store: a span closed
+    /// on another thread while this one had it entered. Its region here is dropped
+    /// without a line (its texts went with the span), so that the regions after it open
+    /// at the right nesting.
+    pub(super) fn drop_closed_entry(&self, key: u64) {
+        let Some(lane) = thread::own_base_lane() else {
+            return;
+        };
+        let mut t = thread::lock(&lane);
+        if let Some(pos) = t.stack.iter().rposition(|f| f.span == key) {
+            t.stack.remove(pos);
+        }
     }
 
     /// The id of the nearest ancestor whose region is open (`Err` when that ancestor's
