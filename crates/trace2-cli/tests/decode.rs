@@ -79,13 +79,20 @@ fn records() -> Vec<Record<'static>> {
         .collect()
 }
 
-fn stream() -> Vec<u8> {
+/// A writer of this file's test streams (fixed clock anchor, UTC, no exit handler) and
+/// the memory it writes to.
+fn test_writer() -> (MemorySink, BinaryWriter) {
     let sink = MemorySink::new();
     let writer = BinaryWriter::builder()
         .with_anchor_wall_us(ANCHOR)
         .with_utc_offset(0)
         .with_exit_handler(false)
         .build(sink.clone());
+    (sink, writer)
+}
+
+fn stream() -> Vec<u8> {
+    let (sink, writer) = test_writer();
     for record in records() {
         writer.record(&record);
     }
@@ -168,12 +175,7 @@ fn summary_reads_binary_input() {
 /// The records of `stream()` written by a process that is killed before it ends: every batch is
 /// flushed, but no END frame follows.
 fn killed_stream() -> Vec<u8> {
-    let sink = MemorySink::new();
-    let writer = BinaryWriter::builder()
-        .with_anchor_wall_us(ANCHOR)
-        .with_utc_offset(0)
-        .with_exit_handler(false)
-        .build(sink.clone());
+    let (sink, writer) = test_writer();
     let records = records();
     for record in &records[..records.len() - 2] {
         writer.record(record);
@@ -217,12 +219,7 @@ fn records_b() -> Vec<Record<'static>> {
 /// kernel stopped the `write` at the first page end), then B's whole stream after it.
 /// Also the records A's intact first batch holds.
 fn killed_mid_file() -> (Vec<u8>, Vec<Record<'static>>) {
-    let sink = MemorySink::new();
-    let writer = BinaryWriter::builder()
-        .with_anchor_wall_us(ANCHOR)
-        .with_utc_offset(0)
-        .with_exit_handler(false)
-        .build(sink.clone());
+    let (sink, writer) = test_writer();
     let records = records();
     let first = &records[..records.len() - 2];
     for record in first {
@@ -241,12 +238,7 @@ fn killed_mid_file() -> (Vec<u8>, Vec<Record<'static>>) {
     let mut file = sink.contents();
     assert!(file.len() > 4096 + 8 + intact, "{}", file.len());
     file.truncate(4096);
-    let b = MemorySink::new();
-    let writer = BinaryWriter::builder()
-        .with_anchor_wall_us(ANCHOR)
-        .with_utc_offset(0)
-        .with_exit_handler(false)
-        .build(b.clone());
+    let (b, writer) = test_writer();
     for record in records_b() {
         writer.record(&record);
     }
@@ -326,12 +318,7 @@ fn a_binary_trace_summarises_and_exports_as_its_event_text_does() {
 /// A stream of one process whose texts carry terminal escapes: a window title (`ESC ] 0 ; … BEL`),
 /// a screen clear (`ESC [ 2 J`) and a C1 CSI (U+009B).
 fn stream_with_escapes() -> Vec<u8> {
-    let sink = MemorySink::new();
-    let writer = BinaryWriter::builder()
-        .with_anchor_wall_us(ANCHOR)
-        .with_utc_offset(0)
-        .with_exit_handler(false)
-        .build(sink.clone());
+    let (sink, writer) = test_writer();
     let mut records = records();
     let mut error = records[2];
     error.event = Trace2Event::Error {

@@ -112,38 +112,14 @@ fn parse_header(frame_bytes: &[u8]) -> Option<StreamHeader> {
 
 /// The batch frame `bytes` with its batch number changed to `seq`, in three pieces:
 /// the new start of the frame (put in `head`), the unchanged records (borrowed from
-/// `bytes`) and the new CRC. The records are not read again: CRC32C is linear, so the
-/// CRC of the unchanged records is the old CRC with the old start's share taken out,
-/// and the new CRC that with the new start's share put in; a snapshot of a full window
-/// does not checksum it all again.
+/// `bytes`) and the new CRC, made as [`renumber_fixed`] makes them (a snapshot of a
+/// full window does not checksum it all again).
 fn renumber<'a>(bytes: &'a [u8], seq: u64, head: &mut Vec<u8>) -> Option<(&'a [u8], [u8; 4])> {
-    let frame::Check::Frame { kind, len } = frame::check(bytes) else {
-        return None;
-    };
-    let payload = &bytes[frame::HEADER_LEN..][..len];
-    let mut r = ByteCursor::new(payload);
-    r.u64_le()?;
-    r.uvarint()?;
-    let thread_end = r.pos();
-    r.uvarint()?;
-    let seq_end = r.pos();
-    let records = &payload[seq_end..];
-    let mut digits = [0; varint::MAX_LEN];
-    let n = varint::encode(&mut digits, seq);
+    let mut fixed = [0u8; HEAD_MAX];
+    let (n, records, crc) = renumber_fixed(bytes, seq, &mut fixed)?;
     head.clear();
-    frame::begin(head, kind);
-    head.extend_from_slice(&payload[..thread_end]);
-    head.extend_from_slice(&digits[..n]);
-    let new_len = head.len() - frame::HEADER_LEN + records.len();
-    head[4..frame::HEADER_LEN].copy_from_slice(&u32::try_from(new_len).ok()?.to_le_bytes());
-    // The CRC covers kind, length and payload: old start + records before, new start
-    // + records now.
-    let old_crc = u32::from_le_bytes(bytes[frame::HEADER_LEN + len..][..4].try_into().ok()?);
-    let old_start_crc = frame::crc(&bytes[3..frame::HEADER_LEN + seq_end]);
-    let records_crc = old_crc ^ crc32c::crc32c_combine(old_start_crc, 0, records.len());
-    let new_start_crc = frame::crc(&head[3..]);
-    let new_crc = crc32c::crc32c_combine(new_start_crc, records_crc, records.len());
-    Some((records, new_crc.to_le_bytes()))
+    head.extend_from_slice(&fixed[..n]);
+    Some((records, crc))
 }
 
 /// Appends a batch of one `data` event naming the trigger, on a thread of its own.
@@ -533,8 +509,10 @@ fn marker_record<'a>(
 /// numbers.
 const HEAD_MAX: usize = frame::HEADER_LEN + 8 + 2 * varint::MAX_LEN;
 
-/// [`renumber`] into a fixed buffer: the new start's length in `head`, the records and
-/// the new CRC.
+/// [`renumber`] into a fixed buffer (what the signal handler uses: no allocation): the
+/// new start's length in `head`, the records and the new CRC. The records are not read
+/// again: CRC32C is linear, so the CRC of the unchanged records is the old CRC with the
+/// old start's share taken out, and the new CRC that with the new start's share put in.
 fn renumber_fixed<'a>(
     bytes: &'a [u8],
     seq: u64,
@@ -561,7 +539,7 @@ fn renumber_fixed<'a>(
     let new_len = head_len - frame::HEADER_LEN + records.len();
     head[4..frame::HEADER_LEN].copy_from_slice(&u32::try_from(new_len).ok()?.to_le_bytes());
     // The CRC covers kind, length and payload: old start + records before, new start
-    // + records now (CRC32C is linear, see `renumber`).
+    // + records now.
     let old_crc = u32::from_le_bytes(bytes[frame::HEADER_LEN + len..][..4].try_into().ok()?);
     let old_start_crc = frame::crc(&bytes[3..frame::HEADER_LEN + seq_end]);
     let records_crc = old_crc ^ crc32c::crc32c_combine(old_start_crc, 0, records.len());
