@@ -100,6 +100,15 @@ fn stream() -> Vec<u8> {
     sink.contents()
 }
 
+/// The three text formats by their `--format` names, at UTC as the test streams are.
+fn text_formats() -> [(&'static str, Box<dyn Format>); 3] {
+    [
+        ("normal", Box::new(NormalFormat::new().with_utc_offset(0))),
+        ("perf", Box::new(PerfFormat::new().with_utc_offset(0))),
+        ("event", Box::new(EventFormat::new())),
+    ]
+}
+
 fn formatted(format: &dyn Format) -> String {
     let mut out = Vec::new();
     for record in records() {
@@ -114,17 +123,10 @@ fn decode_writes_what_the_text_formatters_write() {
     let file = dir.path().join("trace.t2b");
     fs::write(&file, stream()).unwrap();
     let file = file.to_str().unwrap();
-    for (name, format) in [
-        (
-            "normal",
-            &NormalFormat::new().with_utc_offset(0) as &dyn Format,
-        ),
-        ("perf", &PerfFormat::new().with_utc_offset(0)),
-        ("event", &EventFormat::new()),
-    ] {
+    for (name, format) in text_formats() {
         let out = run_trace2(&["decode", "--format", name, file]);
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert_eq!(stdout(&out), formatted(format), "{name}");
+        assert_eq!(stdout(&out), formatted(format.as_ref()), "{name}");
     }
     let out = run_trace2(&["decode", "--format", "event", "--brief", file]);
     assert_eq!(
@@ -254,14 +256,7 @@ fn a_process_killed_mid_frame_with_another_after_it_is_a_kill_not_damage() {
     let (bytes, a_records) = killed_mid_file();
     fs::write(&file, bytes).unwrap();
     let file = file.to_str().unwrap();
-    for (name, format) in [
-        (
-            "normal",
-            &NormalFormat::new().with_utc_offset(0) as &dyn Format,
-        ),
-        ("perf", &PerfFormat::new().with_utc_offset(0)),
-        ("event", &EventFormat::new()),
-    ] {
+    for (name, format) in text_formats() {
         let out = run_trace2(&["decode", "--format", name, file]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(0), "{name}: {err}");

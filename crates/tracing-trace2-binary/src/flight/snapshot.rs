@@ -135,25 +135,7 @@ fn marker_batch(
     let wall_us = tracing_trace2_dst::clock::start()
         .wall_us()
         .saturating_add(i64::try_from(now_us).unwrap_or(i64::MAX));
-    let record = Record {
-        event: Trace2Event::Data {
-            repo: None,
-            category: MARKER_CATEGORY,
-            key: MARKER_KEY,
-            value: trigger,
-            nesting: 1,
-            t_rel_us: now_us,
-        },
-        time: Timestamp {
-            wall_us,
-            t_abs_us: now_us,
-        },
-        sid: &header.sid,
-        depth: header.depth,
-        thread: "main",
-        callsite: Callsite::default(),
-        open_regions: 0,
-    };
+    let record = marker_record(&header.sid, header.depth, trigger, now_us, wall_us);
     let mut spilled = Vec::new();
     enc.encode(&record, |frame| spilled.extend_from_slice(frame));
     out.extend_from_slice(&spilled);
@@ -405,7 +387,7 @@ pub(crate) fn assemble_in_place(
             let enc = &mut scratch.marker;
             enc.restart(facts.anchor_wall_us);
             enc.rebind(stream.stream_id, 0, thread_index);
-            let record = marker_record(facts, trigger, now_us, wall_us);
+            let record = marker_record(&facts.sid, facts.depth, trigger, now_us, wall_us);
             let mut spilled = false;
             enc.encode(&record, |_| spilled = true);
             if spilled {
@@ -479,7 +461,8 @@ fn put_end(out: &mut dyn Out, stream_id: u64, threads: &[(u64, u64)]) -> Result<
 
 /// The marker's `data` record.
 fn marker_record<'a>(
-    facts: &'a HeaderFacts,
+    sid: &'a str,
+    depth: u32,
     trigger: &'a str,
     now_us: u64,
     wall_us: i64,
@@ -497,8 +480,8 @@ fn marker_record<'a>(
             wall_us,
             t_abs_us: now_us,
         },
-        sid: &facts.sid,
-        depth: facts.depth,
+        sid,
+        depth,
         thread: "main",
         callsite: Callsite::default(),
         open_regions: 0,
