@@ -284,7 +284,9 @@ impl FdSink {
         Self::new(fd.as_raw_fd(), WriteMode::for_type(kind), kind, Some(fd))
     }
 
-    /// Writes to a descriptor we opened, in `mode`, closing it when the sink is dropped.
+    /// Writes to a descriptor we opened, in `mode`, closing it when the sink is dropped
+    /// (sockets, and the tests' pipes and files).
+    #[cfg(any(test, feature = "sockets"))]
     pub(crate) fn owned(fd: OwnedFd, mode: WriteMode) -> Self {
         // Only a `Plain` descriptor can be a regular file: no `fstat` for a socket.
         let kind = match mode {
