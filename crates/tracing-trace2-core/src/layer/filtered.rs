@@ -18,7 +18,7 @@ use std::any::TypeId;
 use std::fmt;
 
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Dispatch, Event, Interest, LevelFilter, Metadata, Subscriber};
+use tracing_core::{Event, Interest, LevelFilter, Metadata, Subscriber};
 use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
@@ -41,23 +41,45 @@ impl<S> FilteredLayer<S> {
             gate: Filtered::new(layer, filter),
         }
     }
+}
 
+impl<S> FilteredLayer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a> + 'static,
+{
     /// The layer itself.
+    #[inline]
     pub fn inner(&self) -> &Trace2Layer {
-        self.gate.inner()
+        self.part::<Trace2Layer>()
     }
 
     /// Its filter.
     pub fn filter(&self) -> &Trace2Filter {
-        self.gate.filter()
+        self.part::<Trace2Filter>()
+    }
+
+    /// The layer or the filter inside the `Filtered`, found through its type query
+    /// (`Filtered::inner` and `Filtered::filter` are newer than the oldest
+    /// tracing-subscriber these crates build with, 0.3.0; the query is as old as
+    /// `Filtered`). The type ids are constants, so the query folds to a field address.
+    #[inline]
+    fn part<T: 'static>(&self) -> &T {
+        // SAFETY: `Filtered::downcast_raw` answers the `TypeId` of its layer type with the
+        // address of its layer and that of its filter type with the address of its
+        // filter (tracing-subscriber's contract for `downcast_raw`: a pointer to a `T`
+        // for `TypeId::of::<T>()`); both live inside `self.gate`, so for as long as
+        // `&self`.
+        let found = unsafe { self.gate.downcast_raw(TypeId::of::<T>()) };
+        let found = found.expect("a Filtered answers for its own layer and filter types");
+        // SAFETY: as above: `found` points to a `T` that lives as long as `self`.
+        unsafe { &*found.cast::<T>() }
     }
 }
 
 impl<S> fmt::Debug for FilteredLayer<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FilteredLayer")
-            .field("filter", self.gate.filter())
-            .field("layer", self.gate.inner())
+            .field("gate", &self.gate)
             .finish()
     }
 }
@@ -66,10 +88,6 @@ impl<S> Layer<S> for FilteredLayer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a> + 'static,
 {
-    fn on_register_dispatch(&self, subscriber: &Dispatch) {
-        self.gate.on_register_dispatch(subscriber);
-    }
-
     fn on_layer(&mut self, subscriber: &mut S) {
         self.gate.on_layer(subscriber);
     }
@@ -80,10 +98,6 @@ where
 
     fn enabled(&self, metadata: &Metadata<'_>, ctx: Context<'_, S>) -> bool {
         self.gate.enabled(metadata, ctx)
-    }
-
-    fn event_enabled(&self, event: &Event<'_>, ctx: Context<'_, S>) -> bool {
-        self.gate.event_enabled(event, ctx)
     }
 
     fn max_level_hint(&self) -> Option<LevelFilter> {
@@ -104,27 +118,27 @@ where
     // layer's store, which these callbacks look up first and stop at (they read nothing
     // from the context); the layer does nothing on `follows_from` and `id_change`.
     fn on_follows_from(&self, span: &Id, follows: &Id, ctx: Context<'_, S>) {
-        self.gate.inner().on_follows_from(span, follows, ctx);
+        self.inner().on_follows_from(span, follows, ctx);
     }
 
     fn on_id_change(&self, old: &Id, new: &Id, ctx: Context<'_, S>) {
-        self.gate.inner().on_id_change(old, new, ctx);
+        self.inner().on_id_change(old, new, ctx);
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        self.gate.inner().on_record(id, values, ctx);
+        self.inner().on_record(id, values, ctx);
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        self.gate.inner().on_enter(id, ctx);
+        self.inner().on_enter(id, ctx);
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        self.gate.inner().on_exit(id, ctx);
+        self.inner().on_exit(id, ctx);
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        self.gate.inner().on_close(id, ctx);
+        self.inner().on_close(id, ctx);
     }
 
     #[doc(hidden)]
