@@ -204,6 +204,7 @@ impl BatchEncoder {
     /// Starts over as a new encoder would, for a stream whose tick 0 is at
     /// `anchor_wall_us` (a flight snapshot's marker batch, made again in a signal
     /// handler, which may not allocate a new encoder).
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
     pub fn restart(&mut self, anchor_wall_us: i64) {
         self.anchor_wall_us = anchor_wall_us;
         self.discard();
@@ -296,6 +297,7 @@ impl BatchEncoder {
 
     /// The frame the last [`Self::seal`] completed, with no record added since (a
     /// snapshot's look at a batch it leaves in place).
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
     pub fn sealed(&self) -> &[u8] {
         &self.buf[..self.len + frame::TRAILER_LEN]
     }

@@ -167,6 +167,7 @@ impl ThreadSlot {
     /// A flusher's access if the slot is idle now: `Ok(None)` for a free slot,
     /// `Err(())` for one in use (by its owner or another flusher). Never waits: for a
     /// signal handler, whose interrupted thread may be the one holding it.
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
     pub fn try_acquire_for_flush(&self) -> Result<Option<Guard<'_>>, ()> {
         match self
             .state
@@ -345,6 +346,7 @@ impl<T> SpinLock<T> {
 
     /// The lock if it is free now, without waiting (a signal handler's way: the holder
     /// may be the very thread it interrupted).
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
     pub fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
         self.locked
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)

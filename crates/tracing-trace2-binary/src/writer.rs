@@ -325,6 +325,7 @@ impl BinaryWriter {
     /// that cannot be done now: a slot in use (its owner is recording, perhaps in the
     /// very thread the handler interrupted), more than [`HELD_MAX`] slots, or a `fork`
     /// not taken in yet.
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
     pub(crate) fn with_batches<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> Result<R, Unheld> {
         let shared = &self.handle.shared;
         if shared.fork_gen.load(Ordering::Acquire) != FORK_GEN.load(Ordering::Acquire) {
@@ -375,10 +376,12 @@ impl BinaryWriter {
 }
 
 /// The most thread batches [`BinaryWriter::with_batches`] holds at once.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) const HELD_MAX: usize = 64;
 
 /// Why [`BinaryWriter::with_batches`] could not hold the batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) enum Unheld {
     /// A slot is in use.
     Busy,

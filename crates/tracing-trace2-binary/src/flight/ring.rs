@@ -73,6 +73,7 @@ pub(crate) struct StreamAside {
 
 /// The fields of a STREAM frame a snapshot uses.
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) struct HeaderFacts {
     pub sid: String,
     pub depth: u32,
@@ -82,6 +83,7 @@ pub(crate) struct HeaderFacts {
 }
 
 /// What a snapshot taken in place sees of the ring (see [`Ring::try_view`]).
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) struct RingView<'a> {
     pub streams: &'a [StreamAside],
     /// The queued frames, oldest first.
@@ -225,6 +227,7 @@ impl Ring {
     /// without waiting for the lock, allocating, or evicting (frames past the minimum
     /// age are counted in `skip`, not dropped: a drop may free a buffer). `None` when
     /// the lock is held, or after a `fork` not taken in yet. For a signal handler.
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
     pub fn try_view<R>(&self, now_us: u64, f: impl FnOnce(&RingView<'_>) -> R) -> Option<R> {
         if self.fork_gen.load(Ordering::Acquire) != fork_generation() {
             return None;

@@ -204,6 +204,7 @@ pub(crate) fn newest_sid(copy: &RingCopy) -> Option<String> {
 
 /// Why a snapshot taken in place stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) enum Stop {
     /// It cannot be taken in place now (something it needs is held, a table is full,
     /// a batch's stream has no header kept yet): a thread must take it.
@@ -214,6 +215,7 @@ pub(crate) enum Stop {
 
 /// Where a snapshot taken in place goes: a fixed buffer in front of a file (in a signal
 /// handler), or a vector in tests.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) trait Out {
     /// Called once it is known that there is something to write, before the first
     /// byte (a file is opened then, named after the newest stream's session).
@@ -233,9 +235,11 @@ impl Out for Vec<u8> {
 
 /// The most threads a stream of a snapshot taken in place may number (the
 /// renumbering table's room, made with the recorder).
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) const THREADS_MAX: usize = 256;
 
 /// What a snapshot taken in place works in, made beforehand: it allocates nothing.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) struct InPlaceTables {
     /// Per thread of the stream being written: (thread index, batches so far), sorted.
     counts: Vec<(u64, u64)>,
@@ -244,6 +248,7 @@ pub(crate) struct InPlaceTables {
 }
 
 impl InPlaceTables {
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
     pub fn new() -> InPlaceTables {
         InPlaceTables {
             counts: Vec::with_capacity(THREADS_MAX),
@@ -255,6 +260,7 @@ impl InPlaceTables {
 /// The role a thread's unwritten batch takes in a snapshot taken in place: the ring
 /// would have kept it aside as its stream's first batch, or queued it.
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 enum BatchRole {
     Frame,
     First,
@@ -262,6 +268,7 @@ enum BatchRole {
 
 /// What [`assemble_in_place`] found to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) enum Assembled {
     Written,
     /// Nothing of this process's own: no file.
@@ -274,6 +281,7 @@ pub(crate) enum Assembled {
 /// been handed over. Byte for byte what the copy-based path ([`assemble`] after the
 /// writer's `flush_all`) writes for the same state, as long as the handed-over batches
 /// would not have pushed older frames out of the ring (its cap). Allocates nothing.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) fn assemble_in_place(
     view: &RingView<'_>,
     batches: &[&[u8]],
@@ -404,6 +412,7 @@ pub(crate) fn assemble_in_place(
 }
 
 /// The header of a batch frame.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 fn batch_header(bytes: &[u8]) -> Option<BatchHeader> {
     match frame::check(bytes) {
         frame::Check::Frame { len, .. } => BatchHeader::parse(&bytes[frame::HEADER_LEN..][..len]),
@@ -412,6 +421,7 @@ fn batch_header(bytes: &[u8]) -> Option<BatchHeader> {
 }
 
 /// The (sorted) entry of `thread` in `counts`, made with 0 batches if new.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 fn count_entry(counts: &mut Vec<(u64, u64)>, thread: u64) -> Result<&mut u64, Stop> {
     let at = match counts.binary_search_by_key(&thread, |&(t, _)| t) {
         Ok(at) => at,
@@ -429,6 +439,7 @@ fn count_entry(counts: &mut Vec<(u64, u64)>, thread: u64) -> Result<&mut u64, St
 
 /// An END frame for `stream_id` with `threads`, written piece by piece (its CRC as it
 /// goes): the bytes [`End::write_frame`] makes.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 fn put_end(out: &mut dyn Out, stream_id: u64, threads: &[(u64, u64)]) -> Result<(), Stop> {
     let mut digits = [0; varint::MAX_LEN];
     let count = threads.len() as u64;
@@ -533,6 +544,7 @@ fn renumber_fixed<'a>(
 
 /// A snapshot's file name ([`file_name`]) written into `out` without allocating; its
 /// length, or `None` if it does not fit.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 pub(crate) fn file_name_into(
     out: &mut [u8],
     wall_us: i64,
@@ -564,11 +576,13 @@ pub(crate) fn file_name_into(
 }
 
 /// Text written into a fixed buffer.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 struct FixedText<'a> {
     out: &'a mut [u8],
     len: usize,
 }
 
+#[cfg_attr(not(unix), allow(dead_code))] // used by the `SIGUSR2` handler (Unix)
 impl FixedText<'_> {
     fn put(&mut self, bytes: &[u8]) -> Option<()> {
         self.out
