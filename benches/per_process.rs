@@ -20,12 +20,20 @@
 //! `#[instrument]` functions, a dependency-like module (`noisy_dep`) warning on its slow
 //! path, and the program's own subscriber, an `EnvFilter("warn,noisy_dep=error")` fmt
 //! layer on stderr that hides those warnings. Configurations: untraced (the program's
-//! own subscriber; the lifecycle's layer is there but no target is enabled), Event,
-//! binary, flight recorder (each through its environment variable, with the layer
-//! installed beside the fmt layer as the README shows) and tracing-chrome (the program's
-//! subscriber plus tracing-chrome writing a file, as such tools install it). The table
-//! gives the median wall time per process and its ratio to untraced (median of the
-//! per-round ratios of the round medians).
+//! own subscriber; the lifecycle's layer is there but no target is enabled); `registry
+//! floor` (untraced plus a layer that does nothing, filtered as ours is: see
+//! `support/floor.rs`; what the Registry costs to make, enter, exit and close the 80 INFO
+//! spans the program's own filter hides, which any layer built on the Registry pays);
+//! Event with only the lifecycle (spans and events turned off by
+//! `TRACING_TRACE2_SPAN_LEVEL=off` and `TRACING_TRACE2_EVENT_LEVEL=off`: the process's
+//! lines alone); Event, binary, flight recorder (each through its environment variable,
+//! with the layer installed beside the fmt layer as the README shows);
+//! tracing-perfetto-file (fields and call sites, as `peers` builds it) and tracing-chrome,
+//! each writing a file, once behind our filter (`Trace2Filter`: they see what our layer
+//! sees) and once unfiltered as such tools install them (they then also see the
+//! dependency's warnings, so those are built and dispatched). The table gives the median
+//! wall time per process and its ratio to untraced (median of the per-round ratios of the
+//! round medians).
 //!
 //! Runs are interleaved: every round runs each configuration once in turn, `RUNS` times
 //! over, so that a change of the machine's load hits all alike; each pass starts one
@@ -38,6 +46,9 @@
 //! Run with `cargo bench --bench per_process` (about half a minute on two cores; needs
 //! `git` on PATH). `cargo test --benches` runs this target without `--bench`: it does
 //! nothing then.
+
+#[path = "support/floor.rs"]
+mod floor;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -52,7 +63,7 @@ fn main() -> ExitCode {
     if let Some(pos) = args.iter().position(|a| a == "--child") {
         return match args.get(pos + 1).map(String::as_str) {
             Some("lifecycle") => child_lifecycle(),
-            Some("hook") => hook::child(args.get(pos + 2).is_some_and(|a| a == "chrome")),
+            Some("hook") => hook::child(args.get(pos + 2).map(String::as_str)),
             other => {
                 eprintln!("per_process: unknown child {other:?}");
                 ExitCode::from(2)
@@ -217,32 +228,88 @@ mod hook {
     }
 
     /// The hook process: the program's own fmt layer, the lifecycle's layer beside it
-    /// (it installs nothing unless a target is enabled), tracing-chrome if asked.
-    pub fn child(chrome: bool) -> ExitCode {
+    /// (it installs nothing unless a target is enabled), and the layer `peer` names:
+    /// `chrome` (tracing-chrome as such tools install it, unfiltered), `chrome-filtered`
+    /// and `perfetto-filtered` (tracing-chrome, tracing-perfetto-file behind our filter),
+    /// `perfetto` (unfiltered), `floor` (a layer that does nothing, filtered as ours is).
+    pub fn child(peer: Option<&str>) -> ExitCode {
         let lifecycle = tracing_trace2::Trace2::from_env()
             .with_exe_version("bench")
             .lifecycle();
         let fmt = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
             .with_filter(EnvFilter::new("warn,noisy_dep=error"));
-        let mut _flush = None;
-        let chrome_layer = chrome.then(|| {
-            let file = std::env::var_os("PER_PROCESS_CHROME").expect("PER_PROCESS_CHROME");
-            let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
-                .file(PathBuf::from(file))
-                .build();
-            _flush = Some(guard);
-            layer
-        });
+        // What writes the peer's file out when dropped, after `finish`.
+        let (peer, _flush) = peer_layer(peer);
         tracing_subscriber::registry()
             .with(fmt)
-            .with(chrome_layer)
+            .with(peer)
             .with(lifecycle.layer())
             .init();
         let trace2 = lifecycle.start();
         tracing_trace2::api::cmd_name("pre-commit");
         run_hook();
         trace2.finish(ExitCode::SUCCESS)
+    }
+
+    /// A layer written for the hook process; what flushes it when dropped.
+    type Peer<S> = (
+        Option<Box<dyn Layer<S> + Send + Sync>>,
+        Option<Box<dyn std::any::Any>>,
+    );
+
+    /// The layer `peer` names (see [`child`]), boxed so that one subscriber type takes
+    /// any of them.
+    fn peer_layer<S>(peer: Option<&str>) -> Peer<S>
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+        S: Send + Sync + 'static,
+    {
+        let out = |var: &str| PathBuf::from(std::env::var_os(var).expect(var));
+        let chrome = || {
+            tracing_chrome::ChromeLayerBuilder::new()
+                .file(out("PER_PROCESS_CHROME"))
+                .build()
+        };
+        let perfetto = || {
+            let file = std::fs::File::create(out("PER_PROCESS_PERFETTO")).expect("the file");
+            // As `peers` builds it: fields and call sites recorded, as our binary target
+            // records them.
+            tracing_perfetto_file::PerfettoLayer::builder(file)
+                .with_debug_annotations()
+                .with_source_locations()
+                .build()
+        };
+        let ours = || tracing_trace2::Trace2Filter::new(tracing_trace2::Levels::default());
+        fn boxed<S, L, G>(layer: L, guard: G) -> Peer<S>
+        where
+            S: tracing::Subscriber,
+            L: Layer<S> + Send + Sync + 'static,
+            G: 'static,
+        {
+            (Some(Box::new(layer)), Some(Box::new(guard)))
+        }
+        match peer {
+            None => (None, None),
+            Some("chrome") => {
+                let (layer, guard) = chrome();
+                boxed(layer, guard)
+            }
+            Some("chrome-filtered") => {
+                let (layer, guard) = chrome();
+                boxed(layer.with_filter(ours()), guard)
+            }
+            Some("perfetto") => {
+                let (layer, guard) = perfetto();
+                boxed(layer, guard)
+            }
+            Some("perfetto-filtered") => {
+                let (layer, guard) = perfetto();
+                boxed(layer.with_filter(ours()), guard)
+            }
+            Some("floor") => (Some(Box::new(super::floor::floor())), None),
+            Some(other) => panic!("unknown hook configuration {other}"),
+        }
     }
 }
 
@@ -526,12 +593,12 @@ fn syscall_cell(config: &Config, dir: &Path, strace: bool) -> String {
 
 fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
     let exe = std::env::current_exe().expect("own path");
-    let hook = |name, env: Vec<(&'static str, PathBuf)>, chrome: bool| Config {
+    let hook = |name, env: Vec<(&'static str, PathBuf)>, peer: Option<&str>| Config {
         name,
         program: exe.clone(),
         args: ["--child", "hook"]
             .into_iter()
-            .chain(chrome.then_some("chrome"))
+            .chain(peer)
             .map(String::from)
             .collect(),
         cwd: dir.to_path_buf(),
@@ -539,26 +606,51 @@ fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
         env,
     };
     let configs = [
-        hook("untraced (own fmt layer)", vec![], false),
+        hook("untraced (own fmt layer)", vec![], None),
+        hook("registry floor", vec![], Some("floor")),
+        hook(
+            "Event, lifecycle only (no spans, no events)",
+            vec![
+                ("GIT_TRACE2_EVENT", dir.join("hook-life.event")),
+                ("TRACING_TRACE2_SPAN_LEVEL", "off".into()),
+                ("TRACING_TRACE2_EVENT_LEVEL", "off".into()),
+            ],
+            None,
+        ),
         hook(
             "Event",
             vec![("GIT_TRACE2_EVENT", dir.join("hook.event"))],
-            false,
+            None,
         ),
         hook(
             "binary",
             vec![("TRACING_TRACE2_BINARY", dir.join("hook.t2b"))],
-            false,
+            None,
         ),
         hook(
             "flight",
             vec![("TRACING_TRACE2_FLIGHT", dir.join("hook-flight"))],
-            false,
+            None,
+        ),
+        hook(
+            "tracing-perfetto-file, our filter",
+            vec![("PER_PROCESS_PERFETTO", dir.join("hook-filtered.pftrace"))],
+            Some("perfetto-filtered"),
+        ),
+        hook(
+            "tracing-perfetto-file",
+            vec![("PER_PROCESS_PERFETTO", dir.join("hook.pftrace"))],
+            Some("perfetto"),
+        ),
+        hook(
+            "tracing-chrome, our filter",
+            vec![("PER_PROCESS_CHROME", dir.join("hook-filtered.json"))],
+            Some("chrome-filtered"),
         ),
         hook(
             "tracing-chrome",
             vec![("PER_PROCESS_CHROME", dir.join("hook.json"))],
-            true,
+            Some("chrome"),
         ),
     ];
     let results = Results::measure(&configs, dir, rounds, runs);

@@ -1,7 +1,7 @@
 //! The cost of tracing per request of a web service: the CPU time of the whole process
 //! per request (`getrusage(RUSAGE_SELF)`: every thread, the runtime's workers and our
-//! background writer or flusher alike), untraced and traced, and the floor of any layer
-//! built on tracing-subscriber's Registry (`registry`: a layer that does nothing).
+//! background writer or flusher alike), untraced and traced, beside the floor of any layer
+//! filtered as ours is and the fastest published layers.
 //!
 //! The service is an axum `Router` behind tower-http's `TraceLayer`, as in
 //! `examples/web.rs`: per request a `request` span at DEBUG with `method`, `uri` and
@@ -23,28 +23,51 @@
 //! Every configuration runs in a process of its own (this bench binary started again with
 //! `--child <configuration> <requests>`) whose global subscriber is the program's own (the
 //! registry and an fmt layer showing warnings, writing nowhere) plus, when traced, one of:
-//! `registry` (a layer that does nothing, behind our layer's per-layer filter: what the
-//! Registry and the two per-layer filters cost once the spans exist), `binary` (the t2b
-//! target), `flight` (the flight recorder), `event-bg` (the Event target through the
-//! background writer), `event` (the Event target written directly), and `fmt`
-//! (tracing-subscriber's fmt layer at DEBUG writing to a file: the peer). Each child
+//!
+//! - `registry`: a layer that does nothing behind tracing-subscriber's `Filtered` with our
+//!   filter (DEBUG spans, INFO events). The spans now exist, so the Registry makes,
+//!   enters, exits and closes them, and both per-layer filters (the program's and this
+//!   one) look each span up in the Registry at every enter, exit and close. The floor of
+//!   any layer installed with `.with_filter(..)`, as the peers below are.
+//! - `floor`: the same do-nothing layer filtered as ours is (`FilteredLayer`, see
+//!   `support/floor.rs`): the same filter decides what it sees, but enter, exit and close
+//!   go to the layer without `Filtered`'s look-up (18 per request). Our layer's floor:
+//!   what is left is the Registry's spans, `Layered`'s dispatch, the program's own fmt
+//!   `Filtered` and our filter's decisions.
+//! - `binary` (the t2b target), `flight` (the flight recorder), `event-bg` (the Event
+//!   target through the background writer), `event` (the Event target written directly).
+//! - `fmt`: tracing-subscriber's fmt layer at DEBUG writing to a file.
+//! - `perfetto`: tracing-perfetto-file (Perfetto's protobuf from per-thread buffers, the
+//!   fastest published layer in `peers`) with fields and call sites, as `peers` builds it,
+//!   writing to a file; the flush writes its buffers out.
+//! - `chrome`: tracing-chrome with its fields (its writer thread formats the JSON),
+//!   writing to a file; the flush waits until its writer has written everything queued.
+//!
+//! `perfetto` and `chrome` sit behind our filter (`Trace2Filter`, DEBUG spans and INFO
+//! events), so they see exactly the spans and events our layer sees: the two spans per
+//! request (tower-http's two events are DEBUG, below the events' level). Each child
 //! serves [`WARM_UP`] requests, then measures [`REQUESTS`] requests and the flush that
 //! writes them out; the children of one round run one after the other and rounds
 //! alternate, so that a change of the machine's load hits every configuration alike.
 //!
 //! `cargo bench --bench request_shaped` (about a minute) prints a Markdown table: the
 //! median CPU µs per request (and its system part), its ratio to `untraced` (median of
-//! per-round ratios) and the bytes written per request. For instruction counts, run the bench binary under callgrind
-//! as `<bench> --child <configuration> <requests>`: the difference between two request
-//! counts is the cost of the requests alone.
+//! per-round ratios) and the bytes written per request. For instruction counts, run the
+//! bench binary under callgrind as `<bench> --child <configuration> <requests>`: the
+//! difference between two request counts is the cost of the requests alone.
 
+#[path = "support/floor.rs"]
+mod floor;
 #[path = "support/program.rs"]
 mod program;
 
+use std::cell::Cell;
 use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -72,14 +95,17 @@ const ROUNDS: usize = 9;
 const RENDER_PASSES: u32 = 200;
 
 /// The configurations, and the goal of each as a ratio to `untraced`.
-const CONFIGS: [(&str, Option<f64>); 7] = [
+const CONFIGS: [(&str, Option<f64>); 10] = [
     ("untraced", None),
     ("registry", None),
+    ("floor", None),
     ("binary", Some(1.05)),
     ("flight", Some(1.05)),
     ("event-bg", Some(1.05)),
     ("event", Some(1.10)),
     ("fmt", None),
+    ("perfetto", None),
+    ("chrome", None),
 ];
 
 /// The items the service answers about.
@@ -174,14 +200,54 @@ fn install(config: &str, file: &Path) -> Box<dyn Fn()> {
     let mut trace2 = None;
     match config {
         "untraced" => Registry::default().with(program_layer()).init(),
-        // The floor of any layer built on the Registry: one that does nothing, behind
-        // the per-layer filter ours has (DEBUG spans, INFO events). The spans now exist,
-        // so the Registry makes, enters, exits and closes them and both per-layer
-        // filters look them up.
+        // A layer that does nothing behind tracing-subscriber's `Filtered` with our
+        // filter (DEBUG spans, INFO events). The spans now exist, so the Registry makes,
+        // enters, exits and closes them and both per-layer filters look them up at
+        // every enter, exit and close.
         "registry" => Registry::default()
             .with(program_layer())
             .with(Identity::new().with_filter(Trace2Filter::new(Levels::default())))
             .init(),
+        // The floor of a layer filtered as ours is (`FilteredLayer`): the same filter,
+        // without `Filtered`'s look-ups at enter, exit and close (support/floor.rs).
+        "floor" => Registry::default()
+            .with(program_layer())
+            .with(floor::floor())
+            .init(),
+        "perfetto" => {
+            // As `peers` builds it: fields and call sites recorded, as our binary target
+            // records them; its per-thread buffers written out by the flush.
+            let out = File::create(file).expect("the perfetto file");
+            let (layer, guard) = tracing_perfetto_file::PerfettoLayer::builder(out)
+                .with_debug_annotations()
+                .with_source_locations()
+                .build();
+            Registry::default()
+                .with(program_layer())
+                .with(layer.with_filter(Trace2Filter::new(Levels::default())))
+                .init();
+            return Box::new(move || {
+                guard.flush().expect("the perfetto flush");
+            });
+        }
+        "chrome" => {
+            // Its writer thread writes the warm-up into a file of its own; each flush
+            // moves it on to the next file once everything queued before is written.
+            let (layer, guard) = tracing_chrome::ChromeLayerBuilder::new()
+                .file(file.with_extension("warm"))
+                .include_args(true)
+                .build();
+            Registry::default()
+                .with(program_layer())
+                .with(layer.with_filter(Trace2Filter::new(Levels::default())))
+                .init();
+            let files = [file.to_path_buf(), file.with_extension("next")];
+            let turn = Cell::new(0);
+            return Box::new(move || {
+                drain_chrome(&guard, &files[turn.get() % 2]);
+                turn.set(turn.get() + 1);
+            });
+        }
         "fmt" => {
             // Each line one `write` to the shared file, as fmt writes to a `File`.
             let out = Arc::new(File::create(file).expect("the fmt file"));
@@ -229,6 +295,35 @@ fn install(config: &str, file: &Path) -> Box<dyn Fn()> {
     // The writers run until the process exits.
     std::mem::forget(guard);
     Box::new(move || layer.flush())
+}
+
+/// Waits until tracing-chrome's writer thread has written everything queued so far
+/// (finishing its current file), and moves it on to `next`.
+fn drain_chrome(guard: &tracing_chrome::FlushGuard, next: &Path) {
+    /// A file that reports its first write: the writer makes it once it has finished
+    /// the file before.
+    struct Reporting {
+        file: File,
+        tx: Option<mpsc::Sender<()>>,
+    }
+    impl Write for Reporting {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = self.file.write(buf)?;
+            if let Some(tx) = self.tx.take() {
+                let _ = tx.send(());
+            }
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.file.flush()
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    let file = File::create(next).expect("the next chrome file");
+    guard.start_new(Some(Box::new(Reporting { file, tx: Some(tx) })));
+    guard.flush();
+    rx.recv_timeout(Duration::from_secs(120))
+        .expect("tracing-chrome's writer");
 }
 
 /// The child: serves [`WARM_UP`] requests, then `requests` measured ones; prints the
