@@ -33,7 +33,8 @@
 //! sees) and once unfiltered as such tools install them (they then also see the
 //! dependency's warnings, so those are built and dispatched). The table gives the median
 //! wall time per process and its ratio to untraced (median of the per-round ratios of the
-//! round medians).
+//! round medians), and the same ratio of the CPU time (user + system, from `wait4`),
+//! which a loaded machine moves less than the wall time.
 //!
 //! Runs are interleaved: every round runs each configuration once in turn, `RUNS` times
 //! over, so that a change of the machine's load hits all alike; each pass starts one
@@ -466,6 +467,17 @@ impl Results {
         Results { samples }
     }
 
+    /// The median CPU time (user + system) of a configuration in each round, in µs.
+    fn round_cpus(&self, c: usize) -> Vec<f64> {
+        self.samples[c]
+            .iter()
+            .map(|round| {
+                let mut cpus: Vec<f64> = round.iter().map(|s| s.cpu.as_secs_f64() * 1e6).collect();
+                median(&mut cpus)
+            })
+            .collect()
+    }
+
     /// The median wall time of a configuration in each round, in µs.
     fn round_walls(&self, c: usize) -> Vec<f64> {
         self.samples[c]
@@ -657,28 +669,28 @@ fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
     let base = results.round_walls(0);
     println!("\n## Hook-shaped process ({rounds} interleaved rounds × {runs} runs)\n");
     println!(
-        "| configuration | µs per process | × untraced | page faults | CPU µs |{}",
+        "| configuration | µs per process | × untraced | page faults | CPU µs | CPU × untraced |{}",
         if strace { " system calls |" } else { "" }
     );
     println!(
-        "|---|---:|---:|---:|---:|{}",
+        "|---|---:|---:|---:|---:|---:|{}",
         if strace { "---:|" } else { "" }
     );
+    let base_cpu = results.round_cpus(0);
+    let ratio = |of: Vec<f64>, to: &[f64]| {
+        let mut ratios: Vec<f64> = of.iter().zip(to).map(|(a, b)| a / b).collect();
+        median(&mut ratios)
+    };
     for (c, config) in configs.iter().enumerate() {
-        let mut ratios: Vec<f64> = results
-            .round_walls(c)
-            .iter()
-            .zip(&base)
-            .map(|(a, b)| a / b)
-            .collect();
         let calls = syscall_cell(config, dir, strace);
         println!(
-            "| {} | {:.0} | {:.3} | {} | {:.0} |{calls}",
+            "| {} | {:.0} | {:.3} | {} | {:.0} | {:.3} |{calls}",
             config.name,
             results.wall_us(c),
-            median(&mut ratios),
+            ratio(results.round_walls(c), &base),
             results.minflt(c),
             results.cpu_us(c),
+            ratio(results.round_cpus(c), &base_cpu),
         );
     }
 }
