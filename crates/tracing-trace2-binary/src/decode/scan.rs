@@ -134,7 +134,7 @@ impl<R: Read> FrameScanner<R> {
                 return Ok(None);
             }
             let available = &self.buf[self.start..self.end];
-            match frame::check(available) {
+            match frame::check_read(available) {
                 Check::Frame { kind, len } => {
                     let payload = available[frame::HEADER_LEN..frame::HEADER_LEN + len].to_vec();
                     let offset = self.offset;
@@ -216,7 +216,7 @@ impl<R: Read> FrameScanner<R> {
         let cut = &self.buf[self.start..self.end];
         let hides_a_frame = (1..len)
             .filter(|&i| cut[i] == frame::MARKER[0])
-            .any(|i| matches!(frame::check(&cut[i..]), Check::Frame { .. }));
+            .any(|i| matches!(frame::check_read(&cut[i..]), Check::Frame { .. }));
         Ok((!hides_a_frame).then_some(len))
     }
 
@@ -242,7 +242,7 @@ impl<R: Read> FrameScanner<R> {
                 self.fill(at + frame::HEADER_LEN)?;
                 if let Some(next) = sound_frame_len(&self.buf[self.start + at..self.end]) {
                     let whole = self.fill(at + next)?;
-                    match frame::check(&self.buf[self.start + at..self.end]) {
+                    match frame::check_read(&self.buf[self.start + at..self.end]) {
                         Check::Frame { .. } => return Ok(Some(at)),
                         Check::Incomplete(_) if !whole && self.input_end().is_multiple_of(PAGE) => {
                             return Ok(Some(at));
