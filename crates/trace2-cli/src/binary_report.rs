@@ -47,11 +47,28 @@ pub fn assess(report: &DecodeReport) -> Assessment {
         } else if stream.cut_frames > 0 {
             // Where a killed writer's last `write` stopped: the kernel stops a file write
             // only at a page end, as it cuts a text target's last line.
+            let (what, frames) = match (stream.cut_frames, stream.ended) {
+                (1, false) => ("was killed while writing", "its last frame".to_owned()),
+                // The exit ended a thread that was writing (it ends the other threads as
+                // a kill does).
+                (1, true) => (
+                    "ended while a thread was writing",
+                    "that thread's last frame".to_owned(),
+                ),
+                // Two writers of one stream (a process and a copy of it), each killed.
+                (n, _) => ("was killed while writing", format!("{n} frames")),
+            };
+            let batches = if stream.cut_frames == 1 {
+                "that batch is lost"
+            } else {
+                "those batches are lost"
+            };
             unfinished.push(format!(
-                "{} was killed while writing: its last frame ({} bytes) stops at a page end; \
-                 that batch is lost, its other {} events are all there",
+                "{} {what}: {frames} ({} bytes) stop{} at a page end; \
+                 {batches}, its other {} events are all there",
                 stream_name(stream),
                 stream.cut_bytes,
+                if stream.cut_frames == 1 { "s" } else { "" },
                 stream.events
             ));
         } else if !stream.ended {

@@ -673,3 +673,120 @@ fn damage_next_to_another_process_stays_damage() {
         assert_eq!(report.cut_frames, 0, "{from}\n{report}");
     }
 }
+
+/// A process's frames as a kill in its `write` leaves them: a first batch, then a
+/// second one longer than two pages, flushed and never ended (the write the kill cut);
+/// with `first_write`, the long batch alone, in the stream's first `write` (after its
+/// STREAM frame). The bytes, where the long batch's frame starts, and the records of
+/// the first batch.
+fn killed_process(
+    seed: u64,
+    sid: &str,
+    anchor: i64,
+    first_write: bool,
+) -> (Vec<u8>, usize, Vec<Owned>) {
+    let owned = unflushed_records(seed, 500);
+    let split = if first_write { 0 } else { 40 };
+    let (first, second) = owned.split_at(split);
+    let sink = MemorySink::new();
+    let writer = builder().with_anchor_wall_us(anchor).build(sink.clone());
+    for part in [first, second] {
+        for o in part {
+            writer.record(&o.record_in(&o.list_refs(), sid, 0));
+        }
+        writer.flush_all();
+    }
+    let bytes = sink.contents();
+    drop(writer);
+    let last = frames(&bytes).last().unwrap().len();
+    assert!(last > 2 * 4096, "{last}");
+    // In the first write, the long batch follows the STREAM frame.
+    let long_at = if first_write {
+        frames(&bytes)[0].len()
+    } else {
+        bytes.len() - last
+    };
+    (bytes, long_at, first.to_vec())
+}
+
+#[test]
+fn processes_killed_one_after_the_other_are_each_a_kill_not_damage() {
+    // `pkill`, an OOM killer, a supervisor stopping processes one by one: A is killed in
+    // its `write`, which stops at a page end; B, which was waiting to append, writes from
+    // there and is killed in turn; then C appends its whole stream (or nothing more).
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let (a, a_long, a_first) = killed_process(31, SID, 1_700_000_000_000_000, false);
+    let sid_b = "20260101T000000.000000Z-H0123abcd-P0000bbbb";
+    let (c, c_owned, sid_c) = complete_process_b();
+    let want_a = lines_of(&a_first, SID);
+    let want_c = lines_of(&c_owned, sid_c);
+    let mut cases = 0;
+    for b_first_write in [false, true] {
+        let (b, b_long, b_first) = killed_process(32, sid_b, 1_700_000_000_000_200, b_first_write);
+        let want_b = lines_of(&b_first, sid_b);
+        // B's frames before its long batch, then A's before its own.
+        let mut head = b[..b_long].to_vec();
+        if b_first_write {
+            head.clear();
+        }
+        head.extend_from_slice(&a[..a_long]);
+        let a_at = head.len();
+        for a_pages in 0..2 {
+            let a_end = (a_at + 8).next_multiple_of(PAGE) + a_pages * PAGE;
+            let mut file = head.clone();
+            file.extend_from_slice(&a[a_long..a_long + a_end - a_at]);
+            // B's `write`: its STREAM frame first when it is its first one.
+            let b_write = if b_first_write { &b[..] } else { &b[b_long..] };
+            let b_frame_at = a_end + if b_first_write { b_long } else { 0 };
+            for b_pages in 0..2 {
+                let b_end = (b_frame_at + 8).next_multiple_of(PAGE) + b_pages * PAGE;
+                let mut cut = file.clone();
+                cut.extend_from_slice(&b_write[..b_end - a_end]);
+                // The file as it would be without the cut frames.
+                let mut without = head.clone();
+                if b_first_write {
+                    without.extend_from_slice(&b[..b_long]);
+                }
+                for tail in [&c[..], &[][..]] {
+                    let mut file = cut.clone();
+                    file.extend_from_slice(tail);
+                    let mut want_file = without.clone();
+                    want_file.extend_from_slice(tail);
+                    let (lines, report) = lines_by_sid(&file);
+                    let what = format!(
+                        "B's first write {b_first_write}, A cut at {a_end}, B at {b_end}, C {}\n{report}",
+                        tail.len()
+                    );
+                    assert_eq!(
+                        (report.skipped_bytes, report.damaged_regions),
+                        (0, 0),
+                        "{what}"
+                    );
+                    assert_eq!(report.cut_frames, 2, "{what}");
+                    assert_eq!(
+                        report.cut_bytes as usize,
+                        (a_end - a_at) + (b_end - b_frame_at),
+                        "{what}"
+                    );
+                    for s in &report.streams {
+                        let killed = s.sid.as_deref() != Some(sid_c);
+                        assert_eq!(s.cut_frames, u64::from(killed), "{what}");
+                        assert!(s.threads.iter().all(|t| t.lost_batches == 0), "{what}");
+                    }
+                    // Every stream's lines, byte for byte as its text formats write them.
+                    assert!(lines[SID] == want_a, "{what}");
+                    assert!(
+                        lines.get(sid_b).cloned().unwrap_or_default() == want_b,
+                        "{what}"
+                    );
+                    if !tail.is_empty() {
+                        assert!(lines[sid_c] == want_c, "{what}");
+                    }
+                    assert!(texts(&file) == texts(&want_file), "{what}");
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 16);
+}
