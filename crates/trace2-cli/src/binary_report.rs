@@ -221,6 +221,34 @@ mod tests {
     }
 
     #[test]
+    fn two_cut_frames_and_a_cut_after_the_end_are_not_damage() {
+        let mut twice = stream(1, false, 0);
+        twice.cut_frames = 2;
+        twice.cut_bytes = 9000;
+        let mut exited = stream(2, true, 0);
+        exited.cut_frames = 1;
+        exited.cut_bytes = 4000;
+        let report = DecodeReport {
+            cut_frames: 3,
+            cut_bytes: 13000,
+            streams: vec![twice, exited],
+            ..DecodeReport::default()
+        };
+        let assessment = assess(&report);
+        assert_eq!(assessment.damage, None);
+        assert_eq!(
+            assessment.unfinished,
+            [
+                "stream sid-1 (pid 1) was killed while writing: 2 frames (9000 bytes) stop at a \
+                 page end; those batches are lost, its other 10 events are all there",
+                "stream sid-2 (pid 2) ended while a thread was writing: that thread's last frame \
+                 (4000 bytes) stops at a page end; that batch is lost, its other 10 events are \
+                 all there",
+            ]
+        );
+    }
+
+    #[test]
     fn damage_names_only_the_streams_it_touched() {
         let report = DecodeReport {
             skipped_bytes: 40,

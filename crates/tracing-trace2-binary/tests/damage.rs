@@ -790,3 +790,174 @@ fn processes_killed_one_after_the_other_are_each_a_kill_not_damage() {
     }
     assert_eq!(cases, 16);
 }
+
+#[test]
+fn two_cut_frames_of_one_stream_are_its_writers_kills_and_a_torn_frame_stays_damage() {
+    // One stream written by two writers, each killed in a `write` that another process's
+    // frames follow: the shape a process and a copy of it that kept its stream (a child
+    // made without the `fork` handlers: a raw `clone`) leave when both are killed. Each
+    // cut frame names its thread and batch: those two batches are the kills', no batch
+    // is missing.
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let owned = unflushed_records(33, 500);
+    let (small, long) = owned.split_at(40);
+    let sink = MemorySink::new();
+    let writer = builder()
+        .with_anchor_wall_us(1_700_000_000_000_000)
+        .build(sink.clone());
+    let write_two_batches = || {
+        for part in [small, long] {
+            for o in part {
+                writer.record(&o.record_in(&o.list_refs(), SID, 0));
+            }
+            writer.flush_all();
+        }
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(write_two_batches);
+    });
+    write_two_batches();
+    let bytes = sink.contents();
+    drop(writer);
+    let all = frames(&bytes);
+    let (long_frames, rest): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) =
+        all.iter().partition(|f| f.len() > 2 * PAGE);
+    assert_eq!(long_frames.len(), 2);
+    let (c, c_owned, sid_c) = complete_process_b();
+    let c_frames = frames(&c);
+    let (c1, c2) = c_frames.split_at(c_frames.len() / 2);
+    // Each thread's first batch, as its text formats write it.
+    let mut want_a = lines_of(small, SID);
+    want_a.extend_from_slice(&lines_of(small, SID));
+    let want_c = lines_of(&c_owned, sid_c);
+    let head: Vec<u8> = rest.iter().flat_map(|f| f.iter().copied()).collect();
+    let cut_of = |file: &[u8], frame: &[u8], pages: usize| {
+        let end = (file.len() + 8).next_multiple_of(PAGE) + pages * PAGE;
+        frame[..end - file.len()].to_vec()
+    };
+    // C's frames between the two cuts, or none: the second writer was waiting to
+    // append and was killed in its own `write`, which began where the first one's
+    // stopped (`pkill` signals one process after the other).
+    for (pages, between) in [(0, c1), (1, c1), (0, &[][..]), (1, &[][..])] {
+        let mut file = head.clone();
+        let cut1 = cut_of(&file, long_frames[0], pages);
+        file.extend_from_slice(&cut1);
+        file.extend_from_slice(&between.concat());
+        let cut2 = cut_of(&file, long_frames[1], 1 - pages);
+        file.extend_from_slice(&cut2);
+        let after = if between.is_empty() {
+            &c_frames[..]
+        } else {
+            c2
+        };
+        file.extend_from_slice(&after.concat());
+        let (lines, report) = lines_by_sid(&file);
+        let what = format!("{pages} {}\n{report}", between.len());
+        assert_eq!((report.skipped_bytes, report.cut_frames), (0, 2), "{what}");
+        let a = report
+            .streams
+            .iter()
+            .find(|s| s.sid.as_deref() == Some(SID));
+        let a = a.unwrap();
+        assert_eq!(
+            (a.cut_frames, a.cut_bytes as usize),
+            (2, cut1.len() + cut2.len()),
+            "{what}"
+        );
+        assert_eq!(a.threads.len(), 2, "{what}");
+        for t in &a.threads {
+            assert_eq!(
+                (t.batches, t.lost_batches, t.cut_batches),
+                (1, 0, 1),
+                "{what}"
+            );
+        }
+        // Both threads' first batches (the merge interleaves them by time: compare as
+        // sorted lines) and C whole.
+        let sorted = |text: &[u8]| {
+            let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+            lines.sort_unstable();
+            lines.concat()
+        };
+        assert!(sorted(&lines[SID]) == sorted(&want_a), "{what}");
+        assert!(lines[sid_c] == want_c, "{what}");
+        // The text is the file's without the cut frames.
+        let mut without = head.clone();
+        without.extend_from_slice(&c1.concat());
+        without.extend_from_slice(&c2.concat());
+        assert!(texts(&file) == texts(&without), "{what}");
+        // A frame torn by a short `write` that was not a kill (its writer wrote the rest
+        // later, after C's frames): its head reads as a cut, its rest is damage, and C
+        // stays whole.
+        let mut torn = head.clone();
+        torn.extend_from_slice(&cut1);
+        torn.extend_from_slice(&c1.concat());
+        let rest_of_1 = &long_frames[0][cut1.len()..];
+        torn.extend_from_slice(rest_of_1);
+        torn.extend_from_slice(&c2.concat());
+        let (lines, report) = lines_by_sid(&torn);
+        assert_eq!(
+            report.skipped_bytes as usize,
+            rest_of_1.len(),
+            "{pages}\n{report}"
+        );
+        assert_eq!(report.damaged_regions, 1, "{pages}\n{report}");
+        assert!(lines[sid_c] == want_c, "{pages}");
+    }
+}
+
+#[test]
+fn a_thread_cut_as_its_process_exits_is_not_damage() {
+    // `exit` ends the other threads as a kill does: a thread in the middle of a `write`
+    // after the exiting thread wrote the END frame leaves its frame cut at a page end,
+    // after the END frame. Its batch is not one the END frame counts.
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let owned = unflushed_records(34, 500);
+    let (small, long) = owned.split_at(40);
+    let sink = MemorySink::new();
+    let writer = builder()
+        .with_anchor_wall_us(1_700_000_000_000_000)
+        .build(sink.clone());
+    let record = |part: &[Owned]| {
+        for o in part {
+            writer.record(&o.record_in(&o.list_refs(), SID, 0));
+        }
+    };
+    record(small);
+    writer.finish();
+    let ended = sink.contents().len();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            record(long);
+            writer.flush_all();
+        });
+    });
+    let bytes = sink.contents();
+    drop(writer);
+    let last = frames(&bytes[ended..]).last().unwrap().len();
+    assert!(last > 2 * PAGE);
+    let at = bytes.len() - last;
+    let (c, c_owned, sid_c) = complete_process_b();
+    let end = (at + 8).next_multiple_of(PAGE);
+    for tail in [&c[..], &[][..]] {
+        let mut file = bytes[..end].to_vec();
+        file.extend_from_slice(tail);
+        let (lines, report) = lines_by_sid(&file);
+        assert_eq!(
+            (report.skipped_bytes, report.cut_frames),
+            (0, 1),
+            "{report}"
+        );
+        let a = report
+            .streams
+            .iter()
+            .find(|s| s.sid.as_deref() == Some(SID));
+        let a = a.unwrap();
+        assert!(a.ended && a.cut_frames == 1, "{report}");
+        assert!(a.threads.iter().all(|t| t.lost_batches == 0), "{report}");
+        assert!(lines[SID] == lines_of(small, SID), "{report}");
+        if !tail.is_empty() {
+            assert!(lines[sid_c] == lines_of(&c_owned, sid_c));
+        }
+    }
+}
