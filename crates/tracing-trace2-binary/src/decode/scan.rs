@@ -6,15 +6,29 @@
 //! marker and checks the frame there. A frame cut short is never yielded; its bytes
 //! count as skipped, unless it is what a killed writer leaves: a whole, sound header,
 //! and the frame stopped at a page end (a multiple of [`PAGE`] bytes into the input)
-//! where either the input ends or another intact frame starts. The kernel stops a
-//! buffered file write only between pages when a fatal signal arrives, and in a file
-//! that several processes append to, the next process's frame starts right where the
-//! killed one's `write` stopped. Such a frame is a [`CutFrame`] (counted apart in
-//! [`ScanStats::cut_frames`] and [`ScanStats::cut_bytes`], not as damage), and the
-//! scan goes on with the frame after it.
+//! where the input ends, another intact frame starts, or another such cut frame starts.
+//! The kernel stops a buffered file write only between pages when a fatal signal
+//! arrives, and in a file that several processes append to, the next process's `write`
+//! starts right where the killed one's stopped; when that process is killed in turn
+//! (`pkill`, an OOM killer, a supervisor stopping processes one by one), its frame is
+//! cut at a later page end, and so on, up to [`MAX_CHAIN`] in a row. Each such frame is
+//! a [`CutFrame`] (counted apart in [`ScanStats::cut_frames`] and
+//! [`ScanStats::cut_bytes`], not as damage, with its stream and, for a batch, its
+//! thread and batch number when the cut bytes hold them), and the scan goes on with
+//! the frame after it. No cut may hold an intact frame: a damaged length that claims
+//! the frames after its own is damage, and a whole frame damaged in place (a flipped bit, a
+//! wrong CRC) is never a cut, nor is a frame before it that needs it to be one.
 //!
-//! Memory: the buffer holds at most two frames (≤ 16 MiB + 12 bytes each: a cut one
-//! and the one checked after it) plus one read chunk.
+//! One process's kill cuts at most one of its frames in a file: its threads' appends
+//! to a file take turns (the kernel's per-file lock), and one still waiting when the
+//! kill arrives writes nothing. Two cut frames of one stream are two writers of it
+//! (a process and a copy of it that kept its stream: a child made by a raw `clone`,
+//! which runs no `fork` handler), or a thread a process's `exit` ended while it
+//! wrote, after the END frame.
+//!
+//! Memory: the buffer holds at most the frames of one chain (≤ 16 MiB + 12 bytes each:
+//! up to [`MAX_CHAIN`] + 1 cut ones and the one checked after them) plus one read chunk;
+//! real cut frames are a batch each (64 KiB by default).
 
 use std::io::{self, Read};
 
