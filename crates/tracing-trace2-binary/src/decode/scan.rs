@@ -30,6 +30,7 @@
 //! up to [`MAX_CHAIN`] + 1 cut ones and the one checked after them) plus one read chunk;
 //! real cut frames are a batch each (64 KiB by default).
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 
 use crate::frame::{self, Check};
@@ -126,6 +127,10 @@ pub struct FrameScanner<R> {
     stats: ScanStats,
     /// Cut frames found and not yet taken.
     cuts: Vec<CutFrame>,
+    /// While one cut is judged: what [`cut_at`](Self::cut_at) found at each input
+    /// offset it looked at, so that a chain's frames are each judged once (a crafted
+    /// input with a sound header at every page end would otherwise cost a walk per path).
+    judged: HashMap<u64, Option<usize>>,
 }
 
 impl<R: Read> FrameScanner<R> {
@@ -141,6 +146,7 @@ impl<R: Read> FrameScanner<R> {
             in_damage: false,
             stats: ScanStats::default(),
             cuts: Vec::new(),
+            judged: HashMap::new(),
         }
     }
 
@@ -238,6 +244,7 @@ impl<R: Read> FrameScanner<R> {
     /// The length of the frame a kill cut at `start`, if there is one there (see
     /// [`cut_at`](Self::cut_at)).
     fn kill_cut_len(&mut self) -> io::Result<Option<usize>> {
+        self.judged.clear();
         self.cut_at(0, 0)
     }
 
@@ -249,6 +256,17 @@ impl<R: Read> FrameScanner<R> {
     /// intact frame starting before it (a damaged length that claims the frames after
     /// its own must not hide them). Reads ahead as far as the frames there need.
     fn cut_at(&mut self, rel: usize, depth: usize) -> io::Result<Option<usize>> {
+        let from = self.offset + rel as u64;
+        if let Some(&known) = self.judged.get(&from) {
+            return Ok(known);
+        }
+        let found = self.judge_cut_at(rel, depth)?;
+        self.judged.insert(from, found);
+        Ok(found)
+    }
+
+    /// [`cut_at`](Self::cut_at), the first time it looks at an offset.
+    fn judge_cut_at(&mut self, rel: usize, depth: usize) -> io::Result<Option<usize>> {
         self.fill(rel + frame::HEADER_LEN)?;
         let Some(total) = sound_frame_len(&self.buf[self.start + rel..self.end]) else {
             return Ok(None);
@@ -633,6 +651,26 @@ mod tests {
                 assert_eq!((stats.cut_frames, stats.skipped_bytes), (2, 0), "{bit}");
             }
         }
+    }
+
+    #[test]
+    fn sound_headers_at_every_page_end_are_judged_once_each() {
+        // A header claiming 16 MiB at the start of every page, and an input that does
+        // not end at a page end: no frame is intact, none is a cut, and each of the
+        // chains the scanner could follow from one to the next is judged once (walking
+        // every path would take some 48^8 steps).
+        let mut input = vec![0u8; 48 * PAGE as usize + 5];
+        for page in input.chunks_mut(PAGE as usize) {
+            if page.len() >= frame::HEADER_LEN {
+                page[..3].copy_from_slice(&frame::MARKER);
+                page[3] = frame::kind::BATCH;
+                page[4..8].copy_from_slice(&(frame::MAX_PAYLOAD as u32).to_le_bytes());
+            }
+        }
+        let (frames, stats) = scan(&input);
+        assert!(frames.is_empty());
+        assert_eq!(stats.cut_frames, 0);
+        assert_eq!(stats.skipped_bytes as usize, input.len());
     }
 
     #[test]
