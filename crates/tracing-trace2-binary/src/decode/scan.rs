@@ -16,15 +16,16 @@
 //! [`ScanStats::cut_bytes`], not as damage, with its stream and, for a batch, its
 //! thread and batch number when the cut bytes hold them), and the scan goes on with
 //! the frame after it. No cut may hold an intact frame: a damaged length that claims
-//! the frames after its own is damage, and a whole frame damaged in place (a flipped bit, a
-//! wrong CRC) is never a cut, nor is a frame before it that needs it to be one.
+//! the frames after its own is damage, and a whole frame damaged in place (a flipped
+//! bit, a wrong CRC) is never a cut, nor is a frame before it that needs it to be one.
 //!
 //! One process's kill cuts at most one of its frames in a file: its threads' appends
 //! to a file take turns (the kernel's per-file lock), and one still waiting when the
 //! kill arrives writes nothing. Two cut frames of one stream are two writers of it
 //! (a process and a copy of it that kept its stream: a child made by a raw `clone`,
-//! which runs no `fork` handler), or a thread a process's `exit` ended while it
-//! wrote, after the END frame.
+//! which runs no `fork` handler). A cut frame after its stream's END frame is a thread
+//! that the process's `exit` ended in its `write` (the exit ends the other threads as
+//! a kill does).
 //!
 //! Memory: the buffer holds at most the frames of one chain (≤ 16 MiB + 12 bytes each:
 //! up to [`MAX_CHAIN`] + 1 cut ones and the one checked after them) plus one read chunk;
