@@ -58,17 +58,16 @@ pub fn assess(report: &DecodeReport) -> Assessment {
                 // Two writers of one stream (a process and a copy of it), each killed.
                 (n, _) => ("was killed while writing", format!("{n} frames")),
             };
-            let batches = if stream.cut_frames == 1 {
-                "that batch is lost"
+            let (stop, batches) = if stream.cut_frames == 1 {
+                ("stops at a page end", "that batch is lost")
             } else {
-                "those batches are lost"
+                ("stop at page ends", "those batches are lost")
             };
             unfinished.push(format!(
-                "{} {what}: {frames} ({} bytes) stop{} at a page end; \
-                 {batches}, its other {} events are all there",
+                "{} {what}: {frames} ({} bytes) {stop}; {batches}, its other {} events are all \
+                 there",
                 stream_name(stream),
                 stream.cut_bytes,
-                if stream.cut_frames == 1 { "s" } else { "" },
                 stream.events
             ));
         } else if !stream.ended {
@@ -239,8 +238,8 @@ mod tests {
         assert_eq!(
             assessment.unfinished,
             [
-                "stream sid-1 (pid 1) was killed while writing: 2 frames (9000 bytes) stop at a \
-                 page end; those batches are lost, its other 10 events are all there",
+                "stream sid-1 (pid 1) was killed while writing: 2 frames (9000 bytes) stop at \
+                 page ends; those batches are lost, its other 10 events are all there",
                 "stream sid-2 (pid 2) ended while a thread was writing: that thread's last frame \
                  (4000 bytes) stops at a page end; that batch is lost, its other 10 events are \
                  all there",
