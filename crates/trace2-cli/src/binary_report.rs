@@ -47,9 +47,25 @@ pub fn assess(report: &DecodeReport) -> Assessment {
         } else if stream.cut_frames > 0 {
             // Where a killed writer's last `write` stopped: the kernel stops a file write
             // only at a page end, as it cuts a text target's last line.
+            let (what, frames) = match (stream.cut_frames, stream.ended) {
+                (1, false) => ("was killed while writing", "its last frame".to_owned()),
+                // The exit ended a thread that was writing (it ends the other threads as
+                // a kill does).
+                (1, true) => (
+                    "ended while a thread was writing",
+                    "that thread's last frame".to_owned(),
+                ),
+                // Two writers of one stream (a process and a copy of it), each killed.
+                (n, _) => ("was killed while writing", format!("{n} frames")),
+            };
+            let (stop, batches) = if stream.cut_frames == 1 {
+                ("stops at a page end", "that batch is lost")
+            } else {
+                ("stop at page ends", "those batches are lost")
+            };
             unfinished.push(format!(
-                "{} was killed while writing: its last frame ({} bytes) stops at a page end; \
-                 that batch is lost, its other {} events are all there",
+                "{} {what}: {frames} ({} bytes) {stop}; {batches}, its other {} events are all \
+                 there",
                 stream_name(stream),
                 stream.cut_bytes,
                 stream.events
@@ -200,6 +216,34 @@ mod tests {
         assert!(
             notes[2].starts_with("a frame (40 bytes) stops at a page end"),
             "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn two_cut_frames_and_a_cut_after_the_end_are_not_damage() {
+        let mut twice = stream(1, false, 0);
+        twice.cut_frames = 2;
+        twice.cut_bytes = 9000;
+        let mut exited = stream(2, true, 0);
+        exited.cut_frames = 1;
+        exited.cut_bytes = 4000;
+        let report = DecodeReport {
+            cut_frames: 3,
+            cut_bytes: 13000,
+            streams: vec![twice, exited],
+            ..DecodeReport::default()
+        };
+        let assessment = assess(&report);
+        assert_eq!(assessment.damage, None);
+        assert_eq!(
+            assessment.unfinished,
+            [
+                "stream sid-1 (pid 1) was killed while writing: 2 frames (9000 bytes) stop at \
+                 page ends; those batches are lost, its other 10 events are all there",
+                "stream sid-2 (pid 2) ended while a thread was writing: that thread's last frame \
+                 (4000 bytes) stops at a page end; that batch is lost, its other 10 events are \
+                 all there",
+            ]
         );
     }
 

@@ -290,6 +290,91 @@ fn a_process_killed_mid_frame_with_another_after_it_is_a_kill_not_damage() {
     assert!(text.contains(SID) && text.contains(SID_B), "{text}");
 }
 
+const SID_C: &str = "20261121T232137.816920Z-H0a7c9cdf-P00002a20";
+
+/// A process that wrote a first batch (the records but `exit` and `atexit`), then a
+/// second batch longer than a page: its first batch's frames (with its STREAM frame),
+/// the long batch's frame, and the records of the first batch.
+fn writer_with_a_long_batch(sid: &'static str) -> (Vec<u8>, Vec<u8>, Vec<Record<'static>>) {
+    let (sink, writer) = test_writer();
+    let records: Vec<Record<'static>> =
+        records().into_iter().map(|r| Record { sid, ..r }).collect();
+    let first = &records[..records.len() - 2];
+    for record in first {
+        writer.record(record);
+    }
+    writer.flush_all();
+    let intact = sink.contents();
+    let long: &'static str = Box::leak("x".repeat(6000).into_boxed_str());
+    let mut data = records[4];
+    if let Trace2Event::Data { value, .. } = &mut data.event {
+        *value = long;
+    }
+    writer.record(&data);
+    writer.flush_all();
+    let long_frame = sink.contents()[intact.len()..].to_vec();
+    assert!(long_frame.len() > 4096 + 8, "{}", long_frame.len());
+    (intact, long_frame, first.to_vec())
+}
+
+#[test]
+fn processes_killed_one_after_the_other_are_kills_not_damage() {
+    // A and B each wrote a first batch; A is killed in the `write` of its long batch,
+    // which stops at the first page end; B, waiting to append, writes its own long
+    // batch from there and is killed in turn (at the next page end); C then appends its
+    // whole stream.
+    let (a_intact, a_long, a_records) = writer_with_a_long_batch(SID);
+    let (b_intact, b_long, b_records) = writer_with_a_long_batch(SID_B);
+    let mut bytes = [a_intact, b_intact].concat();
+    let a_cut = 4096 - bytes.len();
+    bytes.extend_from_slice(&a_long[..a_cut]);
+    bytes.extend_from_slice(&b_long[..4096]);
+    let (c, writer) = test_writer();
+    let c_records: Vec<Record<'static>> = records()
+        .into_iter()
+        .map(|r| Record { sid: SID_C, ..r })
+        .collect();
+    for record in &c_records {
+        writer.record(record);
+    }
+    writer.finish();
+    bytes.extend_from_slice(&c.contents());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shared.t2b");
+    fs::write(&file, bytes).unwrap();
+    let file = file.to_str().unwrap();
+    for (name, format) in text_formats() {
+        let out = run_trace2(&["decode", "--format", name, file]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        // One note each on A and B: killed while writing, not damage.
+        let notes: Vec<&str> = err.lines().collect();
+        assert_eq!(notes.len(), 2, "{name}: {err}");
+        for (note, (sid, bytes)) in notes.iter().zip([(SID, a_cut), (SID_B, 4096)]) {
+            let want = format!(
+                "stream {sid} (pid {}) was killed while writing: its last frame ({bytes} bytes) \
+                 stops at a page end; that batch is lost, its other 6 events are all there",
+                std::process::id()
+            );
+            assert!(note.ends_with(&want), "{name}: {note}\nwant {want}");
+        }
+        // Each process's lines are what its text target wrote, merged in time order
+        // (at equal times, in the order the streams came).
+        let mut merged: Vec<(usize, Record<'_>)> = a_records.iter().map(|r| (0, *r)).collect();
+        merged.extend(b_records.iter().map(|r| (1, *r)));
+        merged.extend(c_records.iter().map(|r| (2, *r)));
+        merged.sort_by_key(|(stream, r)| (r.time.wall_us, *stream));
+        let mut want = Vec::new();
+        for (_, record) in &merged {
+            format.format(record, &mut want);
+        }
+        assert_eq!(stdout(&out), String::from_utf8(want).unwrap(), "{name}");
+    }
+    let out = run_trace2(&["summary", file]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
 #[test]
 fn a_binary_trace_summarises_and_exports_as_its_event_text_does() {
     let dir = tempfile::tempdir().unwrap();

@@ -71,7 +71,10 @@
 //! [`decode_to_event_json`] pass them to the formatters. Damaged input (cut short, bits
 //! flipped, batches lost or shuffled, several processes' frames in one file) yields
 //! every intact event and no invented one, and the [`DecodeReport`] says what was
-//! skipped.
+//! skipped. A frame a kill cut (it stops at a page end of the file, where the kernel
+//! stops a killed process's `write`, with the end of the input, an intact frame or
+//! another process's cut frame after it) is that process's kill, counted apart
+//! ([`DecodeReport::cut_frames`], per stream and per thread), not damage.
 //!
 //! # Format
 //!

@@ -673,3 +673,311 @@ fn damage_next_to_another_process_stays_damage() {
         assert_eq!(report.cut_frames, 0, "{from}\n{report}");
     }
 }
+
+/// A process's frames as a kill in its `write` leaves them: a first batch, then a
+/// second one longer than two pages, flushed and never ended (the write the kill cut);
+/// with `first_write`, the long batch alone, in the stream's first `write` (after its
+/// STREAM frame). The bytes, where the long batch's frame starts, and the records of
+/// the first batch.
+fn killed_process(
+    seed: u64,
+    sid: &str,
+    anchor: i64,
+    first_write: bool,
+) -> (Vec<u8>, usize, Vec<Owned>) {
+    let owned = unflushed_records(seed, 500);
+    let split = if first_write { 0 } else { 40 };
+    let (first, second) = owned.split_at(split);
+    let sink = MemorySink::new();
+    let writer = builder().with_anchor_wall_us(anchor).build(sink.clone());
+    for part in [first, second] {
+        for o in part {
+            writer.record(&o.record_in(&o.list_refs(), sid, 0));
+        }
+        writer.flush_all();
+    }
+    let bytes = sink.contents();
+    drop(writer);
+    let last = frames(&bytes).last().unwrap().len();
+    assert!(last > 2 * 4096, "{last}");
+    // In the first write, the long batch follows the STREAM frame.
+    let long_at = if first_write {
+        frames(&bytes)[0].len()
+    } else {
+        bytes.len() - last
+    };
+    (bytes, long_at, first.to_vec())
+}
+
+#[test]
+fn processes_killed_one_after_the_other_are_each_a_kill_not_damage() {
+    // `pkill`, an OOM killer, a supervisor stopping processes one by one: A is killed in
+    // its `write`, which stops at a page end; B, which was waiting to append, writes from
+    // there and is killed in turn; then C appends its whole stream (or nothing more).
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let (a, a_long, a_first) = killed_process(31, SID, 1_700_000_000_000_000, false);
+    let sid_b = "20260101T000000.000000Z-H0123abcd-P0000bbbb";
+    let (c, c_owned, sid_c) = complete_process_b();
+    let want_a = lines_of(&a_first, SID);
+    let want_c = lines_of(&c_owned, sid_c);
+    let mut cases = 0;
+    for b_first_write in [false, true] {
+        let (b, b_long, b_first) = killed_process(32, sid_b, 1_700_000_000_000_200, b_first_write);
+        let want_b = lines_of(&b_first, sid_b);
+        // B's frames before its long batch, then A's before its own.
+        let mut head = b[..b_long].to_vec();
+        if b_first_write {
+            head.clear();
+        }
+        head.extend_from_slice(&a[..a_long]);
+        let a_at = head.len();
+        // Every page end inside A's long frame past its header, and every one inside B's.
+        let a_ends = ((a_at + 8).next_multiple_of(PAGE)..a_at + a.len() - a_long).step_by(PAGE);
+        for a_end in a_ends {
+            let mut file = head.clone();
+            file.extend_from_slice(&a[a_long..a_long + a_end - a_at]);
+            // B's `write`: its STREAM frame first when it is its first one.
+            let b_write = if b_first_write { &b[..] } else { &b[b_long..] };
+            let b_frame_at = a_end + if b_first_write { b_long } else { 0 };
+            let b_ends =
+                ((b_frame_at + 8).next_multiple_of(PAGE)..a_end + b_write.len()).step_by(PAGE);
+            for b_end in b_ends {
+                // B's `write` stops only at a page end: a byte before or after it, B's
+                // frame is damage, and so is A's, which then has no cut after it (unless
+                // B's intact STREAM frame follows it); C stays whole.
+                for off_page in [b_end - 1, b_end + 1] {
+                    let mut file = file.clone();
+                    file.extend_from_slice(&b_write[..off_page - a_end]);
+                    file.extend_from_slice(&c);
+                    let (lines, report) = lines_by_sid(&file);
+                    let what = format!("A cut at {a_end}, B at {off_page}\n{report}");
+                    let (cuts, skipped) = if b_first_write {
+                        (1, off_page - b_frame_at)
+                    } else {
+                        (0, off_page - a_at)
+                    };
+                    assert_eq!(report.cut_frames, cuts, "{what}");
+                    assert_eq!(report.skipped_bytes as usize, skipped, "{what}");
+                    assert!(lines[sid_c] == want_c, "{what}");
+                }
+                let mut cut = file.clone();
+                cut.extend_from_slice(&b_write[..b_end - a_end]);
+                // The file as it would be without the cut frames.
+                let mut without = head.clone();
+                if b_first_write {
+                    without.extend_from_slice(&b[..b_long]);
+                }
+                for tail in [&c[..], &[][..]] {
+                    let mut file = cut.clone();
+                    file.extend_from_slice(tail);
+                    let mut want_file = without.clone();
+                    want_file.extend_from_slice(tail);
+                    let (lines, report) = lines_by_sid(&file);
+                    let what = format!(
+                        "B's first write {b_first_write}, A cut at {a_end}, B at {b_end}, C {}\n{report}",
+                        tail.len()
+                    );
+                    assert_eq!(
+                        (report.skipped_bytes, report.damaged_regions),
+                        (0, 0),
+                        "{what}"
+                    );
+                    assert_eq!(report.cut_frames, 2, "{what}");
+                    assert_eq!(
+                        report.cut_bytes as usize,
+                        (a_end - a_at) + (b_end - b_frame_at),
+                        "{what}"
+                    );
+                    for s in &report.streams {
+                        let killed = s.sid.as_deref() != Some(sid_c);
+                        assert_eq!(s.cut_frames, u64::from(killed), "{what}");
+                        assert!(s.threads.iter().all(|t| t.lost_batches == 0), "{what}");
+                    }
+                    // Every stream's lines, byte for byte as its text formats write them.
+                    assert!(lines[SID] == want_a, "{what}");
+                    assert!(
+                        lines.get(sid_b).cloned().unwrap_or_default() == want_b,
+                        "{what}"
+                    );
+                    if !tail.is_empty() {
+                        assert!(lines[sid_c] == want_c, "{what}");
+                    }
+                    assert!(texts(&file) == texts(&want_file), "{what}");
+                    cases += 1;
+                }
+            }
+        }
+    }
+    assert!(cases >= 16, "{cases}");
+}
+
+#[test]
+fn two_cut_frames_of_one_stream_are_its_writers_kills_and_a_torn_frame_stays_damage() {
+    // One stream written by two writers, each killed in a `write` that another process's
+    // frames follow: the shape a process and a copy of it that kept its stream (a child
+    // made without the `fork` handlers: a raw `clone`) leave when both are killed. Each
+    // cut frame names its thread and batch: those two batches are the kills', no batch
+    // is missing.
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let owned = unflushed_records(33, 500);
+    let (small, long) = owned.split_at(40);
+    let sink = MemorySink::new();
+    let writer = builder()
+        .with_anchor_wall_us(1_700_000_000_000_000)
+        .build(sink.clone());
+    let write_two_batches = || {
+        for part in [small, long] {
+            for o in part {
+                writer.record(&o.record_in(&o.list_refs(), SID, 0));
+            }
+            writer.flush_all();
+        }
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(write_two_batches);
+    });
+    write_two_batches();
+    let bytes = sink.contents();
+    drop(writer);
+    let all = frames(&bytes);
+    let (long_frames, rest): (Vec<&Vec<u8>>, Vec<&Vec<u8>>) =
+        all.iter().partition(|f| f.len() > 2 * PAGE);
+    assert_eq!(long_frames.len(), 2);
+    let (c, c_owned, sid_c) = complete_process_b();
+    let c_frames = frames(&c);
+    let (c1, c2) = c_frames.split_at(c_frames.len() / 2);
+    // Each thread's first batch, as its text formats write it.
+    let mut want_a = lines_of(small, SID);
+    want_a.extend_from_slice(&lines_of(small, SID));
+    let want_c = lines_of(&c_owned, sid_c);
+    let head: Vec<u8> = rest.iter().flat_map(|f| f.iter().copied()).collect();
+    let cut_of = |file: &[u8], frame: &[u8], pages: usize| {
+        let end = (file.len() + 8).next_multiple_of(PAGE) + pages * PAGE;
+        frame[..end - file.len()].to_vec()
+    };
+    // C's frames between the two cuts, or none: the second writer was waiting to
+    // append and was killed in its own `write`, which began where the first one's
+    // stopped (`pkill` signals one process after the other).
+    for (pages, between) in [(0, c1), (1, c1), (0, &[][..]), (1, &[][..])] {
+        let mut file = head.clone();
+        let cut1 = cut_of(&file, long_frames[0], pages);
+        file.extend_from_slice(&cut1);
+        file.extend_from_slice(&between.concat());
+        let cut2 = cut_of(&file, long_frames[1], 1 - pages);
+        file.extend_from_slice(&cut2);
+        let after = if between.is_empty() {
+            &c_frames[..]
+        } else {
+            c2
+        };
+        file.extend_from_slice(&after.concat());
+        let (lines, report) = lines_by_sid(&file);
+        let what = format!("{pages} {}\n{report}", between.len());
+        assert_eq!((report.skipped_bytes, report.cut_frames), (0, 2), "{what}");
+        let a = report
+            .streams
+            .iter()
+            .find(|s| s.sid.as_deref() == Some(SID));
+        let a = a.unwrap();
+        assert_eq!(
+            (a.cut_frames, a.cut_bytes as usize),
+            (2, cut1.len() + cut2.len()),
+            "{what}"
+        );
+        assert_eq!(a.threads.len(), 2, "{what}");
+        for t in &a.threads {
+            assert_eq!(
+                (t.batches, t.lost_batches, t.cut_batches),
+                (1, 0, 1),
+                "{what}"
+            );
+        }
+        // Both threads' first batches (the merge interleaves them by time: compare as
+        // sorted lines) and C whole.
+        let sorted = |text: &[u8]| {
+            let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+            lines.sort_unstable();
+            lines.concat()
+        };
+        assert!(sorted(&lines[SID]) == sorted(&want_a), "{what}");
+        assert!(lines[sid_c] == want_c, "{what}");
+        // The text is the file's without the cut frames.
+        let mut without = head.clone();
+        without.extend_from_slice(&c1.concat());
+        without.extend_from_slice(&c2.concat());
+        assert!(texts(&file) == texts(&without), "{what}");
+        // A frame torn by a short `write` that was not a kill (its writer wrote the rest
+        // later, after C's frames): its head reads as a cut, its rest is damage, and C
+        // stays whole.
+        let mut torn = head.clone();
+        torn.extend_from_slice(&cut1);
+        torn.extend_from_slice(&c1.concat());
+        let rest_of_1 = &long_frames[0][cut1.len()..];
+        torn.extend_from_slice(rest_of_1);
+        torn.extend_from_slice(&c2.concat());
+        let (lines, report) = lines_by_sid(&torn);
+        assert_eq!(
+            report.skipped_bytes as usize,
+            rest_of_1.len(),
+            "{pages}\n{report}"
+        );
+        assert_eq!(report.damaged_regions, 1, "{pages}\n{report}");
+        assert!(lines[sid_c] == want_c, "{pages}");
+    }
+}
+
+#[test]
+fn a_thread_cut_as_its_process_exits_is_not_damage() {
+    // `exit` ends the other threads as a kill does: a thread in the middle of a `write`
+    // after the exiting thread wrote the END frame leaves its frame cut at a page end,
+    // after the END frame. Its batch is not one the END frame counts.
+    const PAGE: usize = tracing_trace2_binary::decode::scan::PAGE as usize;
+    let owned = unflushed_records(34, 500);
+    let (small, long) = owned.split_at(40);
+    let sink = MemorySink::new();
+    let writer = builder()
+        .with_anchor_wall_us(1_700_000_000_000_000)
+        .build(sink.clone());
+    let record = |part: &[Owned]| {
+        for o in part {
+            writer.record(&o.record_in(&o.list_refs(), SID, 0));
+        }
+    };
+    record(small);
+    writer.finish();
+    let ended = sink.contents().len();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            record(long);
+            writer.flush_all();
+        });
+    });
+    let bytes = sink.contents();
+    drop(writer);
+    let last = frames(&bytes[ended..]).last().unwrap().len();
+    assert!(last > 2 * PAGE);
+    let at = bytes.len() - last;
+    let (c, c_owned, sid_c) = complete_process_b();
+    let end = (at + 8).next_multiple_of(PAGE);
+    for tail in [&c[..], &[][..]] {
+        let mut file = bytes[..end].to_vec();
+        file.extend_from_slice(tail);
+        let (lines, report) = lines_by_sid(&file);
+        assert_eq!(
+            (report.skipped_bytes, report.cut_frames),
+            (0, 1),
+            "{report}"
+        );
+        let a = report
+            .streams
+            .iter()
+            .find(|s| s.sid.as_deref() == Some(SID));
+        let a = a.unwrap();
+        assert!(a.ended && a.cut_frames == 1, "{report}");
+        assert!(a.threads.iter().all(|t| t.lost_batches == 0), "{report}");
+        assert!(lines[SID] == lines_of(small, SID), "{report}");
+        if !tail.is_empty() {
+            assert!(lines[sid_c] == lines_of(&c_owned, sid_c));
+        }
+    }
+}

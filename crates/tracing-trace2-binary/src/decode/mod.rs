@@ -167,6 +167,9 @@ pub struct Decoder {
     /// Frames a kill cut, and their bytes, per stream id (streams are told apart at
     /// the report: a cut frame may be all a stream left in this input).
     cuts: HashMap<u64, (u64, u64)>,
+    /// The batches those frames held, per (stream id, thread index), where the cut
+    /// bytes tell: lost to the kill, not missing.
+    cut_batches: HashMap<(u64, u64), HashSet<u64>>,
     /// The merge key of the last event written, to count late ones.
     last_key: Option<(i64, usize, u64)>,
 }
@@ -237,6 +240,7 @@ impl Decoder {
             undecodable_dropped: 0,
             warnings: Vec::new(),
             cuts: HashMap::new(),
+            cut_batches: HashMap::new(),
             last_key: None,
         }
     }
@@ -272,6 +276,12 @@ impl Decoder {
             let (frames, bytes) = self.cuts.entry(id).or_default();
             *frames += 1;
             *bytes += cut.bytes;
+            if let Some((thread, seq)) = cut.batch {
+                self.cut_batches
+                    .entry((id, thread))
+                    .or_default()
+                    .insert(seq);
+            }
         }
     }
 

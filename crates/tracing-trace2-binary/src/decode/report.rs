@@ -79,8 +79,13 @@ pub struct ThreadReport {
     /// Events handed out.
     pub events: u64,
     /// Batches missing: gaps in the sequence numbers, and those the END frame counts
-    /// but the input lacks.
+    /// but the input lacks, save those in [`cut_batches`](Self::cut_batches).
     pub lost_batches: u64,
+    /// Batches whose frame a kill cut at a page end (the cut bytes name the batch):
+    /// lost to the kill, not missing. Usually the thread's last; one the END frame
+    /// counts when the process exited while this thread was writing (the exit ends
+    /// the other threads as a kill does).
+    pub cut_batches: u64,
     /// Batches whose rest was skipped at a record that did not parse.
     pub abandoned_batches: u64,
     /// Events of kinds this decoder cannot show (declared by a later minor version).
@@ -162,11 +167,17 @@ impl fmt::Display for DecodeReport {
                 "stream {:016x} {sid}: {} events, {end}",
                 s.stream_id, s.events
             )?;
-            if s.cut_frames > 0 {
+            if s.cut_frames == 1 {
                 write!(
                     f,
                     ", last frame ({} bytes) cut where the writer was killed",
                     s.cut_bytes
+                )?;
+            } else if s.cut_frames > 1 {
+                write!(
+                    f,
+                    ", {} frames ({} bytes) cut where writers were killed",
+                    s.cut_frames, s.cut_bytes
                 )?;
             }
             writeln!(f)?;
@@ -223,27 +234,58 @@ pub(super) fn build(d: &Decoder) -> DecodeReport {
         }
         let max_seq = q.received.iter().max().map_or(0, |m| m.saturating_add(1));
         let expected = max_seq.max(stream.end_counts.get(&q.thread_index).copied().unwrap_or(0));
+        let cut = d.cut_batches.get(&(stream.id, q.thread_index));
+        // Cut batches inside the expected range are the kill's, not missing.
+        let cut_missing = cut.map_or(0, |seqs| {
+            seqs.iter()
+                .filter(|&&seq| seq < expected && !q.received.contains(&seq))
+                .count() as u64
+        });
         streams[q.stream].threads.push(ThreadReport {
             thread_index: q.thread_index,
             name: q.name.clone(),
             batches: q.received.len() as u64,
             events: q.events,
-            lost_batches: expected.saturating_sub(q.received.len() as u64),
+            lost_batches: expected
+                .saturating_sub(q.received.len() as u64)
+                .saturating_sub(cut_missing),
+            cut_batches: cut.map_or(0, |seqs| seqs.len() as u64),
             abandoned_batches: q.abandoned,
             unknown_events: q.unknown_events,
             cut_events: q.cut_events,
         });
     }
-    // Threads the END frame names that left no batch at all.
+    // Threads the END frame names, or a cut frame does, that left no intact batch.
     for (s, stream) in d.streams.iter().enumerate() {
-        for (&thread, &batches) in &stream.end_counts {
-            if batches > 0 && !d.thread_by_key.contains_key(&(stream.id, thread)) {
-                streams[s].threads.push(ThreadReport {
-                    thread_index: thread,
-                    lost_batches: batches,
-                    ..ThreadReport::default()
-                });
+        let mut threads: Vec<u64> = stream
+            .end_counts
+            .iter()
+            .filter(|&(_, &batches)| batches > 0)
+            .map(|(&thread, _)| thread)
+            .collect();
+        threads.extend(
+            d.cut_batches
+                .keys()
+                .filter(|(id, _)| *id == stream.id)
+                .map(|&(_, thread)| thread),
+        );
+        threads.sort_unstable();
+        threads.dedup();
+        for thread in threads {
+            if d.thread_by_key.contains_key(&(stream.id, thread)) {
+                continue;
             }
+            let batches = stream.end_counts.get(&thread).copied().unwrap_or(0);
+            let cut = d.cut_batches.get(&(stream.id, thread));
+            let cut_missing = cut.map_or(0, |seqs| {
+                seqs.iter().filter(|&&seq| seq < batches).count() as u64
+            });
+            streams[s].threads.push(ThreadReport {
+                thread_index: thread,
+                lost_batches: batches - cut_missing,
+                cut_batches: cut.map_or(0, |seqs| seqs.len() as u64),
+                ..ThreadReport::default()
+            });
         }
         streams[s].threads.sort_by_key(|t| t.thread_index);
     }

@@ -6,16 +6,32 @@
 //! marker and checks the frame there. A frame cut short is never yielded; its bytes
 //! count as skipped, unless it is what a killed writer leaves: a whole, sound header,
 //! and the frame stopped at a page end (a multiple of [`PAGE`] bytes into the input)
-//! where either the input ends or another intact frame starts. The kernel stops a
-//! buffered file write only between pages when a fatal signal arrives, and in a file
-//! that several processes append to, the next process's frame starts right where the
-//! killed one's `write` stopped. Such a frame is a [`CutFrame`] (counted apart in
-//! [`ScanStats::cut_frames`] and [`ScanStats::cut_bytes`], not as damage), and the
-//! scan goes on with the frame after it.
+//! where the input ends, another intact frame starts, or another such cut frame starts.
+//! The kernel stops a buffered file write only between pages when a fatal signal
+//! arrives, and in a file that several processes append to, the next process's `write`
+//! starts right where the killed one's stopped; when that process is killed in turn
+//! (`pkill`, an OOM killer, a supervisor stopping processes one by one), its frame is
+//! cut at a later page end, and so on, up to [`MAX_CHAIN`] in a row. Each such frame is
+//! a [`CutFrame`] (counted apart in [`ScanStats::cut_frames`] and
+//! [`ScanStats::cut_bytes`], not as damage, with its stream and, for a batch, its
+//! thread and batch number when the cut bytes hold them), and the scan goes on with
+//! the frame after it. No cut may hold an intact frame: a damaged length that claims
+//! the frames after its own is damage, and a whole frame damaged in place (a flipped
+//! bit, a wrong CRC) is never a cut, nor is a frame before it that needs it to be one.
 //!
-//! Memory: the buffer holds at most two frames (≤ 16 MiB + 12 bytes each: a cut one
-//! and the one checked after it) plus one read chunk.
+//! One process's kill cuts at most one of its frames in a file: its threads' appends
+//! to a file take turns (the kernel's per-file lock), and one still waiting when the
+//! kill arrives writes nothing. Two cut frames of one stream are two writers of it
+//! (a process and a copy of it that kept its stream: a child made by a raw `clone`,
+//! which runs no `fork` handler). A cut frame after its stream's END frame is a thread
+//! that the process's `exit` ended in its `write` (the exit ends the other threads as
+//! a kill does).
+//!
+//! Memory: the buffer holds at most the frames of one chain (≤ 16 MiB + 12 bytes each:
+//! up to [`MAX_CHAIN`] + 1 cut ones and the one checked after them) plus one read chunk;
+//! real cut frames are a batch each (64 KiB by default).
 
+use std::collections::HashMap;
 use std::io::{self, Read};
 
 use crate::frame::{self, Check};
@@ -24,6 +40,10 @@ use crate::header;
 /// The page size a killed writer's last `write` can stop at (the smallest the kernels
 /// we run on use; a larger page is a multiple of it).
 pub const PAGE: u64 = 4096;
+/// Frames a kill cut that may follow one another (each process killed in its `write`
+/// right after the one before it was: `pkill`, an OOM killer, a supervisor stopping a
+/// group one by one); what is read ahead to tell them is at most this many frames.
+pub const MAX_CHAIN: usize = 8;
 /// Bytes asked of the input per read.
 const CHUNK: usize = 64 << 10;
 /// The first read's size; reads grow to [`CHUNK`] as the buffer does.
@@ -72,6 +92,16 @@ pub struct CutFrame {
     pub kind: u8,
     /// The stream the frame belongs to, when the bytes there hold its id.
     pub stream_id: Option<u64>,
+    /// For a BATCH frame whose bytes hold them, its thread index and batch number: the
+    /// batch the kill cost.
+    pub batch: Option<(u64, u64)>,
+}
+
+/// The thread index and batch number at the start of a (cut) BATCH payload.
+fn batch_of(payload: &[u8]) -> Option<(u64, u64)> {
+    let mut r = crate::varint::ByteCursor::new(payload);
+    r.u64_le()?;
+    Some((r.uvarint()?, r.uvarint()?))
 }
 
 /// The length of the whole frame whose header starts `bytes`, if that header is whole
@@ -98,6 +128,10 @@ pub struct FrameScanner<R> {
     stats: ScanStats,
     /// Cut frames found and not yet taken.
     cuts: Vec<CutFrame>,
+    /// While one cut is judged: what [`cut_at`](Self::cut_at) found at each input
+    /// offset it looked at, so that a chain's frames are each judged once (a crafted
+    /// input with a sound header at every page end would otherwise cost a walk per path).
+    judged: HashMap<u64, Option<usize>>,
 }
 
 impl<R: Read> FrameScanner<R> {
@@ -113,6 +147,7 @@ impl<R: Read> FrameScanner<R> {
             in_damage: false,
             stats: ScanStats::default(),
             cuts: Vec::new(),
+            judged: HashMap::new(),
         }
     }
 
@@ -134,7 +169,7 @@ impl<R: Read> FrameScanner<R> {
                 return Ok(None);
             }
             let available = &self.buf[self.start..self.end];
-            match frame::check(available) {
+            match frame::check_read(available) {
                 Check::Frame { kind, len } => {
                     let payload = available[frame::HEADER_LEN..frame::HEADER_LEN + len].to_vec();
                     let offset = self.offset;
@@ -189,11 +224,16 @@ impl<R: Read> FrameScanner<R> {
             }
             _ => None,
         };
+        let batch = match kind {
+            frame::kind::BATCH => batch_of(payload),
+            _ => None,
+        };
         self.cuts.push(CutFrame {
             offset: self.offset,
             bytes: len as u64,
             kind,
             stream_id,
+            batch,
         });
         self.stats.cut_frames += 1;
         self.stats.cut_bytes += len as u64;
@@ -202,63 +242,82 @@ impl<R: Read> FrameScanner<R> {
         Ok(true)
     }
 
-    /// The length of the frame a kill cut at `start`, if there is one there: a sound
-    /// header (marker, length within bounds) whose frame is not intact, and the first
-    /// page end inside it, past the header, where the input ends or an intact frame
-    /// starts (or a frame with a sound header that the input's end cuts at a page end:
-    /// a second writer killed), with no intact frame starting before it (a damaged
-    /// length that claims the frames after its own must not hide them). Reads ahead as
-    /// far as the frame there needs.
+    /// The length of the frame a kill cut at `start`, if there is one there (see
+    /// [`cut_at`](Self::cut_at)).
     fn kill_cut_len(&mut self) -> io::Result<Option<usize>> {
-        let Some(len) = self.kill_cut_candidate()? else {
-            return Ok(None);
-        };
-        let cut = &self.buf[self.start..self.end];
-        let hides_a_frame = (1..len)
-            .filter(|&i| cut[i] == frame::MARKER[0])
-            .any(|i| matches!(frame::check(&cut[i..]), Check::Frame { .. }));
-        Ok((!hides_a_frame).then_some(len))
+        self.judged.clear();
+        self.cut_at(0, 0)
     }
 
-    /// [`kill_cut_len`](Self::kill_cut_len) but for the frames inside the cut.
-    fn kill_cut_candidate(&mut self) -> io::Result<Option<usize>> {
-        let Some(total) = sound_frame_len(&self.buf[self.start..self.end]) else {
+    /// The length of the frame a kill cut `rel` bytes past `start`, if there is one
+    /// there: a sound header (marker, length within bounds) whose frame is not intact,
+    /// and the first page end inside it, past the header, where the input ends, an
+    /// intact frame starts, or another frame a kill cut starts (the next process to
+    /// append was killed in its own `write`, up to [`MAX_CHAIN`] in a row), with no
+    /// intact frame starting before it (a damaged length that claims the frames after
+    /// its own must not hide them). Reads ahead as far as the frames there need.
+    fn cut_at(&mut self, rel: usize, depth: usize) -> io::Result<Option<usize>> {
+        let from = self.offset + rel as u64;
+        if let Some(&known) = self.judged.get(&from) {
+            return Ok(known);
+        }
+        let found = self.judge_cut_at(rel, depth)?;
+        self.judged.insert(from, found);
+        Ok(found)
+    }
+
+    /// [`cut_at`](Self::cut_at), the first time it looks at an offset.
+    fn judge_cut_at(&mut self, rel: usize, depth: usize) -> io::Result<Option<usize>> {
+        self.fill(rel + frame::HEADER_LEN)?;
+        let Some(total) = sound_frame_len(&self.buf[self.start + rel..self.end]) else {
             return Ok(None);
         };
+        let from = self.offset + rel as u64;
         // The first page end that leaves the header whole.
-        let header_end = self.offset + frame::HEADER_LEN as u64;
-        let mut page = header_end.next_multiple_of(PAGE);
-        while page < self.offset + total as u64 {
+        let mut page = (from + frame::HEADER_LEN as u64).next_multiple_of(PAGE);
+        while page < from + total as u64 {
             let at = (page - self.offset) as usize;
             if !self.fill(at)? {
                 return Ok(None);
             }
-            if !self.fill(at + 1)? {
-                // The input ends right here, at a page end.
-                return Ok(Some(at));
-            }
-            if self.buf[self.start + at] == frame::MARKER[0] {
-                // Bytes enough for the header there, then for its frame.
-                self.fill(at + frame::HEADER_LEN)?;
-                if let Some(next) = sound_frame_len(&self.buf[self.start + at..self.end]) {
-                    let whole = self.fill(at + next)?;
-                    match frame::check(&self.buf[self.start + at..self.end]) {
-                        Check::Frame { .. } => return Ok(Some(at)),
-                        Check::Incomplete(_) if !whole && self.input_end().is_multiple_of(PAGE) => {
-                            return Ok(Some(at));
-                        }
-                        _ => {}
-                    }
-                }
+            if self.follows_a_cut(at, depth)? {
+                let (cut_from, cut_to) = (self.start + rel, self.start + at);
+                let hides_a_frame = (cut_from + 1..cut_to)
+                    .filter(|&i| self.buf[i] == frame::MARKER[0])
+                    .any(|i| {
+                        matches!(
+                            frame::check_read(&self.buf[i..self.end]),
+                            Check::Frame { .. }
+                        )
+                    });
+                return Ok((!hides_a_frame).then_some(at - rel));
             }
             page += PAGE;
         }
         Ok(None)
     }
 
-    /// The input offset of the end of what has been read.
-    fn input_end(&self) -> u64 {
-        self.offset + (self.end - self.start) as u64
+    /// Whether what is `at` bytes past `start` (a page end) can follow a frame a kill
+    /// cut: the end of the input, an intact frame, or (within `depth` of [`MAX_CHAIN`])
+    /// another cut frame.
+    fn follows_a_cut(&mut self, at: usize, depth: usize) -> io::Result<bool> {
+        if !self.fill(at + 1)? {
+            // The input ends right here, at a page end.
+            return Ok(true);
+        }
+        if self.buf[self.start + at] != frame::MARKER[0] {
+            return Ok(false);
+        }
+        // Bytes enough for the header there, then for its frame.
+        self.fill(at + frame::HEADER_LEN)?;
+        let Some(next) = sound_frame_len(&self.buf[self.start + at..self.end]) else {
+            return Ok(false);
+        };
+        self.fill(at + next)?;
+        if let Check::Frame { .. } = frame::check_read(&self.buf[self.start + at..self.end]) {
+            return Ok(true);
+        }
+        Ok(depth < MAX_CHAIN && self.cut_at(at, depth + 1)?.is_some())
     }
 
     fn consume(&mut self, n: usize) {
@@ -461,11 +520,158 @@ mod tests {
                     offset: PAGE - k as u64,
                     bytes: k as u64,
                     kind: frame::kind::BATCH,
-                    stream_id
+                    stream_id,
+                    // The filler's first bytes, read as the thread index and batch number.
+                    batch: (k >= frame::HEADER_LEN + 8 + 3).then_some((0x09 | 0x54 << 7, 0x32)),
                 }],
                 "{k}"
             );
         }
+    }
+
+    /// `cuts` frames cut one after the other, each by a kill in its `write` (the first
+    /// `k` bytes before a page end, each next one from that page end to a later one),
+    /// then `tail`: the frames each cut frame was, and the input.
+    fn chain(k: usize, cuts: usize, tail: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
+        let lead = frame_of(frame::kind::BATCH, &payload_of(1, PAGE as usize - 12 - k));
+        let mut input = lead;
+        // A's frame ends before the next page end.
+        input.extend_from_slice(&frame_of(frame::kind::BATCH, &payload_of(7, k + 200))[..k]);
+        let mut whole = Vec::new();
+        for n in 0..cuts {
+            // Frames of two to three pages, cut at their first or second page end.
+            let f = frame_of(
+                frame::kind::BATCH,
+                &payload_of(10 + n as u64, 2 * PAGE as usize + 100 * n),
+            );
+            let at = input.len() as u64;
+            let end = if n % 2 == 0 {
+                (at + 8).next_multiple_of(PAGE)
+            } else {
+                (at + 8).next_multiple_of(PAGE) + PAGE
+            };
+            input.extend_from_slice(&f[..(end - at) as usize]);
+            whole.push(f);
+        }
+        input.extend_from_slice(tail);
+        (whole, input)
+    }
+
+    #[test]
+    fn frames_cut_back_to_back_are_each_a_kill() {
+        // Process A is killed in its `write`, the next to append (B) in its own, which
+        // began where A's stopped, and so on; then C's frames, or the end of the input.
+        let c = [
+            frame_of(frame::kind::BATCH, &payload_of(99, 50)),
+            frame_of(frame::kind::END, &payload_of(99, 20)),
+        ]
+        .concat();
+        for cuts in 1..=4 {
+            for k in [frame::HEADER_LEN, 100, 3000] {
+                for tail in [&c[..], &[]] {
+                    let (_, input) = chain(k, cuts, tail);
+                    let mut s = FrameScanner::new(Trickle(&input, 1000));
+                    let mut frames = Vec::new();
+                    let mut cut = Vec::new();
+                    while let Some(f) = s.next_frame().unwrap() {
+                        cut.extend(s.take_cuts());
+                        frames.push(f.offset);
+                    }
+                    cut.extend(s.take_cuts());
+                    let stats = s.stats();
+                    let what = format!("{cuts} cut, A's {k} bytes, tail {}", tail.len());
+                    assert_eq!(
+                        (stats.skipped_bytes, stats.damaged_regions),
+                        (0, 0),
+                        "{what}"
+                    );
+                    assert_eq!(stats.cut_frames, cuts as u64 + 1, "{what}");
+                    assert_eq!(frames.len(), 1 + tail.len().min(1) * 2, "{what}");
+                    let ids: Vec<Option<u64>> = cut.iter().map(|c| c.stream_id).collect();
+                    let mut want = vec![(k >= 16).then_some(7)];
+                    want.extend((0..cuts).map(|n| Some(10 + n as u64)));
+                    assert_eq!(ids, want, "{what}");
+                    assert!(cut[1..].iter().all(|c| c.offset % PAGE == 0), "{what}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn damage_after_a_cut_is_damage_and_hides_nothing() {
+        let c = frame_of(frame::kind::BATCH, &payload_of(99, 50));
+        let k = 100;
+        let (whole, input) = chain(k, 1, &c);
+        let b_at = PAGE as usize;
+        let b_len = PAGE as usize;
+        // B whole with a bit flipped in its payload, or B with its CRC flipped: not a
+        // kill's cut, so neither is A's. (A flipped bit in the bytes of a cut frame
+        // cannot show: a cut frame has no CRC to check.)
+        for (what, file) in [
+            ("CRC flipped", {
+                let mut f = input[..b_at].to_vec();
+                let mut b = whole[0].clone();
+                let n = b.len();
+                b[n - 2] ^= 0x10;
+                f.extend_from_slice(&b);
+                f.extend_from_slice(&c);
+                f
+            }),
+            ("whole, flipped", {
+                let mut f = input[..b_at].to_vec();
+                let mut b = whole[0].clone();
+                b[500] ^= 4;
+                f.extend_from_slice(&b);
+                f.extend_from_slice(&c);
+                f
+            }),
+        ] {
+            let (frames, stats) = scan(&file);
+            assert_eq!(frames.len(), 2, "{what}");
+            assert_eq!(frames[1].payload, c[8..c.len() - 4], "{what}");
+            assert_eq!(stats.cut_frames, 0, "{what}");
+            assert_eq!(
+                stats.skipped_bytes as usize,
+                file.len() - PAGE as usize + k - c.len()
+            );
+        }
+        // B's length damaged: C stays intact whatever it claims. A length that stops
+        // before the page end, or one out of bounds, is damage; one that still reaches
+        // past the page end cannot be told from B's own (a cut frame has no CRC).
+        for bit in 0..32 {
+            let mut file = input.clone();
+            file[b_at + 4 + bit / 8] ^= 1 << (bit % 8);
+            let claimed = u32::from_le_bytes(file[b_at + 4..b_at + 8].try_into().unwrap());
+            let (frames, stats) = scan(&file);
+            assert_eq!(frames.last().unwrap().payload, c[8..c.len() - 4], "{bit}");
+            assert_eq!(frames.len(), 2, "{bit}");
+            if (claimed as usize) < b_len - 12 || claimed as usize > frame::MAX_PAYLOAD {
+                assert_eq!(stats.cut_frames, 0, "{bit}");
+                assert_eq!(stats.skipped_bytes as usize, k + b_len, "{bit}");
+            } else {
+                assert_eq!((stats.cut_frames, stats.skipped_bytes), (2, 0), "{bit}");
+            }
+        }
+    }
+
+    #[test]
+    fn sound_headers_at_every_page_end_are_judged_once_each() {
+        // A header claiming 16 MiB at the start of every page, and an input that does
+        // not end at a page end: no frame is intact, none is a cut, and each of the
+        // chains the scanner could follow from one to the next is judged once (walking
+        // every path would take some 48^8 steps).
+        let mut input = vec![0u8; 48 * PAGE as usize + 5];
+        for page in input.chunks_mut(PAGE as usize) {
+            if page.len() >= frame::HEADER_LEN {
+                page[..3].copy_from_slice(&frame::MARKER);
+                page[3] = frame::kind::BATCH;
+                page[4..8].copy_from_slice(&(frame::MAX_PAYLOAD as u32).to_le_bytes());
+            }
+        }
+        let (frames, stats) = scan(&input);
+        assert!(frames.is_empty());
+        assert_eq!(stats.cut_frames, 0);
+        assert_eq!(stats.skipped_bytes as usize, input.len());
     }
 
     #[test]
