@@ -321,7 +321,8 @@ fn try_in_place(
     started: &tracing_trace2_dst::clock::ProcessStart,
     trigger: Trigger,
 ) -> Result<Assembled, Stop> {
-    // Only the holder of `writing` reaches the scratch: never held here.
+    // Only the holder of `writing` reaches the scratch: never held here (one that a
+    // parent's thread held when this process was forked was freed with its claim).
     let mut scratch = scratch.try_lock().ok_or(Stop::Unavailable)?;
     let HandlerRoom {
         snap,
