@@ -84,8 +84,8 @@ fn main() -> ExitCode {
             signals_while_threads_record_heavily_neither_block_nor_tear,
         ),
         (
-            "a_child_forked_while_a_snapshot_is_written_answers_the_signal",
-            a_child_forked_while_a_snapshot_is_written_answers_the_signal,
+            "a_child_forked_while_a_snapshot_is_written_answers_sigusr2",
+            a_child_forked_while_a_snapshot_is_written_answers_sigusr2,
         ),
     ]);
     support::run_tests("flight_process", &tests)
@@ -666,7 +666,7 @@ fn signals_while_threads_record_heavily_neither_block_nor_tear() {
 /// (in the handler, at once) with a snapshot of its own records, and the parent's
 /// snapshot ends as it would have (its failure said once).
 #[cfg(unix)]
-fn a_child_forked_while_a_snapshot_is_written_answers_the_signal() {
+fn a_child_forked_while_a_snapshot_is_written_answers_sigusr2() {
     use std::io::{BufRead, Read};
     use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();
