@@ -1,7 +1,10 @@
 //! A program with a controlled delay in one region, for `trace2 compare`: three regions
-//! (`work:prepare`, `work:compute`, `work:finish`) each spin for 300 µs; `work:compute`
+//! (`work:prepare`, `work:compute`, `work:finish`) each spin for 100 µs; `work:compute`
 //! spins `DELAY_US` microseconds more (the first argument, 0 when absent). Spinning on the
-//! clock, not sleeping, so the delay is what was asked to within the timer's grain.
+//! clock, not sleeping, so the delay is what was asked to within the timer's grain. Short
+//! regions, because a region the scheduler interrupts (on a busy machine, at a timer tick
+//! every few ms) comes out milliseconds long: the shorter the region, the fewer runs that
+//! happens to.
 //!
 //! ```sh
 //! mkdir -p /tmp/base /tmp/new
@@ -34,9 +37,9 @@ fn region(label: &'static str, micros: u64) {
 pub fn run(delay_us: u64) {
     let _trace2 = Trace2::from_env().with_exe_version("1.0").init();
     api::cmd_name("delay");
-    region("prepare", 300);
-    region("compute", 300 + delay_us);
-    region("finish", 300);
+    region("prepare", 100);
+    region("compute", 100 + delay_us);
+    region("finish", 100);
 }
 
 #[allow(dead_code)]

@@ -1,14 +1,21 @@
 //! `trace2 compare` on real git traces with a known cause of slowness: `git status -uall` in a
-//! clean repository (base) against the same repository with 3,000 untracked files in a
-//! directory (new). Git times
-//! the untracked-file scan in regions of its own (`status:untracked`, `dir:read_directory`
-//! inside it) and prints the files it found (`status:print`): those, and the process, must be
-//! flagged slower, and no other region flagged at all. The base runs, split in two halves
-//! many times (A/A), stay within the stated false-positive rate.
+//! repository (base) against the same repository with 3,000 untracked files in a directory
+//! (new). Git times the untracked-file scan in regions of its own (`status:untracked`,
+//! `dir:read_directory` inside it) and prints the files it found (`status:print`): those, and
+//! the process, must be flagged slower, and no other region flagged slower. The base runs,
+//! split in two halves many times (A/A), stay within the stated false-positive rate.
 //!
-//! The two repositories hold the same commit and the runs alternate (base, new, base, …), so
-//! that the machine's drift (caches, other load) falls on both sides alike. 30 + 30 traced
-//! runs and 4 warm-up runs, then the A/A splits of the base runs: about 12 s on a busy
+//! Both sides run in one repository, the directory of untracked files renamed into it for a
+//! new run and out of it (beside it, on the same file system) for a base run. Two repositories
+//! built alike are not alike enough: `index:refresh` (an lstat of each tracked file) differed
+//! between two of them by -6 to +8 µs of 290 from one pair of repositories to the next, with
+//! or without the untracked files, which flagged it now and then (+10 µs, [+5, +15]). The runs
+//! go in pairs that alternate which side runs first (A B B A A B …): each side then runs first
+//! as often as second, and after a base run as often as after a new one, which scans and
+//! prints 3,000 files and may leave the next run colder caches (with the pairs in a fixed ABBA
+//! order, where base runs came mostly after new ones, `index:refresh` once came out 9 µs
+//! faster); and the machine's drift falls on both sides alike. 30 + 30
+//! traced runs and 4 warm-up runs, then the A/A splits of the base runs: about 12 s on a busy
 //! 2-core machine (debug build).
 
 mod common;
@@ -52,26 +59,46 @@ fn untracked_files_slow_the_regions_that_scan_and_print_them_and_no_other() {
     let root = tempfile::tempdir().unwrap();
     let home = root.path().join("home");
     fs::create_dir_all(&home).unwrap();
-    let clean = repository(root.path(), &home, "clean");
-    let crowded = repository(root.path(), &home, "crowded");
+    let repo = repository(root.path(), &home, "repo");
     // In a directory of their own: 3,000 more entries beside the tracked files would make
     // every lstat of those (`index:refresh`) a little slower too, a real change, but not the
     // one under test.
-    fs::create_dir_all(crowded.join("untracked")).unwrap();
+    let (parked, inside) = (root.path().join("untracked"), repo.join("untracked"));
+    fs::create_dir_all(&parked).unwrap();
     for i in 0..3000 {
-        fs::write(crowded.join(format!("untracked/file{i:04}.tmp")), "x\n").unwrap();
+        fs::write(parked.join(format!("file{i:04}.tmp")), "x\n").unwrap();
     }
     let (base, new) = (root.path().join("base"), root.path().join("new"));
     fs::create_dir_all(&base).unwrap();
     fs::create_dir_all(&new).unwrap();
+    // One `git status -uall`, with the untracked files in the repository or not.
+    let status = |crowded: bool, trace: Option<&Path>| {
+        let (from, to) = if crowded {
+            (&parked, &inside)
+        } else {
+            (&inside, &parked)
+        };
+        if from.exists() {
+            fs::rename(from, to).unwrap();
+        }
+        run_git(&repo, &home, trace, &["status", "-uall"]);
+    };
     // Warm-up: the first runs refresh the index and fill the caches.
     for _ in 0..2 {
-        run_git(&clean, &home, None, &["status", "-uall"]);
-        run_git(&crowded, &home, None, &["status", "-uall"]);
+        status(false, None);
+        status(true, None);
     }
-    for _ in 0..RUNS {
-        run_git(&clean, &home, Some(&base), &["status", "-uall"]);
-        run_git(&crowded, &home, Some(&new), &["status", "-uall"]);
+    for i in 0..RUNS {
+        // A B, B A, A B, …: each side runs first in half of the pairs, and follows each side
+        // (the one that warmed the caches, or left work behind) as often as the other.
+        let order = if i % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for crowded in order {
+            status(crowded, Some(if crowded { &new } else { &base }));
+        }
     }
     assert_eq!(fs::read_dir(&base).unwrap().count(), RUNS);
 
@@ -131,9 +158,8 @@ fn untracked_files_slow_the_regions_that_scan_and_print_them_and_no_other() {
         }
         others += 1;
         // Not slower. A region the untracked files do not touch may still come out a few
-        // per cent faster on a loaded machine (seen once: `index:refresh` -10 µs of 312, its
-        // interval [-18, -3]): a small real difference between two repositories that are
-        // not the same, never a slowdown put on the wrong region.
+        // per cent faster on a loaded machine (seen with two repositories: `index:refresh`
+        // -10 µs of 312, its interval [-18, -3]), never a slowdown put on the wrong region.
         assert!(
             ["no_change", "too_few_runs", "faster"].contains(&group["verdict"].as_str().unwrap()),
             "{name:?} flagged {}:\n{text}",

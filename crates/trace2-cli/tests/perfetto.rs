@@ -313,22 +313,30 @@ fn vcs_like_trace(dir: &Path) -> std::path::PathBuf {
     );
     let trace = dir.join("vcs.event");
     let started = std::time::Instant::now();
+    // Each line in one `write` to the file opened for appending, as a Trace2 writer does:
+    // `writeln!` would write the newline by a second call, and a git process still
+    // appending to the same file in between would join its line to this one.
     let parent = |rest: &str| {
-        let line = format!(
+        let mut line = format!(
             r#"{{"event":{rest},"sid":"{PARENT}","thread":"main","time":"{}"}}"#,
             trace2_time_now()
         );
+        line.push('\n');
         let mut file = fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&trace)
             .unwrap();
-        writeln!(file, "{line}").unwrap();
+        file.write_all(line.as_bytes()).unwrap();
     };
     let t_abs = || started.elapsed().as_secs_f64();
     let git = |args: &[&str]| {
+        // The automatic maintenance after a fetch in the foreground: by default it goes on
+        // in a detached process that writes its last lines to the trace after `git fetch`
+        // has returned, while this parent writes its own and the test reads the file.
         let out = common::git(&work, &home, Some(&trace))
             .env("GIT_TRACE2_PARENT_SID", PARENT)
+            .args(["-c", "maintenance.autoDetach=false"])
             .args(args)
             .output()
             .expect("git runs");

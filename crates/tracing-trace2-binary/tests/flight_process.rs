@@ -83,6 +83,10 @@ fn main() -> ExitCode {
             "signals_while_threads_record_heavily_neither_block_nor_tear",
             signals_while_threads_record_heavily_neither_block_nor_tear,
         ),
+        (
+            "a_child_forked_while_a_snapshot_is_written_answers_sigusr2",
+            a_child_forked_while_a_snapshot_is_written_answers_sigusr2,
+        ),
     ]);
     support::run_tests("flight_process", &tests)
 }
@@ -222,7 +226,79 @@ fn play(scenario: &str, #[cfg_attr(not(unix), allow(unused_variables))] dir: &Pa
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
             });
         }
+        #[cfg(unix)]
+        "signal-fork" => fork_while_a_snapshot_is_written(dir),
         other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// A thread writes a snapshot that fails (the directory is gone) and stays in the
+/// middle of it, writing its warning to a full stderr, while the main thread forks.
+/// The child makes the directory again, records, says "ready child=<pid>" and waits
+/// for stdin to close; the parent waits for the child, then for its writing thread,
+/// whose warning goes out once the test reads stderr.
+#[cfg(unix)]
+fn fork_while_a_snapshot_is_written(dir: &Path) {
+    use std::time::{Duration, Instant};
+    let r = FlightRecorder::builder(dir)
+        .with_writer(BinaryWriter::builder().with_batch_size(MIN_BATCH_SIZE))
+        .build()
+        .expect("a writable directory");
+    record(&r, Trace2Event::Version { exe: "2.47.3" });
+    record(&r, Trace2Event::Start { argv: &["fork"] });
+    (0..200).for_each(|i| say(&r, "main", &format!("parent {i}")));
+    fill_stderr();
+    std::fs::remove_dir(dir).expect("the directory removed");
+    std::thread::scope(|scope| {
+        let writing = scope.spawn(|| r.snapshot(Trigger::Request));
+        // Counted as failed before the warning is written: from here on the thread
+        // holds the snapshot in progress until the test reads stderr.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while r.stats().failed == 0 {
+            assert!(Instant::now() < deadline, "the snapshot never failed");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: the child records, waits and leaves with `_exit`.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // A panic must not unwind into the scope, which would wait for a thread
+            // the child does not have.
+            let played = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                std::fs::create_dir(dir).expect("the directory made again");
+                // Batches into the ring: the handler serves a child whose ring holds
+                // something of its own (before that, the ring is still the parent's).
+                (0..1000).for_each(|i| say(&r, "main", &format!("child {i}")));
+                println!("ready child={}", std::process::id());
+                use std::io::{Read, Write};
+                std::io::stdout().flush().unwrap();
+                std::io::stdin().read_to_end(&mut Vec::new()).unwrap();
+            }));
+            // SAFETY: leaves without the parent's exit handlers.
+            unsafe { libc::_exit(i32::from(played.is_err())) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(status, 0);
+        let written = writing.join().unwrap();
+        assert!(written.is_err(), "{written:?}");
+    });
+}
+
+/// Fills stderr (a pipe) up to the last byte, so that the next write to it blocks.
+#[cfg(unix)]
+fn fill_stderr() {
+    // SAFETY: reads and sets the flags of descriptor 2 and writes to it from a live
+    // buffer; the flags are put back.
+    unsafe {
+        let flags = libc::fcntl(2, libc::F_GETFL);
+        assert!(flags >= 0);
+        assert_eq!(libc::fcntl(2, libc::F_SETFL, flags | libc::O_NONBLOCK), 0);
+        let chunk = [b'.'; 4096];
+        for size in [chunk.len(), 1] {
+            while libc::write(2, chunk.as_ptr().cast(), size) > 0 {}
+        }
+        assert_eq!(libc::fcntl(2, libc::F_SETFL, flags), 0);
     }
 }
 
@@ -583,6 +659,61 @@ fn signals_while_threads_record_heavily_neither_block_nor_tear() {
         }
     }
     assert_eq!(seen, [true, true]);
+}
+
+/// A process forked while another thread of its parent writes a snapshot inherits the
+/// snapshot in progress, whose writer it does not have: it still answers `SIGUSR2`
+/// (in the handler, at once) with a snapshot of its own records, and the parent's
+/// snapshot ends as it would have (its failure said once).
+#[cfg(unix)]
+fn a_child_forked_while_a_snapshot_is_written_answers_sigusr2() {
+    use std::io::{BufRead, Read};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let snapshots_dir = dir.path().join("snapshots");
+    std::fs::create_dir(&snapshots_dir).unwrap();
+    let mut parent = Command::new(std::env::current_exe().unwrap())
+        .env(SCENARIO, "signal-fork")
+        .env(DIR, &snapshots_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(parent.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let child: libc::pid_t = line
+        .trim()
+        .strip_prefix("ready child=")
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("{line:?}"));
+    // SAFETY: the child is this test's grandchild, waiting for stdin to close.
+    assert_eq!(unsafe { libc::kill(child, flight::SNAPSHOT_SIGNAL) }, 0);
+    let files = wait_for_snapshots(&snapshots_dir, 1);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.ends_with("-signal.t2b"), "{name}");
+    assert_eq!(name.rsplit('-').nth(2), Some(child.to_string().as_str()));
+    assert_eq!(messages(&files[0]), names("child", 1000));
+    drop(parent.stdin.take());
+    let mut err = Vec::new();
+    parent.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let status = parent.wait().unwrap();
+    let err = String::from_utf8_lossy(&err);
+    let err = err.trim_start_matches('.');
+    assert!(status.success(), "{status:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(
+        err.starts_with("warning: trace2: could not write '")
+            && err.ends_with(
+                "-request.t2b' for 'TRACING_TRACE2_FLIGHT' tracing: No such file or directory\n"
+            ),
+        "{err:?}"
+    );
+    // The child's only file: the parent's snapshot failed, and wrote no other.
+    assert_eq!(snapshots(&snapshots_dir).len(), 1);
 }
 
 #[cfg(unix)]

@@ -212,7 +212,7 @@ impl FlightRecorderBuilder {
             slow_region_us: self
                 .slow_region
                 .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX)),
-            writing: AtomicBool::new(false),
+            writing: WritingClaim::new(),
             pending: AtomicU64::new(0),
             signal_pending: AtomicBool::new(false),
             deferred: AtomicBool::new(false),
@@ -330,8 +330,8 @@ struct RecorderState {
     min_age_us: u64,
     error_trigger: bool,
     slow_region_us: Option<u64>,
-    /// A snapshot is being written.
-    writing: AtomicBool,
+    /// Who writes a snapshot now ([`RecorderState::take_writing`]).
+    writing: WritingClaim,
     /// A trigger that fired meanwhile, for the snapshot in progress to write next
     /// ([`encode_trigger`]; 0: none). An atomic, not a lock: the signal handler takes it.
     pending: AtomicU64,
@@ -360,6 +360,66 @@ impl Drop for RecorderState {
         if entry != usize::MAX {
             signal::unregister(entry);
         }
+    }
+}
+
+/// The process a claim belongs to, never 0: its pid in the high 32 bits, the low 16 bits
+/// of its `fork` generation (the binary writer's `pthread_atfork` count) in the 16 below,
+/// and the lowest 16 bits 0 (the signal handler counts there). Both, because neither
+/// alone tells a process from every one whose memory it copied: a pid may be a
+/// grandparent's that exited, and a signal may reach a child before the `fork` handler
+/// has counted the generation. `getpid` and an atomic load: async-signal-safe.
+fn process_tag() -> u64 {
+    let generation = crate::writer::fork_generation() & 0xFFFF;
+    (u64::from(std::process::id()) << 32) | (generation << 16)
+}
+
+/// Who writes a recorder's snapshots now: 0 for nobody, else the [`process_tag`] of the
+/// process whose thread (or signal handler) does. A `fork` while a thread writes copies
+/// the claim into the child, where that thread does not exist: a claim of another
+/// process is free, or the child could never write a snapshot.
+struct WritingClaim(AtomicU64);
+
+/// What [`WritingClaim::take`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claimed {
+    /// A thread of this process holds it: not taken.
+    Held,
+    /// Nobody held it: taken.
+    Free,
+    /// A thread of a parent process held it when this process was forked: taken.
+    FromParent,
+}
+
+impl WritingClaim {
+    const fn new() -> WritingClaim {
+        WritingClaim(AtomicU64::new(0))
+    }
+
+    /// Takes the claim unless a thread of this process holds it.
+    fn take(&self) -> Claimed {
+        self.take_as(process_tag())
+    }
+
+    fn take_as(&self, tag: u64) -> Claimed {
+        let mut held = self.0.load(Ordering::SeqCst);
+        loop {
+            if held == tag {
+                return Claimed::Held;
+            }
+            match self
+                .0
+                .compare_exchange(held, tag, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) if held == 0 => return Claimed::Free,
+                Ok(_) => return Claimed::FromParent,
+                Err(now) => held = now,
+            }
+        }
+    }
+
+    fn release(&self) {
+        self.0.store(0, Ordering::SeqCst);
     }
 }
 
@@ -495,14 +555,14 @@ impl FlightRecorder {
             inner.stats.rate_limited.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         }
-        if inner.writing.swap(true, Ordering::SeqCst) {
+        if !inner.take_writing() {
             inner
                 .pending
                 .store(encode_trigger(trigger), Ordering::SeqCst);
             inner.stats.deferred.fetch_add(1, Ordering::Relaxed);
             // The snapshot in progress may have ended between the two: then nobody
             // would write this one, so this caller does.
-            if !inner.writing.swap(true, Ordering::SeqCst) {
+            if inner.take_writing() {
                 inner.write_pending();
             }
             return Ok(None);
@@ -574,6 +634,25 @@ impl RecorderState {
         true
     }
 
+    /// Takes the right to write this recorder's snapshots; false when a thread of this
+    /// process holds it (it writes what is left pending after its own snapshot).
+    ///
+    /// A claim taken over from a parent process (a `fork` while one of the parent's
+    /// threads wrote) also frees what that thread held with it: the signal handler's
+    /// room. A trigger the parent left pending then is written by the child too, as a
+    /// snapshot of the child's window.
+    fn take_writing(&self) -> bool {
+        match self.writing.take() {
+            Claimed::Held => false,
+            Claimed::Free => true,
+            Claimed::FromParent => {
+                #[cfg(unix)]
+                signal::after_claim_from_parent(self);
+                true
+            }
+        }
+    }
+
     /// Whether a trigger or the signal waits for a snapshot.
     fn has_pending(&self) -> bool {
         self.pending.load(Ordering::SeqCst) != 0 || self.signal_pending.load(Ordering::SeqCst)
@@ -593,7 +672,7 @@ impl RecorderState {
     #[inline(never)]
     fn serve_deferred(&self) {
         self.deferred.store(false, Ordering::SeqCst);
-        if !self.has_pending() || self.writing.swap(true, Ordering::SeqCst) {
+        if !self.has_pending() || !self.take_writing() {
             return;
         }
         self.write_pending();
@@ -612,11 +691,11 @@ impl RecorderState {
                     break;
                 }
             }
-            self.writing.store(false, Ordering::SeqCst);
+            self.writing.release();
             let late = self.has_pending();
             // A late trigger whose caller saw `writing` still set: write it, unless
             // that caller (or another) has taken over meanwhile.
-            if !late || self.writing.swap(true, Ordering::SeqCst) {
+            if !late || !self.take_writing() {
                 return;
             }
         }

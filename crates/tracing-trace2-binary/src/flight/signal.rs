@@ -21,13 +21,19 @@
 //! than the tables hold, a batch of a stream whose header the ring has not kept yet)
 //! gets it at its next record.
 //!
+//! A `fork` copies whatever a thread of the parent held at that moment — a snapshot
+//! being written, the handler's room, a handler's place in the table — into a child
+//! where that thread does not exist. So what the handler takes is marked with the
+//! process that took it (its pid and `fork` generation): the child treats the parent's
+//! as free, and its first snapshot takes the room back.
+//!
 //! The handler is installed only where the signal still has its default action, which
 //! would end the process: a program that handles `SIGUSR2` itself keeps its handler
 //! (and can call [`FlightRecorder::snapshot`](super::FlightRecorder::snapshot) from a
 //! thread of its own instead). It restores `errno` and is installed with `SA_RESTART`.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use super::ring::HeaderFacts;
 use super::snapshot::{self, Assembled, Out, Stop};
@@ -50,15 +56,56 @@ const SPIN_NS: u64 = 2_000_000;
 /// One recorder the handler serves.
 struct HandledRecorder {
     state: AtomicPtr<RecorderState>,
-    /// Handlers looking at this entry now: a recorder is dropped only once none is.
-    users: AtomicU32,
+    /// Handlers looking at this entry now (a recorder is dropped only once none is),
+    /// counted per process: the count in the low 16 bits, the process's tag
+    /// ([`super::process_tag`]) above it. A `fork` while a handler of the parent runs
+    /// copies its count into the child, where that handler does not: the child counts
+    /// its own from 0, and its `unregister` does not wait for the parent's.
+    users: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: HandledRecorder = HandledRecorder {
     state: AtomicPtr::new(std::ptr::null_mut()),
-    users: AtomicU32::new(0),
+    users: AtomicU64::new(0),
 };
+
+/// The bits of [`HandledRecorder::users`] that count.
+const USERS_COUNT: u64 = 0xFFFF;
+
+impl HandledRecorder {
+    /// Counts a handler of the process tagged `tag` in; false when 65,535 are in
+    /// already (it then leaves this entry alone).
+    fn enter(&self, tag: u64) -> bool {
+        self.users
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |users| {
+                if users & !USERS_COUNT != tag {
+                    // None, or another process's (copied by a fork): this is the first.
+                    Some(tag | 1)
+                } else if users & USERS_COUNT == USERS_COUNT {
+                    None
+                } else {
+                    Some(users + 1)
+                }
+            })
+            .is_ok()
+    }
+
+    /// Counts out a handler that [`Self::enter`] counted in with `tag`.
+    fn leave(&self, tag: u64) {
+        let _ = self
+            .users
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |users| {
+                (users & !USERS_COUNT == tag && users & USERS_COUNT != 0).then(|| users - 1)
+            });
+    }
+
+    /// Whether a handler of this process is looking at the entry.
+    fn in_use(&self) -> bool {
+        let users = self.users.load(Ordering::SeqCst);
+        users & !USERS_COUNT == super::process_tag() && users & USERS_COUNT != 0
+    }
+}
 static TABLE: [HandledRecorder; TABLE_LEN] = [EMPTY; TABLE_LEN];
 
 /// Whether the handler is installed.
@@ -153,8 +200,21 @@ pub(super) fn register(state: &RecorderState) -> Option<usize> {
 pub(super) fn unregister(index: usize) {
     let entry = &TABLE[index];
     entry.state.store(std::ptr::null_mut(), Ordering::SeqCst);
-    while entry.users.load(Ordering::SeqCst) != 0 {
+    while entry.in_use() {
         std::thread::yield_now();
+    }
+}
+
+/// A thread took the writing claim over from a parent process's thread (this process
+/// was forked while that one wrote a snapshot): the handler's room, which only the
+/// claim's holder takes, may have been locked by it, and nothing would unlock it.
+pub(super) fn after_claim_from_parent(state: &RecorderState) {
+    if let Some(room) = &state.signal_scratch {
+        // SAFETY: only the holder of the writing claim takes the room. The claim was a
+        // parent's until this thread took it, so whoever locked the room was a thread of
+        // the parent, which does not exist in this process; and no other thread of this
+        // process can take the room while this one holds the claim.
+        unsafe { room.unlock_after_fork() };
     }
 }
 
@@ -163,17 +223,24 @@ extern "C" fn on_signal(_: libc::c_int) {
     // SAFETY: reading and writing errno is async-signal-safe; it is put back so the
     // interrupted code sees its own.
     let saved = unsafe { *errno };
+    let tag = super::process_tag();
     for entry in &TABLE {
-        entry.users.fetch_add(1, Ordering::SeqCst);
+        if !entry.enter(tag) {
+            continue;
+        }
         let state = entry.state.load(Ordering::SeqCst);
         if !state.is_null() {
             // SAFETY: a recorder's state is taken out of the table (`unregister`, from
-            // its `Drop`) and then waits for `users` to fall to 0 before it is freed;
-            // `users` was raised before the pointer was read (both SeqCst), so either
-            // the pointer read is null or the state lives until the decrement below.
+            // its `Drop`) and then waits until no handler of its process is counted in
+            // `users` before it is freed; this handler was counted in before the
+            // pointer was read (both SeqCst), under this process's tag (a handler that
+            // ran in a forked child before the `fork` handler counted the generation
+            // ran on the child's only thread and so returned before any `unregister`
+            // of the child could start), so either the pointer read is null or the
+            // state lives until the count goes down below.
             serve(unsafe { &*state });
         }
-        entry.users.fetch_sub(1, Ordering::SeqCst);
+        entry.leave(tag);
     }
     // SAFETY: as above.
     unsafe { *errno = saved };
@@ -186,7 +253,7 @@ fn serve(state: &RecorderState) {
     // First, so that whoever writes now, or holds what a snapshot needs, sees it.
     state.signal_pending.store(true, Ordering::SeqCst);
     loop {
-        if state.writing.swap(true, Ordering::SeqCst) {
+        if !state.take_writing() {
             // A snapshot is being written: its writer serves the signal after it.
             return;
         }
@@ -204,7 +271,7 @@ fn serve(state: &RecorderState) {
             state.signal_pending.store(true, Ordering::SeqCst);
             left = true;
         }
-        state.writing.store(false, Ordering::SeqCst);
+        state.writing.release();
         if left {
             // Held by a thread (the one interrupted, or one slower than the spin): it
             // looks for this when it lets go.
@@ -254,7 +321,8 @@ fn try_in_place(
     started: &tracing_trace2_dst::clock::ProcessStart,
     trigger: Trigger,
 ) -> Result<Assembled, Stop> {
-    // Only the holder of `writing` reaches the scratch: never held here.
+    // Only the holder of `writing` reaches the scratch: never held here (one that a
+    // parent's thread held when this process was forked was freed with its claim).
     let mut scratch = scratch.try_lock().ok_or(Stop::Unavailable)?;
     let HandlerRoom {
         snap,
@@ -515,7 +583,7 @@ fn errno_location() -> *mut libc::c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flight::FlightRecorder;
+    use crate::flight::{Claimed, FlightRecorder};
     use crate::record::{Callsite, Record, Timestamp, Trace2Event};
     use crate::{BinaryWriter, MIN_BATCH_SIZE, TextFormat, TextOptions};
     use std::sync::{Arc, Barrier};
@@ -694,6 +762,98 @@ mod tests {
             Err(Stop::Io(libc::ENOENT))
         );
         assert_eq!(std::fs::read_dir(gone.path()).unwrap().count(), 0);
+    }
+
+    /// A `fork` while a thread of the parent wrote a snapshot in the handler leaves the
+    /// child the writing claim set and the handler's room locked, for a thread it does
+    /// not have. Made here by hand: the claim under another process's tag, the room
+    /// locked by a guard never dropped. The handler takes both over and writes; a claim
+    /// of this process still makes it leave the snapshot to the holder.
+    #[test]
+    fn a_snapshot_a_parent_process_was_writing_does_not_block_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = FlightRecorder::builder(dir.path())
+            .with_writer(BinaryWriter::builder().with_batch_size(MIN_BATCH_SIZE))
+            .build()
+            .unwrap();
+        let state = &r.inner;
+        let room = state
+            .signal_scratch
+            .as_ref()
+            .expect("the handler installed");
+        record(&r, "main", Trace2Event::Version { exe: "2.47.3" });
+        record(&r, "main", Trace2Event::Start { argv: &["t"] });
+        (0..50).for_each(|i| say(&r, "main", &format!("line {i}")));
+        let files = || {
+            let mut files: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            files.sort();
+            files
+        };
+        let ours = super::super::process_tag();
+        // Held by a thread of this process: left to it.
+        state.writing.0.store(ours, Ordering::SeqCst);
+        serve(state);
+        assert!(files().is_empty());
+        assert_eq!(state.writing.0.load(Ordering::SeqCst), ours);
+        // Held by a thread of the parent, with the room.
+        state.writing.0.store(ours + (1 << 32), Ordering::SeqCst);
+        std::mem::forget(room.lock());
+        serve(state);
+        assert_eq!(state.writing.0.load(Ordering::SeqCst), 0);
+        let written = files();
+        assert_eq!(written.len(), 1, "{written:?}");
+        assert!(written[0].ends_with("-signal.t2b"), "{written:?}");
+        let text = assert_complete(&std::fs::read(dir.path().join(&written[0])).unwrap());
+        assert!(text.contains("line 49"), "{text}");
+        // And the room is free again for the next.
+        assert!(room.try_lock().is_some());
+        serve(state);
+        assert_eq!(files().len(), 2);
+        assert_eq!(r.stats().snapshots, 2);
+    }
+
+    #[test]
+    fn the_writing_claim_of_another_process_is_free() {
+        let claim = super::super::WritingClaim::new();
+        let (ours, parents) = (0x1234_0000_0005_0000, 0x1233_0000_0004_0000);
+        assert_eq!(claim.take_as(ours), Claimed::Free);
+        assert_eq!(claim.take_as(ours), Claimed::Held);
+        claim.release();
+        claim.0.store(parents, Ordering::SeqCst);
+        assert_eq!(claim.take_as(ours), Claimed::FromParent);
+        assert_eq!(claim.take_as(ours), Claimed::Held);
+        // The same pid in another generation (a grandparent's pid reused) is another
+        // process too.
+        assert_eq!(claim.take_as(ours + (1 << 16)), Claimed::FromParent);
+        claim.release();
+        assert_eq!(claim.take(), Claimed::Free);
+    }
+
+    /// Handlers counted in a parent that was forked while they ran are not this
+    /// process's: a recorder dropped in the child does not wait for them.
+    #[test]
+    fn handlers_are_counted_per_process() {
+        let entry = EMPTY;
+        let ours = super::super::process_tag();
+        let parents = ours + (1 << 32);
+        assert_eq!(ours & USERS_COUNT, 0);
+        entry.users.store(parents | 2, Ordering::SeqCst);
+        assert!(!entry.in_use());
+        assert!(entry.enter(ours));
+        assert!(entry.in_use());
+        entry.leave(parents);
+        assert!(entry.in_use());
+        entry.leave(ours);
+        assert!(!entry.in_use());
+        entry.leave(ours);
+        assert_eq!(entry.users.load(Ordering::SeqCst), ours);
+        // A full count: the handler passes the entry by rather than wrap it.
+        entry.users.store(ours | USERS_COUNT, Ordering::SeqCst);
+        assert!(!entry.enter(ours));
+        assert!(entry.in_use());
     }
 
     #[test]
