@@ -100,6 +100,22 @@ fn stream() -> Vec<u8> {
     sink.contents()
 }
 
+/// The text `format` makes of the streams' records merged in time order (at equal times,
+/// in the order the streams are given): what `trace2 decode` prints for them.
+fn merged_text(format: &dyn Format, streams: &[&[Record<'_>]]) -> String {
+    let mut merged: Vec<(usize, &Record<'_>)> = streams
+        .iter()
+        .enumerate()
+        .flat_map(|(n, records)| records.iter().map(move |r| (n, r)))
+        .collect();
+    merged.sort_by_key(|(stream, r)| (r.time.wall_us, *stream));
+    let mut text = Vec::new();
+    for (_, record) in merged {
+        format.format(record, &mut text);
+    }
+    String::from_utf8(text).unwrap()
+}
+
 /// The three text formats by their `--format` names, at UTC as the test streams are.
 fn text_formats() -> [(&'static str, Box<dyn Format>); 3] {
     [
@@ -270,14 +286,8 @@ fn a_process_killed_mid_frame_with_another_after_it_is_a_kill_not_damage() {
         );
         // Each process's lines are what its text target wrote: A's up to its cut batch,
         // B's all, merged in time order (A first at equal times: it came first).
-        let mut merged: Vec<(usize, Record<'_>)> = a_records.iter().map(|r| (0, *r)).collect();
-        merged.extend(records_b().into_iter().map(|r| (1, r)));
-        merged.sort_by_key(|(stream, r)| (r.time.wall_us, *stream));
-        let mut want = Vec::new();
-        for (_, record) in &merged {
-            format.format(record, &mut want);
-        }
-        assert_eq!(stdout(&out), String::from_utf8(want).unwrap(), "{name}");
+        let want = merged_text(format.as_ref(), &[&a_records, &records_b()]);
+        assert_eq!(stdout(&out), want, "{name}");
     }
     let out = run_trace2(&["summary", file]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -360,15 +370,8 @@ fn processes_killed_one_after_the_other_are_kills_not_damage() {
         }
         // Each process's lines are what its text target wrote, merged in time order
         // (at equal times, in the order the streams came).
-        let mut merged: Vec<(usize, Record<'_>)> = a_records.iter().map(|r| (0, *r)).collect();
-        merged.extend(b_records.iter().map(|r| (1, *r)));
-        merged.extend(c_records.iter().map(|r| (2, *r)));
-        merged.sort_by_key(|(stream, r)| (r.time.wall_us, *stream));
-        let mut want = Vec::new();
-        for (_, record) in &merged {
-            format.format(record, &mut want);
-        }
-        assert_eq!(stdout(&out), String::from_utf8(want).unwrap(), "{name}");
+        let want = merged_text(format.as_ref(), &[&a_records, &b_records, &c_records]);
+        assert_eq!(stdout(&out), want, "{name}");
     }
     let out = run_trace2(&["summary", file]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
