@@ -9,11 +9,15 @@
 //! installed), `GIT_TRACE2_EVENT`, `GIT_TRACE2_PERF`, `GIT_TRACE2` (Normal),
 //! `TRACING_TRACE2_BINARY`, `TRACING_TRACE2_FLIGHT`; beside them `git rev-parse HEAD` in
 //! a one-commit repository, untraced and with `GIT_TRACE2_EVENT`. The table gives per
-//! configuration the median wall time per process, the time added over its untraced
-//! run (ours over the untraced child, git's over untraced git; median of the per-round
-//! differences) and that added time divided by git's Event added time (median of the
-//! per-round ratios), then the median minor page faults and CPU time (user + system)
-//! per process, from `wait4`'s resource usage of each child.
+//! configuration the median wall time per process; the time added over its untraced
+//! run (ours over the untraced child, git's over untraced git; per round the difference
+//! of the two medians, then the median over rounds); that added time minus git's Event
+//! added time, and divided by it; then the median minor page faults and CPU time (user +
+//! system) per process, from `wait4`'s resource usage of each child. Git's own added
+//! time moves by a factor of two between runs on a shared machine, so the added time,
+//! the difference and the ratio each come with a 95 % interval (below): ours is above
+//! git's when the difference's interval lies above 0, and within the noise when it
+//! holds 0.
 //!
 //! **Hook-shaped** (`PER_PROCESS_ONLY=hook`): a child (`--child hook`) shaped like a git
 //! hook of a companion tool: about 2–3 ms of real work (hashing) through a dozen
@@ -33,8 +37,28 @@
 //! sees) and once unfiltered as such tools install them (they then also see the
 //! dependency's warnings, so those are built and dispatched). The table gives the median
 //! wall time per process and its ratio to untraced (median of the per-round ratios of the
-//! round medians), and the same ratio of the CPU time (user + system, from `wait4`),
-//! which a loaded machine moves less than the wall time.
+//! round medians) with its 95 % interval, and the same ratio of the CPU time (user +
+//! system, from `wait4`), which a loaded machine moves less than the wall time.
+//!
+//! **Intervals**: a two-stage percentile bootstrap of the statistic exactly as the table
+//! computes it (2,000 resamples, fixed seed). Each resample draws the rounds with
+//! replacement and then, within each drawn round, each configuration's runs with
+//! replacement, and recomputes the round medians and the statistic; the interval is the
+//! 2.5th to 97.5th percentile of the resampled values. Drawing rounds keeps what varies
+//! between rounds (the machine's load drifts) in the interval, and a drawn round is the
+//! same round for every configuration, so the differences and ratios stay paired as the
+//! interleaving made them; the difference and the ratio to git's added time take both
+//! added times from the same resample, so their interval carries how the two move
+//! together. The ratio's interval is Fieller's construction on the same resamples: a
+//! ratio ρ is inside when 0 lies within the percentile interval of `ours − ρ·git's`,
+//! which stays sound when git's added time comes near zero in some resamples (an end is
+//! then `unbounded`) and holds 1 exactly when the difference's interval holds 0. The
+//! hook table's ratios have the untraced time, never near zero, below the line, and
+//! take the plain percentile interval. The intervals describe this run's conditions: a
+//! machine quieter or busier than during the run can move all of them. The Mann–Whitney
+//! and Hodges–Lehmann statistics of `trace2 compare` are for one shift between two sets
+//! of independent samples, not for a difference of two shifts or for rounds; the
+//! percentiles come from its `quantile`.
 //!
 //! Runs are interleaved: every round runs each configuration once in turn, `RUNS` times
 //! over, so that a change of the machine's load hits all alike; each pass starts one
@@ -55,6 +79,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+use trace2_cli::stats::rank::quantile;
 use tracing::instrument;
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -467,55 +492,184 @@ impl Results {
         Results { samples }
     }
 
-    /// The median CPU time (user + system) of a configuration in each round, in µs.
-    fn round_cpus(&self, c: usize) -> Vec<f64> {
-        self.samples[c]
-            .iter()
-            .map(|round| {
-                let mut cpus: Vec<f64> = round.iter().map(|s| s.cpu.as_secs_f64() * 1e6).collect();
-                median(&mut cpus)
-            })
-            .collect()
-    }
-
-    /// The median wall time of a configuration in each round, in µs.
-    fn round_walls(&self, c: usize) -> Vec<f64> {
-        self.samples[c]
-            .iter()
-            .map(|round| {
-                let mut walls: Vec<f64> =
-                    round.iter().map(|s| s.wall.as_secs_f64() * 1e6).collect();
-                median(&mut walls)
-            })
-            .collect()
-    }
-
     fn all(&self, c: usize) -> impl Iterator<Item = &Sample> {
         self.samples[c].iter().flatten()
     }
 
+    /// The median of `measure` of each configuration in each round: `[config][round]`.
+    fn round_medians(&self, measure: Measure) -> Vec<Vec<i64>> {
+        self.samples
+            .iter()
+            .map(|rounds| {
+                rounds
+                    .iter()
+                    .map(|round| median(&mut round.iter().map(measure).collect::<Vec<_>>()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// [`RESAMPLES`] bootstrap replicates of [`Results::round_medians`], each
+    /// `[config][round]`: the rounds drawn with replacement, then within each drawn round
+    /// each configuration's runs drawn with replacement (two stages, as for clustered
+    /// data). A drawn round stays one round for every configuration, so the per-round
+    /// differences and ratios keep their pairing.
+    fn resampled_round_medians(&self, measure: Measure) -> Vec<Vec<Vec<i64>>> {
+        let rounds = self.samples.first().map_or(0, Vec::len);
+        let mut rng = SplitMix64(0x7472_6163_6532_7070);
+        let mut scratch = Vec::new();
+        (0..RESAMPLES)
+            .map(|_| {
+                let drawn: Vec<usize> = (0..rounds).map(|_| rng.below(rounds)).collect();
+                self.samples
+                    .iter()
+                    .map(|by_round| {
+                        drawn
+                            .iter()
+                            .map(|&r| {
+                                let round = &by_round[r];
+                                scratch.clear();
+                                scratch.extend(
+                                    (0..round.len())
+                                        .map(|_| measure(&round[rng.below(round.len())])),
+                                );
+                                median(&mut scratch)
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     fn wall_us(&self, c: usize) -> f64 {
-        median(&mut self.round_walls(c))
+        median(&mut self.round_medians(wall_ns)[c]) as f64 / 1e3
     }
 
     fn cpu_us(&self, c: usize) -> f64 {
-        median(
-            &mut self
-                .all(c)
-                .map(|s| s.cpu.as_secs_f64() * 1e6)
-                .collect::<Vec<_>>(),
-        )
+        median(&mut self.all(c).map(cpu_ns).collect::<Vec<_>>()) as f64 / 1e3
     }
 
     fn minflt(&self, c: usize) -> i64 {
         median(&mut self.all(c).map(|s| s.minflt).collect::<Vec<_>>())
     }
+}
 
-    /// Per round, the wall time `c` adds over `base`, in µs.
-    fn added(&self, c: usize, base: usize) -> Vec<f64> {
-        let (a, b) = (self.round_walls(c), self.round_walls(base));
-        a.iter().zip(&b).map(|(a, b)| a - b).collect()
+/// One process's measure, in ns.
+type Measure = fn(&Sample) -> i64;
+
+fn wall_ns(s: &Sample) -> i64 {
+    s.wall.as_nanos() as i64
+}
+
+fn cpu_ns(s: &Sample) -> i64 {
+    s.cpu.as_nanos() as i64
+}
+
+/// Bootstrap replicates behind each 95 % interval.
+const RESAMPLES: usize = 2000;
+
+/// Ratios are held in millionths, so that their replicates go through the same integer
+/// quantile as times.
+const MILLIONTHS: f64 = 1e6;
+
+/// SplitMix64: a fixed-seed generator for the resampling, so that the same samples give
+/// the same intervals (statistical quality is ample for drawing indices).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
+
+    /// Uniform in `0..n` (multiply-shift; the bias is below 2^-50 for these `n`).
+    fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next()) * n as u128) >> 64) as usize
+    }
+}
+
+/// Over rounds, the median of the differences `m[c][r] − m[base][r]`, in ns.
+fn added_ns(m: &[Vec<i64>], c: usize, base: usize) -> i64 {
+    median(
+        &mut m[c]
+            .iter()
+            .zip(&m[base])
+            .map(|(a, b)| a - b)
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Over rounds, the median of the ratios `m[c][r] / m[base][r]`, in millionths.
+fn ratio_millionths(m: &[Vec<i64>], c: usize, base: usize) -> i64 {
+    median(
+        &mut m[c]
+            .iter()
+            .zip(&m[base])
+            .map(|(&a, &b)| (a as f64 / b as f64 * MILLIONTHS).round() as i64)
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Ratios searched for the ends of a ratio's interval: beyond them an end is unbounded.
+const RATIO_RANGE: f64 = 100.0;
+
+/// The 95 % interval of the ratio `ours / git` from replicates of `(ours, git)`, by
+/// inverting the percentile interval of `ours − ρ·git` (Fieller's construction with the
+/// bootstrap in place of the normal law): `ρ` is inside when 0 lies within the 2.5th to
+/// 97.5th percentile of `ours − ρ·git` over the replicates. It stays sound when `git`
+/// comes near zero in some replicates, where the percentiles of the ratio itself do not
+/// (an end is then unbounded, `None`), and the interval holds 1 exactly when the
+/// difference's percentile interval holds 0.
+fn ratio_interval(pairs: &[(i64, i64)]) -> (Option<f64>, Option<f64>) {
+    // The `q` percentile of `ours − ρ·git`, in ns.
+    let percentile = |rho: f64, q: f64| {
+        let mut values: Vec<i64> = pairs
+            .iter()
+            .map(|&(o, g)| (o as f64 - rho * g as f64).round() as i64)
+            .collect();
+        values.sort_unstable();
+        quantile(&values, q).expect("replicates")
+    };
+    // Where the percentile falls through 0 as `ρ` grows (it falls when `git` > 0, as in
+    // nearly every replicate); `None` when it does not within the range searched.
+    let crossing = |q: f64| {
+        let (mut low, mut high) = (-RATIO_RANGE, RATIO_RANGE);
+        if percentile(low, q) <= 0.0 || percentile(high, q) > 0.0 {
+            return None;
+        }
+        for _ in 0..60 {
+            let mid = (low + high) / 2.0;
+            if percentile(mid, q) > 0.0 {
+                low = mid;
+            } else {
+                high = mid;
+            }
+        }
+        Some((low + high) / 2.0)
+    };
+    (crossing(0.025), crossing(0.975))
+}
+
+/// The 95 % percentile interval of the replicates of a statistic (the 2.5th and 97.5th
+/// percentiles, by the stats module of `trace2 compare`).
+fn interval(mut replicates: Vec<i64>) -> (f64, f64) {
+    replicates.sort_unstable();
+    let at = |q| quantile(&replicates, q).expect("replicates");
+    (at(0.025), at(0.975))
+}
+
+/// `estimate [low, high]`, each value divided by `scale` and shown with `decimals`.
+fn with_interval(estimate: i64, (low, high): (f64, f64), scale: f64, decimals: usize) -> String {
+    format!(
+        "{:.decimals$} [{:.decimals$}, {:.decimals$}]",
+        estimate as f64 / scale,
+        low / scale,
+        high / scale
+    )
 }
 
 fn lifecycle_table(dir: &Path, repo: &Path, rounds: usize, runs: usize, strace: bool) {
@@ -557,33 +711,67 @@ fn lifecycle_table(dir: &Path, repo: &Path, rounds: usize, runs: usize, strace: 
     ];
     let results = Results::measure(&configs, dir, rounds, runs);
     let (untraced, git_plain, git_event) = (0, 6, 7);
-    let git_added = results.added(git_event, git_plain);
+    let observed = results.round_medians(wall_ns);
+    let replicates = results.resampled_round_medians(wall_ns);
+    let git_added = added_ns(&observed, git_event, git_plain);
     println!(
         "\n## Per process: the lifecycle and three lines ({rounds} interleaved rounds × {runs} runs)\n"
     );
     println!(
-        "| configuration | µs per process | added µs | ÷ git's Event added | page faults | CPU µs |{}",
+        "Added µs: median over rounds of (median − untraced median); [95 % interval], two-stage bootstrap \
+         ({RESAMPLES} resamples of rounds, then of runs within each round).\n"
+    );
+    println!(
+        "| configuration | µs per process | added µs | − git's Event added, µs | ÷ git's Event added | page faults | CPU µs |{}",
         if strace { " system calls |" } else { "" }
     );
     println!(
-        "|---|---:|---:|---:|---:|---:|{}",
+        "|---|---:|---:|---:|---:|---:|---:|{}",
         if strace { "---:|" } else { "" }
     );
     for (c, config) in configs.iter().enumerate() {
         let base = if c >= git_plain { git_plain } else { untraced };
-        let (added, ratio) = if c == base {
-            ("-".to_owned(), "-".to_owned())
+        let (added, minus_git, over_git) = if c == base {
+            ("-".to_owned(), "-".to_owned(), "-".to_owned())
         } else {
-            let mut added = results.added(c, base);
-            let mut ratios: Vec<f64> = added.iter().zip(&git_added).map(|(a, g)| a / g).collect();
-            (
-                format!("{:.0}", median(&mut added)),
-                format!("{:.2}", median(&mut ratios)),
-            )
+            let ours = added_ns(&observed, c, base);
+            let added = with_interval(
+                ours,
+                interval(replicates.iter().map(|m| added_ns(m, c, base)).collect()),
+                1e3,
+                0,
+            );
+            if c == git_event {
+                (added, "-".to_owned(), "-".to_owned())
+            } else {
+                // Both added times from the same replicate: the interval of the
+                // difference and of the ratio carries their covariance.
+                let pairs: Vec<(i64, i64)> = replicates
+                    .iter()
+                    .map(|m| (added_ns(m, c, base), added_ns(m, git_event, git_plain)))
+                    .collect();
+                let minus = with_interval(
+                    ours - git_added,
+                    interval(pairs.iter().map(|(o, g)| o - g).collect()),
+                    1e3,
+                    0,
+                );
+                let estimate = if git_added > 0 {
+                    format!("{:.2}", ours as f64 / git_added as f64)
+                } else {
+                    "n/a".to_owned()
+                };
+                let (low, high) = ratio_interval(&pairs);
+                let end = |e: Option<f64>| {
+                    e.map_or_else(|| "unbounded".to_owned(), |e| format!("{e:.2}"))
+                };
+                let over = format!("{estimate} [{}, {}]", end(low), end(high));
+                (added, minus, over)
+            }
         };
         let calls = syscall_cell(config, dir, strace);
         println!(
-            "| {} | {:.0} | {added} | {ratio} | {} | {:.0} |{calls}",
+            "| {} | {:.0} | {added} | {minus_git} | {over_git} | {} | {:.0} |{calls}",
             config.name,
             results.wall_us(c),
             results.minflt(c),
@@ -666,8 +854,15 @@ fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
         ),
     ];
     let results = Results::measure(&configs, dir, rounds, runs);
-    let base = results.round_walls(0);
+    let walls = results.round_medians(wall_ns);
+    let cpus = results.round_medians(cpu_ns);
+    let wall_replicates = results.resampled_round_medians(wall_ns);
+    let cpu_replicates = results.resampled_round_medians(cpu_ns);
     println!("\n## Hook-shaped process ({rounds} interleaved rounds × {runs} runs)\n");
+    println!(
+        "× untraced: median over rounds of (median ÷ untraced median); [95 % interval], two-stage bootstrap \
+         ({RESAMPLES} resamples of rounds, then of runs within each round).\n"
+    );
     println!(
         "| configuration | µs per process | × untraced | page faults | CPU µs | CPU × untraced |{}",
         if strace { " system calls |" } else { "" }
@@ -676,21 +871,32 @@ fn hook_table(dir: &Path, rounds: usize, runs: usize, strace: bool) {
         "|---|---:|---:|---:|---:|---:|{}",
         if strace { "---:|" } else { "" }
     );
-    let base_cpu = results.round_cpus(0);
-    let ratio = |of: Vec<f64>, to: &[f64]| {
-        let mut ratios: Vec<f64> = of.iter().zip(to).map(|(a, b)| a / b).collect();
-        median(&mut ratios)
+    let ratio = |observed: &[Vec<i64>], replicates: &[Vec<Vec<i64>>], c: usize| {
+        if c == 0 {
+            return "1".to_owned();
+        }
+        with_interval(
+            ratio_millionths(observed, c, 0),
+            interval(
+                replicates
+                    .iter()
+                    .map(|m| ratio_millionths(m, c, 0))
+                    .collect(),
+            ),
+            MILLIONTHS,
+            3,
+        )
     };
     for (c, config) in configs.iter().enumerate() {
         let calls = syscall_cell(config, dir, strace);
         println!(
-            "| {} | {:.0} | {:.3} | {} | {:.0} | {:.3} |{calls}",
+            "| {} | {:.0} | {} | {} | {:.0} | {} |{calls}",
             config.name,
             results.wall_us(c),
-            ratio(results.round_walls(c), &base),
+            ratio(&walls, &wall_replicates, c),
             results.minflt(c),
             results.cpu_us(c),
-            ratio(results.round_cpus(c), &base_cpu),
+            ratio(&cpus, &cpu_replicates, c),
         );
     }
 }
