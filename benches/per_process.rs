@@ -52,7 +52,9 @@
 //! together. The ratio's interval is Fieller's construction on the same resamples: a
 //! ratio ρ is inside when 0 lies within the percentile interval of `ours − ρ·git's`,
 //! which stays sound when git's added time comes near zero in some resamples (an end is
-//! then `unbounded`) and holds 1 exactly when the difference's interval holds 0. The
+//! then `unbounded`; both, shown `[unbounded]`, when git's added time is not clear of
+//! zero: no ratio can be ruled out) and holds 1 exactly when the difference's interval
+//! holds 0 (ends are searched within ±100). The
 //! hook table's ratios have the untraced time, never near zero, below the line, and
 //! take the plain percentile interval. The intervals describe this run's conditions: a
 //! machine quieter or busier than during the run can move all of them. The Mann–Whitney
@@ -765,7 +767,13 @@ fn lifecycle_table(dir: &Path, repo: &Path, rounds: usize, runs: usize, strace: 
                 let end = |e: Option<f64>| {
                     e.map_or_else(|| "unbounded".to_owned(), |e| format!("{e:.2}"))
                 };
-                let over = format!("{estimate} [{}, {}]", end(low), end(high));
+                // Both ends open: git's added time is not clear of zero, and no ratio
+                // can be ruled out (Fieller's set is then the whole line or two rays).
+                let over = if low.is_none() && high.is_none() {
+                    format!("{estimate} [unbounded]")
+                } else {
+                    format!("{estimate} [{}, {}]", end(low), end(high))
+                };
                 (added, minus, over)
             }
         };
