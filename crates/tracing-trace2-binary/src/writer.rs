@@ -1256,7 +1256,7 @@ fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::{Callsite, Timestamp, Trace2Event};
     use tracing_trace2_dst::MemorySink;
@@ -1526,5 +1526,62 @@ mod tests {
         shared.flush_idle();
         shared.flush_idle();
         assert_eq!(frames(), 3, "an empty batch is not written");
+    }
+
+    /// Runs `child` in a child forked while another thread of this process holds what
+    /// `hold` locks (taken before the `fork` starts, given back 200 ms later), and says
+    /// whether the child succeeded. The child gets ten seconds: one that hangs on the
+    /// lock its parent's thread held is ended by `SIGALRM`, and the test fails.
+    #[cfg(unix)]
+    pub(crate) fn forked_while_held<G>(hold: impl FnOnce() -> G + Send, child: impl FnOnce() -> bool) {
+        let (held_tx, held) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let _guard = hold();
+                held_tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+            });
+            held.recv().unwrap();
+            // SAFETY: the child runs `child`, which takes only this crate's locks, and
+            // leaves with `_exit` (never back into the scope, whose thread it does not
+            // have).
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: `alarm` and `_exit` touch no memory.
+                unsafe { libc::alarm(10) };
+                let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child));
+                unsafe { libc::_exit(if matches!(ok, Ok(true)) { 0 } else { 1 }) };
+            }
+            assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+            let mut status = 0;
+            // SAFETY: waits for the child just forked.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "the child failed or hung (status {status:#x}; signal {} is SIGALRM)",
+                libc::SIGALRM
+            );
+        });
+    }
+
+    /// A child forked while another thread registered a writer for the exit handler
+    /// builds writers of its own (which register too).
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_the_exit_list_is_held_builds_writers() {
+        // The fork handler installed before the fork, as by any writer of the process.
+        drop(BinaryWriter::builder().with_exit_handler(false).build(MemorySink::new()));
+        forked_while_held(
+            || AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                let writer = BinaryWriter::builder().build(MemorySink::new());
+                let listed = AT_EXIT
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .any(|w| w.upgrade().is_some_and(|h| Arc::ptr_eq(&h, &writer.handle)));
+                listed
+            },
+        );
     }
 }

@@ -794,3 +794,28 @@ impl Format for NestedFlightFormat {
             .is_none_or(|nesting| nesting <= self.max_nesting)
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A child forked while another thread of its parent holds the list of recorders
+    /// (building one, or collecting them for `snapshot_all`) builds a recorder of its
+    /// own and finds every recorder it has, its parent's included.
+    #[test]
+    fn a_child_forked_while_the_recorder_list_is_held_builds_and_snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = || FlightRecorder::builder(dir.path()).with_signal(false).build();
+        let parents = build().unwrap();
+        crate::writer::tests::forked_while_held(
+            || RECORDERS.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                let Some(own) = build() else { return false };
+                let live = live_recorders();
+                let has = |r: &FlightRecorder| live.iter().any(|l| Arc::ptr_eq(&l.inner, &r.inner));
+                // Nothing recorded: nothing written, but every recorder was asked.
+                has(&own) && has(&parents) && snapshot_all(Trigger::Request).is_empty()
+            },
+        );
+    }
+}
