@@ -27,7 +27,10 @@
 //!
 //! A `fork`ed child starts a stream of its own (a new stream id and pid) and drops the
 //! copy of its parent's unwritten batches, which the parent writes itself; it starts an
-//! idle flusher of its own when it records (its parent's is not copied into it).
+//! idle flusher of its own when it records (its parent's is not copied into it). The
+//! crate's process-wide lists (the writers the exit handler finishes, the flight
+//! recorders) are locked by the forking thread across a `fork` (`pthread_atfork`), so a
+//! child never inherits one held by a thread it does not have.
 //!
 //! The idle flusher takes a slot only between two of its owner's records, with the
 //! same compare-and-swap as every other flusher, and writes the whole batch: it adds
@@ -37,6 +40,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::io;
+#[cfg(unix)]
+use std::sync::MutexGuard;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
 use std::thread::Thread;
@@ -521,22 +526,72 @@ fn with_new_slot(shared: &Arc<WriterCore>, f: impl FnOnce(&WriterCore, &mut Guar
 /// generation they were set up in.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
+/// The crate's process-wide lists, locked by the thread that forks from just before the
+/// `fork` to just after it (in the parent and in the child). A `fork` copies a lock as
+/// it is: held by another thread of the parent, a `Mutex` would stay locked in the
+/// child for good, and the child would hang on its first writer or recorder. Taken
+/// before the `fork`, no other thread is in the middle of changing a list when memory
+/// is copied, and the forking thread, which the child has, gives them back.
+#[cfg(unix)]
+struct HeldAcrossFork {
+    _at_exit: MutexGuard<'static, Vec<Weak<Handle>>>,
+    _recorders: crate::flight::RecorderList,
+}
+
+#[cfg(unix)]
+thread_local! {
+    /// The lists' locks while the thread forks (see [`HeldAcrossFork`]).
+    static HELD_ACROSS_FORK: Cell<Option<HeldAcrossFork>> = const { Cell::new(None) };
+}
+
+/// Before a `fork`, in the forking thread: waits for the lists (held only to read or
+/// change them, never while waiting for anything else), always in this order.
+#[cfg(unix)]
+extern "C" fn before_fork() {
+    let held = HeldAcrossFork {
+        _at_exit: AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner),
+        _recorders: crate::flight::lock_recorder_list(),
+    };
+    // A thread whose thread-locals are gone forks with the lists unlocked (as before).
+    let _ = HELD_ACROSS_FORK.try_with(|cell| cell.set(Some(held)));
+}
+
+/// After a `fork`, in the parent: the lists given back.
+#[cfg(unix)]
+extern "C" fn after_fork_in_parent() {
+    let _ = HELD_ACROSS_FORK.try_with(Cell::take);
+}
+
+/// After a `fork`, in the child, before `fork` returns: the lists given back by the
+/// thread that locked them (an atomic swap each, and a `futex` wake if a thread of the
+/// parent was waiting: no allocation, nothing a child of a multi-threaded process may
+/// not do), then the generation counted.
 #[cfg(unix)]
 extern "C" fn forked_child() {
+    let _ = HELD_ACROSS_FORK.try_with(Cell::take);
     FORK_GEN.fetch_add(1, Ordering::AcqRel);
 }
 
 /// Windows has no `fork`: nothing to watch for.
 #[cfg(not(unix))]
-fn install_fork_handler() {}
+pub(crate) fn install_fork_handler() {}
 
+/// Installs the `fork` handlers once: before any writer or recorder is built, and
+/// before the recorder list is first read.
 #[cfg(unix)]
-fn install_fork_handler() {
+pub(crate) fn install_fork_handler() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: registering a handler that only increments an atomic, which is safe
-        // to run in a forked child.
-        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+        // SAFETY: registering plain functions that lock and unlock the crate's lists in
+        // the forking thread and count the generation in the child; none panics or
+        // unwinds.
+        unsafe {
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(forked_child),
+            )
+        };
     });
 }
 
@@ -1533,7 +1588,10 @@ pub(crate) mod tests {
     /// whether the child succeeded. The child gets ten seconds: one that hangs on the
     /// lock its parent's thread held is ended by `SIGALRM`, and the test fails.
     #[cfg(unix)]
-    pub(crate) fn forked_while_held<G>(hold: impl FnOnce() -> G + Send, child: impl FnOnce() -> bool) {
+    pub(crate) fn forked_while_held<G>(
+        hold: impl FnOnce() -> G + Send,
+        child: impl FnOnce() -> bool,
+    ) {
         let (held_tx, held) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -1547,9 +1605,10 @@ pub(crate) mod tests {
             // have).
             let pid = unsafe { libc::fork() };
             if pid == 0 {
-                // SAFETY: `alarm` and `_exit` touch no memory.
+                // SAFETY: `alarm` sets a timer and touches no memory.
                 unsafe { libc::alarm(10) };
                 let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child));
+                // SAFETY: leaves without the parent's exit handlers or the scope.
                 unsafe { libc::_exit(if matches!(ok, Ok(true)) { 0 } else { 1 }) };
             }
             assert!(pid > 0, "fork: {}", io::Error::last_os_error());
@@ -1570,17 +1629,20 @@ pub(crate) mod tests {
     #[test]
     fn a_child_forked_while_the_exit_list_is_held_builds_writers() {
         // The fork handler installed before the fork, as by any writer of the process.
-        drop(BinaryWriter::builder().with_exit_handler(false).build(MemorySink::new()));
+        drop(
+            BinaryWriter::builder()
+                .with_exit_handler(false)
+                .build(MemorySink::new()),
+        );
         forked_while_held(
             || AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner),
             || {
                 let writer = BinaryWriter::builder().build(MemorySink::new());
-                let listed = AT_EXIT
+                AT_EXIT
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .iter()
-                    .any(|w| w.upgrade().is_some_and(|h| Arc::ptr_eq(&h, &writer.handle)));
-                listed
+                    .any(|w| w.upgrade().is_some_and(|h| Arc::ptr_eq(&h, &writer.handle)))
             },
         );
     }

@@ -48,7 +48,7 @@ mod snapshot;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use crate::record::{Format, Record, Trace2Event};
@@ -231,20 +231,32 @@ impl FlightRecorderBuilder {
         {
             inner.signal_entry.store(entry, Ordering::Release);
         }
-        let mut list = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list = lock_recorder_list();
         list.retain(|w| w.strong_count() > 0);
         list.push(Arc::downgrade(&inner));
         Some(FlightRecorder { inner })
     }
 }
 
-/// Every recorder of the process that is still alive.
+/// Every recorder of the process that is still alive. Held only to read or change the
+/// list, and by a thread that forks across its `fork` (the binary writer's `fork`
+/// handlers), so that no child inherits it held by a thread it does not have.
 static RECORDERS: Mutex<Vec<Weak<RecorderState>>> = Mutex::new(Vec::new());
 
+/// [`RECORDERS`], locked.
+#[cfg_attr(not(unix), allow(dead_code))] // held across a `fork` (Unix)
+pub(crate) type RecorderList = MutexGuard<'static, Vec<Weak<RecorderState>>>;
+
+/// Locks [`RECORDERS`] (for the `fork` handlers too, which lock it before a `fork`).
+pub(crate) fn lock_recorder_list() -> RecorderList {
+    RECORDERS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn live_recorders() -> Vec<FlightRecorder> {
-    RECORDERS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    // The `fork` handlers cover the list from its first use, even before any recorder
+    // (whose writer installs them) is built.
+    crate::writer::install_fork_handler();
+    lock_recorder_list()
         .iter()
         .filter_map(Weak::upgrade)
         .map(|inner| FlightRecorder { inner })
@@ -323,7 +335,7 @@ struct Counters {
     rate_limited: AtomicU64,
 }
 
-struct RecorderState {
+pub(crate) struct RecorderState {
     writer: BinaryWriter,
     ring: Arc<Ring>,
     dir: PathBuf,
@@ -805,7 +817,11 @@ mod tests {
     #[test]
     fn a_child_forked_while_the_recorder_list_is_held_builds_and_snapshots() {
         let dir = tempfile::tempdir().unwrap();
-        let build = || FlightRecorder::builder(dir.path()).with_signal(false).build();
+        let build = || {
+            FlightRecorder::builder(dir.path())
+                .with_signal(false)
+                .build()
+        };
         let parents = build().unwrap();
         crate::writer::tests::forked_while_held(
             || RECORDERS.lock().unwrap_or_else(PoisonError::into_inner),
