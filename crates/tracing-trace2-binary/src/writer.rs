@@ -28,9 +28,9 @@
 //! A `fork`ed child starts a stream of its own (a new stream id and pid) and drops the
 //! copy of its parent's unwritten batches, which the parent writes itself; it starts an
 //! idle flusher of its own when it records (its parent's is not copied into it). The
-//! crate's process-wide lists (the writers the exit handler finishes, the flight
-//! recorders) are locked by the forking thread across a `fork` (`pthread_atfork`), so a
-//! child never inherits one held by a thread it does not have.
+//! list of writers the exit handler finishes is locked by the forking thread across a
+//! `fork` (`pthread_atfork`), so a child never inherits it held by a thread it does not
+//! have.
 //!
 //! The idle flusher takes a slot only between two of its owner's records, with the
 //! same compare-and-swap as every other flusher, and writes the whole batch: it adds
@@ -526,46 +526,38 @@ fn with_new_slot(shared: &Arc<WriterCore>, f: impl FnOnce(&WriterCore, &mut Guar
 /// generation they were set up in.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
-/// The crate's process-wide lists, locked by the thread that forks from just before the
-/// `fork` to just after it (in the parent and in the child). A `fork` copies a lock as
-/// it is: held by another thread of the parent, a `Mutex` would stay locked in the
-/// child for good, and the child would hang on its first writer or recorder. Taken
-/// before the `fork`, no other thread is in the middle of changing a list when memory
-/// is copied, and the forking thread, which the child has, gives them back.
-#[cfg(unix)]
-struct HeldAcrossFork {
-    _at_exit: MutexGuard<'static, Vec<Weak<Handle>>>,
-    _recorders: crate::flight::RecorderList,
-}
-
 #[cfg(unix)]
 thread_local! {
-    /// The lists' locks while the thread forks (see [`HeldAcrossFork`]).
-    static HELD_ACROSS_FORK: Cell<Option<HeldAcrossFork>> = const { Cell::new(None) };
+    /// [`AT_EXIT`], locked by a thread that forks from just before the `fork` to just
+    /// after it, in the parent and in the child. A `fork` copies a lock as it is: held
+    /// by another thread of the parent, a `Mutex` would stay locked in the child for
+    /// good, and the child would hang on its first writer with an exit handler. Taken
+    /// before the `fork`, no other thread is in the middle of changing the list when
+    /// memory is copied, and the forking thread, which the child has, gives it back.
+    /// (The flight recorder's list is held the same way, by handlers of its own.)
+    static HELD_ACROSS_FORK: Cell<Option<MutexGuard<'static, Vec<Weak<Handle>>>>> =
+        const { Cell::new(None) };
 }
 
-/// Before a `fork`, in the forking thread: waits for the lists (held only to read or
-/// change them, never while waiting for anything else), always in this order.
+/// Before a `fork`, in the forking thread: waits for [`AT_EXIT`] (held only to read or
+/// change it, never while waiting for anything else).
 #[cfg(unix)]
 extern "C" fn before_fork() {
-    let held = HeldAcrossFork {
-        _at_exit: AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner),
-        _recorders: crate::flight::lock_recorder_list(),
-    };
-    // A thread whose thread-locals are gone forks with the lists unlocked (as before).
+    let held = AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner);
+    // A thread whose thread-locals are gone forks with the list unlocked (as before).
     let _ = HELD_ACROSS_FORK.try_with(|cell| cell.set(Some(held)));
 }
 
-/// After a `fork`, in the parent: the lists given back.
+/// After a `fork`, in the parent: the list given back.
 #[cfg(unix)]
 extern "C" fn after_fork_in_parent() {
     let _ = HELD_ACROSS_FORK.try_with(Cell::take);
 }
 
-/// After a `fork`, in the child, before `fork` returns: the lists given back by the
-/// thread that locked them (an atomic swap each, and a `futex` wake if a thread of the
-/// parent was waiting: no allocation, nothing a child of a multi-threaded process may
-/// not do), then the generation counted.
+/// After a `fork`, in the child, before `fork` returns: the list given back by the
+/// thread that locked it (an atomic swap, and a `futex` wake if a thread of the parent
+/// was waiting: no allocation, nothing a child of a multi-threaded process may not do),
+/// then the generation counted.
 #[cfg(unix)]
 extern "C" fn forked_child() {
     let _ = HELD_ACROSS_FORK.try_with(Cell::take);
@@ -574,17 +566,15 @@ extern "C" fn forked_child() {
 
 /// Windows has no `fork`: nothing to watch for.
 #[cfg(not(unix))]
-pub(crate) fn install_fork_handler() {}
+fn install_fork_handler() {}
 
-/// Installs the `fork` handlers once: before any writer or recorder is built, and
-/// before the recorder list is first read.
+/// Installs the `fork` handlers once, before the first writer is built.
 #[cfg(unix)]
-pub(crate) fn install_fork_handler() {
+fn install_fork_handler() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: registering plain functions that lock and unlock the crate's lists in
-        // the forking thread and count the generation in the child; none panics or
-        // unwinds.
+        // SAFETY: registering plain functions that lock and unlock the exit list in the
+        // forking thread and count the generation in the child; none panics or unwinds.
         unsafe {
             libc::pthread_atfork(
                 Some(before_fork),

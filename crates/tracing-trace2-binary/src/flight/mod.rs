@@ -239,23 +239,59 @@ impl FlightRecorderBuilder {
 }
 
 /// Every recorder of the process that is still alive. Held only to read or change the
-/// list, and by a thread that forks across its `fork` (the binary writer's `fork`
-/// handlers), so that no child inherits it held by a thread it does not have.
+/// list, and by a thread that forks across its `fork` (see [`hold_across_forks`]).
 static RECORDERS: Mutex<Vec<Weak<RecorderState>>> = Mutex::new(Vec::new());
 
-/// [`RECORDERS`], locked.
-#[cfg_attr(not(unix), allow(dead_code))] // held across a `fork` (Unix)
-pub(crate) type RecorderList = MutexGuard<'static, Vec<Weak<RecorderState>>>;
-
-/// Locks [`RECORDERS`] (for the `fork` handlers too, which lock it before a `fork`).
-pub(crate) fn lock_recorder_list() -> RecorderList {
+/// Locks [`RECORDERS`], once the `fork` handlers that keep it usable in a child are
+/// installed.
+fn lock_recorder_list() -> MutexGuard<'static, Vec<Weak<RecorderState>>> {
+    hold_across_forks();
     RECORDERS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+#[cfg(unix)]
+thread_local! {
+    /// [`RECORDERS`], locked by a thread that forks from just before the `fork` to just
+    /// after it, in the parent and in the child.
+    static HELD_ACROSS_FORK: std::cell::Cell<Option<MutexGuard<'static, Vec<Weak<RecorderState>>>>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Windows has no `fork`.
+#[cfg(not(unix))]
+fn hold_across_forks() {}
+
+/// Has the thread that forks hold [`RECORDERS`] across the `fork`. A `fork` copies a
+/// lock as it is: held by another thread of the parent (building a recorder, or
+/// collecting them for [`snapshot_all`]), a `Mutex` would stay locked in the child for
+/// good, and the child would hang on its first recorder or `snapshot_all`. Taken before
+/// the `fork`, no other thread is in the middle of changing the list when memory is
+/// copied, and the forking thread, which the child has, gives it back.
+#[cfg(unix)]
+fn hold_across_forks() {
+    /// Before a `fork`, in the forking thread: waits for the list (held only to read or
+    /// change it, never while waiting for anything else).
+    extern "C" fn before_fork() {
+        let held = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
+        // A thread whose thread-locals are gone forks with the list unlocked.
+        let _ = HELD_ACROSS_FORK.try_with(|cell| cell.set(Some(held)));
+    }
+    /// After a `fork`, in the parent and in the child (before `fork` returns): the list
+    /// given back by the thread that locked it (an atomic swap, and a `futex` wake if a
+    /// thread of the parent was waiting: no allocation, nothing a child of a
+    /// multi-threaded process may not do).
+    extern "C" fn after_fork() {
+        let _ = HELD_ACROSS_FORK.try_with(std::cell::Cell::take);
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registering plain functions that lock and unlock the list in the
+        // forking thread; neither panics or unwinds.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    });
+}
+
 fn live_recorders() -> Vec<FlightRecorder> {
-    // The `fork` handlers cover the list from its first use, even before any recorder
-    // (whose writer installs them) is built.
-    crate::writer::install_fork_handler();
     lock_recorder_list()
         .iter()
         .filter_map(Weak::upgrade)
@@ -335,7 +371,7 @@ struct Counters {
     rate_limited: AtomicU64,
 }
 
-pub(crate) struct RecorderState {
+struct RecorderState {
     writer: BinaryWriter,
     ring: Arc<Ring>,
     dir: PathBuf,
