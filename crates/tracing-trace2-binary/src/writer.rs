@@ -27,7 +27,10 @@
 //!
 //! A `fork`ed child starts a stream of its own (a new stream id and pid) and drops the
 //! copy of its parent's unwritten batches, which the parent writes itself; it starts an
-//! idle flusher of its own when it records (its parent's is not copied into it).
+//! idle flusher of its own when it records (its parent's is not copied into it). The
+//! list of writers the exit handler finishes is locked by the forking thread across a
+//! `fork` (`pthread_atfork`), so a child never inherits it held by a thread it does not
+//! have.
 //!
 //! The idle flusher takes a slot only between two of its owner's records, with the
 //! same compare-and-swap as every other flusher, and writes the whole batch: it adds
@@ -37,6 +40,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::io;
+#[cfg(unix)]
+use std::sync::MutexGuard;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
 use std::thread::Thread;
@@ -522,7 +527,40 @@ fn with_new_slot(shared: &Arc<WriterCore>, f: impl FnOnce(&WriterCore, &mut Guar
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
 #[cfg(unix)]
+thread_local! {
+    /// [`AT_EXIT`], locked by a thread that forks from just before the `fork` to just
+    /// after it, in the parent and in the child. A `fork` copies a lock as it is: held
+    /// by another thread of the parent, a `Mutex` would stay locked in the child for
+    /// good, and the child would hang on its first writer with an exit handler. Taken
+    /// before the `fork`, no other thread is in the middle of changing the list when
+    /// memory is copied, and the forking thread, which the child has, gives it back.
+    /// (The flight recorder's list is held the same way, by handlers of its own.)
+    static HELD_ACROSS_FORK: Cell<Option<MutexGuard<'static, Vec<Weak<Handle>>>>> =
+        const { Cell::new(None) };
+}
+
+/// Before a `fork`, in the forking thread: waits for [`AT_EXIT`] (held only to read or
+/// change it, never while waiting for anything else).
+#[cfg(unix)]
+extern "C" fn before_fork() {
+    let held = AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner);
+    // A thread whose thread-locals are gone forks with the list unlocked (as before).
+    let _ = HELD_ACROSS_FORK.try_with(|cell| cell.set(Some(held)));
+}
+
+/// After a `fork`, in the parent: the list given back.
+#[cfg(unix)]
+extern "C" fn after_fork_in_parent() {
+    let _ = HELD_ACROSS_FORK.try_with(Cell::take);
+}
+
+/// After a `fork`, in the child, before `fork` returns: the list given back by the
+/// thread that locked it (an atomic swap, and a `futex` wake if a thread of the parent
+/// was waiting: no allocation, nothing a child of a multi-threaded process may not do),
+/// then the generation counted.
+#[cfg(unix)]
 extern "C" fn forked_child() {
+    let _ = HELD_ACROSS_FORK.try_with(Cell::take);
     FORK_GEN.fetch_add(1, Ordering::AcqRel);
 }
 
@@ -530,13 +568,20 @@ extern "C" fn forked_child() {
 #[cfg(not(unix))]
 fn install_fork_handler() {}
 
+/// Installs the `fork` handlers once, before the first writer is built.
 #[cfg(unix)]
 fn install_fork_handler() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // SAFETY: registering a handler that only increments an atomic, which is safe
-        // to run in a forked child.
-        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+        // SAFETY: registering plain functions that lock and unlock the exit list in the
+        // forking thread and count the generation in the child; none panics or unwinds.
+        unsafe {
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(forked_child),
+            )
+        };
     });
 }
 
@@ -1256,7 +1301,7 @@ fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::{Callsite, Timestamp, Trace2Event};
     use tracing_trace2_dst::MemorySink;
@@ -1526,5 +1571,69 @@ mod tests {
         shared.flush_idle();
         shared.flush_idle();
         assert_eq!(frames(), 3, "an empty batch is not written");
+    }
+
+    /// Runs `child` in a child forked while another thread of this process holds what
+    /// `hold` locks (taken before the `fork` starts, given back 200 ms later), and says
+    /// whether the child succeeded. The child gets ten seconds: one that hangs on the
+    /// lock its parent's thread held is ended by `SIGALRM`, and the test fails.
+    #[cfg(unix)]
+    pub(crate) fn forked_while_held<G>(
+        hold: impl FnOnce() -> G + Send,
+        child: impl FnOnce() -> bool,
+    ) {
+        let (held_tx, held) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let _guard = hold();
+                held_tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+            });
+            held.recv().unwrap();
+            // SAFETY: the child runs `child`, which takes only this crate's locks, and
+            // leaves with `_exit` (never back into the scope, whose thread it does not
+            // have).
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: `alarm` sets a timer and touches no memory.
+                unsafe { libc::alarm(10) };
+                let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child));
+                // SAFETY: leaves without the parent's exit handlers or the scope.
+                unsafe { libc::_exit(if matches!(ok, Ok(true)) { 0 } else { 1 }) };
+            }
+            assert!(pid > 0, "fork: {}", io::Error::last_os_error());
+            let mut status = 0;
+            // SAFETY: waits for the child just forked.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "the child failed or hung (status {status:#x}; signal {} is SIGALRM)",
+                libc::SIGALRM
+            );
+        });
+    }
+
+    /// A child forked while another thread registered a writer for the exit handler
+    /// builds writers of its own (which register too).
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_the_exit_list_is_held_builds_writers() {
+        // The fork handler installed before the fork, as by any writer of the process.
+        drop(
+            BinaryWriter::builder()
+                .with_exit_handler(false)
+                .build(MemorySink::new()),
+        );
+        forked_while_held(
+            || AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                let writer = BinaryWriter::builder().build(MemorySink::new());
+                AT_EXIT
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .any(|w| w.upgrade().is_some_and(|h| Arc::ptr_eq(&h, &writer.handle)))
+            },
+        );
     }
 }

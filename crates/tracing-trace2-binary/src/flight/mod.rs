@@ -48,7 +48,7 @@ mod snapshot;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
 use crate::record::{Format, Record, Trace2Event};
@@ -231,20 +231,68 @@ impl FlightRecorderBuilder {
         {
             inner.signal_entry.store(entry, Ordering::Release);
         }
-        let mut list = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list = lock_recorder_list();
         list.retain(|w| w.strong_count() > 0);
         list.push(Arc::downgrade(&inner));
         Some(FlightRecorder { inner })
     }
 }
 
-/// Every recorder of the process that is still alive.
+/// Every recorder of the process that is still alive. Held only to read or change the
+/// list, and by a thread that forks across its `fork` (see [`hold_across_forks`]).
 static RECORDERS: Mutex<Vec<Weak<RecorderState>>> = Mutex::new(Vec::new());
 
+/// Locks [`RECORDERS`], once the `fork` handlers that keep it usable in a child are
+/// installed.
+fn lock_recorder_list() -> MutexGuard<'static, Vec<Weak<RecorderState>>> {
+    hold_across_forks();
+    RECORDERS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(unix)]
+thread_local! {
+    /// [`RECORDERS`], locked by a thread that forks from just before the `fork` to just
+    /// after it, in the parent and in the child.
+    static HELD_ACROSS_FORK: std::cell::Cell<Option<MutexGuard<'static, Vec<Weak<RecorderState>>>>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Windows has no `fork`.
+#[cfg(not(unix))]
+fn hold_across_forks() {}
+
+/// Has the thread that forks hold [`RECORDERS`] across the `fork`. A `fork` copies a
+/// lock as it is: held by another thread of the parent (building a recorder, or
+/// collecting them for [`snapshot_all`]), a `Mutex` would stay locked in the child for
+/// good, and the child would hang on its first recorder or `snapshot_all`. Taken before
+/// the `fork`, no other thread is in the middle of changing the list when memory is
+/// copied, and the forking thread, which the child has, gives it back.
+#[cfg(unix)]
+fn hold_across_forks() {
+    /// Before a `fork`, in the forking thread: waits for the list (held only to read or
+    /// change it, never while waiting for anything else).
+    extern "C" fn before_fork() {
+        let held = RECORDERS.lock().unwrap_or_else(PoisonError::into_inner);
+        // A thread whose thread-locals are gone forks with the list unlocked.
+        let _ = HELD_ACROSS_FORK.try_with(|cell| cell.set(Some(held)));
+    }
+    /// After a `fork`, in the parent and in the child (before `fork` returns): the list
+    /// given back by the thread that locked it (an atomic swap, and a `futex` wake if a
+    /// thread of the parent was waiting: no allocation, nothing a child of a
+    /// multi-threaded process may not do).
+    extern "C" fn after_fork() {
+        let _ = HELD_ACROSS_FORK.try_with(std::cell::Cell::take);
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registering plain functions that lock and unlock the list in the
+        // forking thread; neither panics or unwinds.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(after_fork), Some(after_fork)) };
+    });
+}
+
 fn live_recorders() -> Vec<FlightRecorder> {
-    RECORDERS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    lock_recorder_list()
         .iter()
         .filter_map(Weak::upgrade)
         .map(|inner| FlightRecorder { inner })
@@ -792,5 +840,34 @@ impl Format for NestedFlightFormat {
             .event
             .nesting()
             .is_none_or(|nesting| nesting <= self.max_nesting)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// A child forked while another thread of its parent holds the list of recorders
+    /// (building one, or collecting them for `snapshot_all`) builds a recorder of its
+    /// own and finds every recorder it has, its parent's included.
+    #[test]
+    fn a_child_forked_while_the_recorder_list_is_held_builds_and_snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = || {
+            FlightRecorder::builder(dir.path())
+                .with_signal(false)
+                .build()
+        };
+        let parents = build().unwrap();
+        crate::writer::tests::forked_while_held(
+            || RECORDERS.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                let Some(own) = build() else { return false };
+                let live = live_recorders();
+                let has = |r: &FlightRecorder| live.iter().any(|l| Arc::ptr_eq(&l.inner, &r.inner));
+                // Nothing recorded: nothing written, but every recorder was asked.
+                has(&own) && has(&parents) && snapshot_all(Trigger::Request).is_empty()
+            },
+        );
     }
 }
