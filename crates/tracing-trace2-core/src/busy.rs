@@ -27,7 +27,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 thread_local! {
@@ -38,7 +38,9 @@ thread_local! {
     static IN_FLIGHT: Arc<AtomicUsize> = register_mark();
 }
 
-/// Every thread's in-flight mark (threads that ended are pruned when one starts).
+/// Every thread's in-flight mark (threads that ended are pruned when one starts). Held
+/// only to read or change the list, and by a thread that forks across its `fork` (see
+/// [`hold_marks_across_forks`]).
 static MARKS: Mutex<Vec<Arc<AtomicUsize>>> = Mutex::new(Vec::new());
 
 /// Threads inside a layer that have no mark any more (their thread-locals are being
@@ -49,9 +51,24 @@ static UNMARKED: AtomicUsize = AtomicUsize::new(0);
 /// write (a destination that stopped reading) must not hold the exit for ever.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
+held_across_forks! {
+    /// Installs, once, the `fork` handlers that hold [`MARKS`] in the forking thread
+    /// across the `fork`: without them, a child forked while another thread of its
+    /// parent held the list (a thread starting, a layer closing) would hang on its first
+    /// new thread entering the layer, and on closing a layer.
+    fn hold_marks_across_forks for MARKS: Vec<Arc<AtomicUsize>>
+}
+
+/// Locks [`MARKS`], once the `fork` handlers that keep it usable in a child are
+/// installed.
+fn marks() -> MutexGuard<'static, Vec<Arc<AtomicUsize>>> {
+    hold_marks_across_forks();
+    MARKS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn register_mark() -> Arc<AtomicUsize> {
     let mark = Arc::new(AtomicUsize::new(0));
-    let mut marks = MARKS.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut marks = marks();
     marks.retain(|m| Arc::strong_count(m) > 1);
     marks.push(Arc::clone(&mark));
     mark
@@ -220,9 +237,7 @@ pub(crate) fn close(key: usize, closed: &Gate, but_caller: bool) -> bool {
     closed.0.store(token.unwrap_or(SHUT), Ordering::SeqCst);
     let own = IN_FLIGHT.try_with(Arc::as_ptr).ok();
     let own_counted = own.is_none() && BUSY.try_with(Cell::get).unwrap_or(false);
-    let others: Vec<Arc<AtomicUsize>> = MARKS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    let others: Vec<Arc<AtomicUsize>> = marks()
         .iter()
         .filter(|m| Some(Arc::as_ptr(m)) != own)
         .cloned()
@@ -316,5 +331,27 @@ mod tests {
             assert!(left.load(Ordering::SeqCst), "close did not wait");
             assert!(in_time, "close waited for a thread inside another layer");
         });
+    }
+
+    /// A child forked while another thread of its parent holds the list of marks (a
+    /// thread starting, a layer closing) lets a new thread into a layer and closes it.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_the_marks_are_held_enters_and_closes_layers() {
+        crate::fork_lock::tests::forked_while_held(
+            || drop(marks()),
+            || MARKS.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                let closed = Gate::new();
+                let key = &closed as *const Gate as usize;
+                let entered = std::thread::scope(|scope| {
+                    scope
+                        .spawn(|| Busy::enter_layer(key, &closed).is_some())
+                        .join()
+                        .unwrap_or(false)
+                });
+                entered && close(key, &closed, false) && !closed.admits_caller()
+            },
+        );
     }
 }

@@ -49,6 +49,9 @@
 //! assert_eq!(sink.to_string_lossy(), "version\nregion_enter\ndata\nregion_leave\n");
 //! ```
 
+// First: its macro is used by the modules declared after it.
+#[macro_use]
+mod fork_lock;
 pub mod api;
 pub mod background;
 mod bound;

@@ -407,7 +407,16 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     counters: Vec::new(),
 });
 
+held_across_forks! {
+    /// Installs, once, the `fork` handlers that hold [`REGISTRY`] in the forking thread
+    /// across the `fork`: without them, a child forked while another thread of its
+    /// parent held it (a timer's first use, a thread's totals taken) would hang on its
+    /// first new timer or counter and on taking any totals (a thread's end, the exit).
+    fn hold_registry_across_forks for REGISTRY: Registry
+}
+
 fn registry() -> MutexGuard<'static, Registry> {
+    hold_registry_across_forks();
     // The registry stays consistent whatever panicked while holding it: each update is
     // a single push or addition.
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
@@ -415,6 +424,20 @@ fn registry() -> MutexGuard<'static, Registry> {
 
 /// Lines a thread handed over with [`hand_over_thread_totals`], not written yet.
 static HANDED_OVER: Mutex<Vec<TotalLine>> = Mutex::new(Vec::new());
+
+held_across_forks! {
+    /// Installs, once, the `fork` handlers that hold [`HANDED_OVER`] in the forking
+    /// thread across the `fork`: without them, a child forked while another thread of
+    /// its parent held it would hang handing over its totals, or writing them at exit.
+    fn hold_handed_over_across_forks for HANDED_OVER: Vec<TotalLine>
+}
+
+/// Locks [`HANDED_OVER`], once the `fork` handlers that keep it usable in a child are
+/// installed.
+fn handed_over() -> MutexGuard<'static, Vec<TotalLine>> {
+    hold_handed_over_across_forks();
+    HANDED_OVER.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Takes the calling thread's `th_timer`/`th_counter` lines (adding its values to the
 /// process totals, as [`crate::timers::emit_thread_totals`] does) and keeps them for
@@ -426,17 +449,14 @@ static HANDED_OVER: Mutex<Vec<TotalLine>> = Mutex::new(Vec::new());
 pub fn hand_over_thread_totals() {
     let lines = take_thread_totals();
     if !lines.is_empty() {
-        HANDED_OVER
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(lines);
+        handed_over().extend(lines);
     }
 }
 
 /// The lines kept by [`hand_over_thread_totals`], forgotten here (the caller writes
 /// them, for the thread that handed them over).
 pub(crate) fn take_handed_over_totals() -> Vec<TotalLine> {
-    std::mem::take(&mut *HANDED_OVER.lock().unwrap_or_else(PoisonError::into_inner))
+    std::mem::take(&mut *handed_over())
 }
 
 /// The values of one `timer`/`th_timer` or `counter`/`th_counter` line (a process's or
@@ -860,6 +880,51 @@ mod tests {
                 "counter emit/c1 2",
                 "counter emit/c2 5",
             ]
+        );
+    }
+
+    /// A child forked while another thread of its parent holds the table of timers (a
+    /// timer's first use, a thread's totals taken) uses a new timer and counter and takes
+    /// its thread's and the process's totals.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_the_registry_is_held_registers_and_takes_totals() {
+        static T: Timer = Timer::new("test", "forked-first-use", PerThread::Yes);
+        static C: Counter = Counter::new("test", "forked-first-use", PerThread::No);
+        crate::fork_lock::tests::forked_while_held(
+            || drop(registry()),
+            || REGISTRY.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                T.time(|| ());
+                C.add(7);
+                let thread = take_thread_totals();
+                let process = take_process_totals();
+                let timer = |l: &TotalLine| matches!(l, TotalLine::Timer(t) if t.name == "forked-first-use" && t.intervals == 1);
+                let counter = |l: &TotalLine| matches!(l, TotalLine::Counter(c) if c.name == "forked-first-use" && c.value == 7);
+                thread.iter().any(timer) && process.iter().any(timer) && process.iter().any(counter)
+            },
+        );
+    }
+
+    /// A child forked while another thread of its parent holds the handed-over lines
+    /// hands its own over and takes them, as the exit handler does.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_the_handed_over_lines_are_held_hands_over() {
+        static C: Counter = Counter::new("test", "forked-hand-over", PerThread::Yes);
+        crate::fork_lock::tests::forked_while_held(
+            || {
+                drop(registry());
+                drop(handed_over());
+            },
+            || HANDED_OVER.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                C.add(3);
+                hand_over_thread_totals();
+                take_handed_over_totals().iter().any(
+                    |l| matches!(l, TotalLine::Counter(c) if c.name == "forked-hand-over" && c.value == 3),
+                )
+            },
         );
     }
 }

@@ -36,8 +36,9 @@
 //! lossy writer neither blocks its sender nor loses `exit` or `atexit`.
 //!
 //! A process made by `fork` without `exec` inherits the queue but not its worker (only
-//! the forking thread survives a fork). A `pthread_atfork` handler counts forks; a queue
-//! started before the last fork handles every message on the sending thread, without
+//! the forking thread survives a fork). A `pthread_atfork` handler counts forks, and
+//! the forking thread holds the list of queues across each fork (so the child's exit
+//! handler and new queues find it unlocked); a queue started before the last fork handles every message on the sending thread, without
 //! touching a lock another thread of the parent may have held when it forked, and leaves
 //! the parent's queued messages to the parent. On Windows, `ExitProcess` ends every
 //! other thread (the workers too) before the exit hooks run: the lifecycle then calls
@@ -163,18 +164,13 @@ fn fork_generation() -> u64 {
     FORK_GENERATION.load(Ordering::Relaxed)
 }
 
-/// Windows has no `fork`: a process there always starts with nothing of its parent's.
-#[cfg(not(unix))]
-fn watch_forks() {}
-
-#[cfg(unix)]
-fn watch_forks() {
-    static WATCH: Once = Once::new();
-    WATCH.call_once(|| {
-        // SAFETY: registers a plain function that only adds to an atomic. A failure
-        // (no memory) leaves forks undetected, as before; nothing else to do.
-        unsafe { libc::pthread_atfork(None, None, Some(count_fork_in_child)) };
-    });
+held_across_forks! {
+    /// Installs, once, the `fork` handlers: the forking thread holds [`REGISTRY`] across
+    /// the `fork` (held only to read or change the list, never while a queue's drain or
+    /// any other code runs), and the child counts the fork. Without them, a child forked
+    /// while another thread of its parent held the list (starting a queue, or the exit
+    /// handler or a flush collecting them) would hang at its exit and on its first queue.
+    fn watch_forks for REGISTRY: Vec<Weak<Queue>>, then_in_child count_fork_in_child
 }
 
 thread_local! {
@@ -522,12 +518,21 @@ pub(crate) fn for_each_message(mut batch: &[u8], mut handle: impl FnMut(&[u8])) 
     }
 }
 
-/// Every queue of the process, for the exit handler and the panic hook.
+/// Every queue of the process, for the exit handler and the panic hook. Held only to
+/// read or change the list, and by a thread that forks across its `fork` (see
+/// [`watch_forks`]).
 static REGISTRY: Mutex<Vec<Weak<Queue>>> = Mutex::new(Vec::new());
+
+/// Locks [`REGISTRY`], once the `fork` handlers that keep it usable in a child are
+/// installed.
+fn registry() -> MutexGuard<'static, Vec<Weak<Queue>>> {
+    watch_forks();
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn register(queue: &Arc<Queue>, flush_on_panic: bool) {
     {
-        let mut all = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all = registry();
         all.retain(|w| w.strong_count() > 0);
         all.push(Arc::downgrade(queue));
     }
@@ -550,9 +555,7 @@ fn register(queue: &Arc<Queue>, flush_on_panic: bool) {
 }
 
 fn live_queues() -> Vec<Arc<Queue>> {
-    REGISTRY
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    registry()
         .iter()
         .filter_map(Weak::upgrade)
         .filter(|q| !q.in_fork())
@@ -812,5 +815,28 @@ mod tests {
         queue.send(b"after", 1, Delivery::MayDrop).unwrap();
         assert_eq!(recorder.here.lock().unwrap().len(), 2);
         queue.shutdown();
+    }
+
+    /// A child forked while another thread of its parent holds the list of queues
+    /// (starting a queue, or the exit handler or a flush collecting them) starts a queue
+    /// of its own and shuts every queue down as its exit handler does.
+    #[cfg(unix)]
+    #[test]
+    fn a_child_forked_while_the_queue_list_is_held_starts_queues_and_exits() {
+        let mut parents = None;
+        crate::fork_lock::tests::forked_while_held(
+            // A queue of the parent: the fork handlers are installed.
+            || parents = Some(start(BackgroundOptions::new()).1),
+            || REGISTRY.lock().unwrap_or_else(PoisonError::into_inner),
+            || {
+                let (recorder, own) = start(BackgroundOptions::new());
+                let sent = own.send(b"child", 1, Delivery::Keep).is_ok();
+                // What the exit handler does.
+                shutdown_all();
+                let handled = recorder.handled.lock().unwrap();
+                sent && *handled == [b"child".to_vec()]
+            },
+        );
+        parents.unwrap().shutdown();
     }
 }
