@@ -23,7 +23,7 @@
 /// Defines `fn $name()`, to be called before each `lock()` of `$lock` (a
 /// `static Mutex<$ty>`): it installs, once, the `fork` handlers that hold `$lock` in the
 /// forking thread across the `fork` (see the module documentation). Once installed it
-/// costs one relaxed load. An optional `then_in_child` names a plain function the
+/// costs one load; every caller returns only once they are installed. An optional `then_in_child` names a plain function the
 /// child handler calls after giving the lock back.
 macro_rules! held_across_forks {
     ($(#[$meta:meta])* fn $name:ident for $lock:path : $ty:ty $(, then_in_child $child:path)?) => {
@@ -36,11 +36,22 @@ macro_rules! held_across_forks {
                 static HELD: std::cell::Cell<Option<std::sync::MutexGuard<'static, $ty>>> =
                     const { std::cell::Cell::new(None) };
             }
-            /// Before a `fork`, in the forking thread: waits for the lock.
+            /// Before a `fork`, in the forking thread: waits for the lock (once, should
+            /// the handlers be registered twice: see below).
             extern "C" fn before_fork() {
-                let held = $lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                // A thread whose thread-locals are gone forks with the lock unlocked.
-                let _ = HELD.try_with(|cell| cell.set(Some(held)));
+                let holding = HELD
+                    .try_with(|cell| {
+                        let held = cell.take();
+                        let holding = held.is_some();
+                        cell.set(held);
+                        holding
+                    })
+                    // A thread whose thread-locals are gone forks with the lock unlocked.
+                    .unwrap_or(true);
+                if !holding {
+                    let held = $lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let _ = HELD.try_with(|cell| cell.set(Some(held)));
+                }
             }
             /// After a `fork`, in the parent: the lock given back.
             extern "C" fn after_fork_in_parent() {
@@ -51,17 +62,44 @@ macro_rules! held_across_forks {
                 let _ = HELD.try_with(std::cell::Cell::take);
                 $($child();)?
             }
-            // Not a `Once`: glibc's `pthread_atfork` waits while a `fork` runs its
-            // handlers, and a `Once` left running by a thread the child does not have
-            // would hang the child on its first call. A caller that finds another
-            // thread installing goes on at once (the lock is then unheld across a `fork`
-            // just as before the handlers; only the first use can meet that).
-            static INSTALLED: std::sync::atomic::AtomicBool =
-                std::sync::atomic::AtomicBool::new(false);
-            if !INSTALLED.load(std::sync::atomic::Ordering::Relaxed)
-                && !INSTALLED.swap(true, std::sync::atomic::Ordering::Relaxed)
-            {
-                $crate::fork_lock::install(before_fork, after_fork_in_parent, after_fork_in_child);
+            // 0: not installed; `u64::MAX`: installed; else the id of the process one of
+            // whose threads is installing them. Not a `Once`: glibc's `pthread_atfork`
+            // waits while a `fork` runs its handlers, and a `Once` left running by a
+            // thread the child does not have would hang the child for good. Here a
+            // caller waits for an installer of its own process only (which a `fork`
+            // delays, never stops); a child that finds its parent's installer unfinished
+            // installs them again (were they registered before the `fork` after all,
+            // the prepare step above takes the lock once, and a second child step finds
+            // it given back and counts a fork twice, which only says "forked").
+            static STATE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            const DONE: u64 = u64::MAX;
+            use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+            let mut seen = STATE.load(Acquire);
+            if seen == DONE {
+                return;
+            }
+            let pid = u64::from(std::process::id());
+            loop {
+                if seen == DONE {
+                    return;
+                }
+                if seen == pid {
+                    std::thread::yield_now();
+                    seen = STATE.load(Acquire);
+                    continue;
+                }
+                match STATE.compare_exchange(seen, pid, AcqRel, Acquire) {
+                    Ok(_) => {
+                        $crate::fork_lock::install(
+                            before_fork,
+                            after_fork_in_parent,
+                            after_fork_in_child,
+                        );
+                        STATE.store(DONE, Release);
+                        return;
+                    }
+                    Err(now) => seen = now,
+                }
             }
         }
         $(#[$meta])*
@@ -86,8 +124,8 @@ pub(crate) mod tests {
     use std::sync::{Mutex, PoisonError};
     use std::time::Duration;
 
-    /// Taken by each test that forks: another test's `fork` makes a first
-    /// `pthread_atfork` wait, and a handler this test installs could then miss its own.
+    /// Taken by each test that forks, so that the 200 ms one holds its lock do not add
+    /// up in another test's `fork` (its prepare steps wait for every held list).
     static ONE_FORK_AT_A_TIME: Mutex<()> = Mutex::new(());
 
     /// Runs `child` in a child forked while another thread of this process holds what

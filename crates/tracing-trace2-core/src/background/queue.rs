@@ -38,8 +38,8 @@
 //! A process made by `fork` without `exec` inherits the queue but not its worker (only
 //! the forking thread survives a fork). A `pthread_atfork` handler counts forks, and
 //! the forking thread holds the list of queues across each fork (so the child's exit
-//! handler and new queues find it unlocked); a queue started before the last fork handles every message on the sending thread, without
-//! touching a lock another thread of the parent may have held when it forked, and leaves
+//! handler and new queues find it unlocked); a queue started before the last fork
+//! handles every message on the sending thread, without touching a lock another thread of the parent may have held when it forked, and leaves
 //! the parent's queued messages to the parent. On Windows, `ExitProcess` ends every
 //! other thread (the workers too) before the exit hooks run: the lifecycle then calls
 //! [`other_threads_gone`] and the queues behave as in a forked child.
