@@ -1301,7 +1301,7 @@ fn data_age(guard: &Guard<'_>, record: &Record<'_>) -> u64 {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::record::{Callsite, Timestamp, Trace2Event};
     use tracing_trace2_dst::MemorySink;
@@ -1573,46 +1573,6 @@ pub(crate) mod tests {
         assert_eq!(frames(), 3, "an empty batch is not written");
     }
 
-    /// Runs `child` in a child forked while another thread of this process holds what
-    /// `hold` locks (taken before the `fork` starts, given back 200 ms later), and says
-    /// whether the child succeeded. The child gets ten seconds: one that hangs on the
-    /// lock its parent's thread held is ended by `SIGALRM`, and the test fails.
-    #[cfg(unix)]
-    pub(crate) fn forked_while_held<G>(
-        hold: impl FnOnce() -> G + Send,
-        child: impl FnOnce() -> bool,
-    ) {
-        let (held_tx, held) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            scope.spawn(move || {
-                let _guard = hold();
-                held_tx.send(()).unwrap();
-                std::thread::sleep(Duration::from_millis(200));
-            });
-            held.recv().unwrap();
-            // SAFETY: the child runs `child`, which takes only this crate's locks, and
-            // leaves with `_exit` (never back into the scope, whose thread it does not
-            // have).
-            let pid = unsafe { libc::fork() };
-            if pid == 0 {
-                // SAFETY: `alarm` sets a timer and touches no memory.
-                unsafe { libc::alarm(10) };
-                let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child));
-                // SAFETY: leaves without the parent's exit handlers or the scope.
-                unsafe { libc::_exit(if matches!(ok, Ok(true)) { 0 } else { 1 }) };
-            }
-            assert!(pid > 0, "fork: {}", io::Error::last_os_error());
-            let mut status = 0;
-            // SAFETY: waits for the child just forked.
-            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-            assert!(
-                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-                "the child failed or hung (status {status:#x}; signal {} is SIGALRM)",
-                libc::SIGALRM
-            );
-        });
-    }
-
     /// A child forked while another thread registered a writer for the exit handler
     /// builds writers of its own (which register too).
     #[cfg(unix)]
@@ -1624,7 +1584,7 @@ pub(crate) mod tests {
                 .with_exit_handler(false)
                 .build(MemorySink::new()),
         );
-        forked_while_held(
+        tracing_trace2_test_support::fork::forked_while_held(
             || AT_EXIT.lock().unwrap_or_else(PoisonError::into_inner),
             || {
                 let writer = BinaryWriter::builder().build(MemorySink::new());

@@ -122,7 +122,6 @@ pub(crate) fn install(prepare: extern "C" fn(), parent: extern "C" fn(), child: 
 #[cfg(all(test, unix))]
 pub(crate) mod tests {
     use std::sync::{Mutex, PoisonError};
-    use std::time::Duration;
 
     /// Taken by each test that forks, so that the 200 ms one holds its lock do not add
     /// up in another test's `fork` (its prepare steps wait for every held list).
@@ -143,34 +142,6 @@ pub(crate) mod tests {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         install();
-        let (held_tx, held) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            scope.spawn(move || {
-                let _guard = hold();
-                held_tx.send(()).unwrap();
-                std::thread::sleep(Duration::from_millis(200));
-            });
-            held.recv().unwrap();
-            // SAFETY: the child runs `child`, which takes only this crate's locks, and
-            // leaves with `_exit` (never back into the scope, whose thread it does not
-            // have).
-            let pid = unsafe { libc::fork() };
-            if pid == 0 {
-                // SAFETY: `alarm` sets a timer and touches no memory.
-                unsafe { libc::alarm(10) };
-                let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child));
-                // SAFETY: leaves without the parent's exit handlers or the scope.
-                unsafe { libc::_exit(if matches!(ok, Ok(true)) { 0 } else { 1 }) };
-            }
-            assert!(pid > 0, "fork: {}", std::io::Error::last_os_error());
-            let mut status = 0;
-            // SAFETY: waits for the child just forked.
-            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-            assert!(
-                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-                "the child failed or hung (status {status:#x}; signal {} is SIGALRM)",
-                libc::SIGALRM
-            );
-        });
+        tracing_trace2_test_support::fork::forked_while_held(hold, child);
     }
 }

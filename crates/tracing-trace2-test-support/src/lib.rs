@@ -7,6 +7,8 @@
 //!   with the texts and numbers the formats must escape, quote, pad or cut.
 //! * [`git`]: the real `git` binary the interop tests compare against.
 //! * [`child`]: one test run again in a child process, to assert what it writes to fd 2.
+//! * `fork` (Unix): a child forked while another thread holds a lock, for the tests of
+//!   the `fork` handlers.
 //!
 //! [`Record`]: tracing_trace2_record::Record
 
@@ -15,5 +17,7 @@
 
 pub mod alloc;
 pub mod child;
+#[cfg(unix)]
+pub mod fork;
 pub mod git;
 pub mod random;

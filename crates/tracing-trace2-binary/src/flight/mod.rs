@@ -859,7 +859,7 @@ mod tests {
                 .build()
         };
         let parents = build().unwrap();
-        crate::writer::tests::forked_while_held(
+        tracing_trace2_test_support::fork::forked_while_held(
             || RECORDERS.lock().unwrap_or_else(PoisonError::into_inner),
             || {
                 let Some(own) = build() else { return false };
